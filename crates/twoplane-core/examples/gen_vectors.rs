@@ -1,0 +1,697 @@
+//! Writes the shared JSON vectors (`tests/vectors/*.json`) that every runtime replays: the Rust
+//! tests, the WebAssembly build in Node and in Chromium, and the Node addon.
+//!
+//! Usage: `cargo run -p twoplane-core --example gen_vectors -- <out-dir>`. The output is
+//! deterministic (a fixed-seed generator), so the test command regenerates it and diffs it with
+//! the checked-in copy. Expected values come from the core itself; the cases that pin the
+//! contract's own examples are also asserted here against hand-written answers, so a core
+//! regression cannot silently rewrite the vectors.
+
+use std::fs;
+use std::path::Path;
+
+use twoplane_core::conform::{Conform, Verdict};
+use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
+use twoplane_core::jsview::{self, OwnedRawPieces};
+use twoplane_core::reader::{Reader, ReaderAction};
+use twoplane_core::request::stream_request_from_http;
+use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_units};
+use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
+use twoplane_core::sse::{encode_event, SseDecoder};
+use twoplane_core::{frame_resume_point, json, Frame, Text};
+
+fn main() {
+    let out = std::env::args().nth(1).unwrap_or_else(|| "tests/vectors".to_owned());
+    let out = Path::new(&out);
+    fs::create_dir_all(out).expect("create output dir");
+    write(out, "conform.json", conform_vectors());
+    write(out, "reader.json", reader_vectors());
+    write(out, "text.json", text_vectors());
+    write(out, "codec.json", codec_vectors());
+    write(out, "sse.json", sse_vectors());
+    write(out, "request.json", request_vectors());
+    write(out, "ddl.json", ddl_vectors());
+}
+
+// ---------------------------------------------------------------- output
+
+/// One case per line, so a diff of the checked-in files shows which cases changed.
+fn write(dir: &Path, name: &str, sections: Vec<(&str, Vec<JsonValue>)>) {
+    let mut s = String::from("{\n");
+    for (i, (key, cases)) in sections.iter().enumerate() {
+        write_json_string(&mut s, &utf16(key));
+        s.push_str(": [\n");
+        for (j, case) in cases.iter().enumerate() {
+            s.push_str("  ");
+            write_json_value(&mut s, case);
+            s.push_str(if j + 1 < cases.len() { ",\n" } else { "\n" });
+        }
+        s.push_str(if i + 1 < sections.len() { "],\n" } else { "]\n" });
+    }
+    s.push_str("}\n");
+    fs::write(dir.join(name), s).expect("write vector file");
+}
+
+fn utf16(s: &str) -> Vec<u16> {
+    s.encode_utf16().collect()
+}
+
+fn obj(members: Vec<(&str, JsonValue)>) -> JsonValue {
+    JsonValue::Object(members.into_iter().map(|(k, v)| (Text::from(k), v)).collect())
+}
+
+fn s(x: &str) -> JsonValue {
+    JsonValue::String(Text::from(x))
+}
+
+fn t(x: Text) -> JsonValue {
+    JsonValue::String(x)
+}
+
+fn n(x: f64) -> JsonValue {
+    JsonValue::Number(x)
+}
+
+fn j(src: &str) -> JsonValue {
+    parse_value(src).unwrap_or_else(|e| panic!("bad literal {src}: {e}"))
+}
+
+fn arr(items: Vec<JsonValue>) -> JsonValue {
+    JsonValue::Array(items)
+}
+
+fn frame_value(f: &Frame) -> JsonValue {
+    parse_value(&json::encode_frame(f)).expect("own encoding parses")
+}
+
+/// A small fixed-seed generator (xorshift64*), so the vectors are identical on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Deltas mixing ASCII, CJK, emoji (surrogate pairs) and the odd lone surrogate, as a model and
+/// JavaScript may produce them.
+fn production(rng: &mut Rng, deltas: usize) -> Vec<Text> {
+    const PIECES: [&str; 10] = ["Hel", "lo", " wor", "ld", "漢字", "かな", "😀", "👩‍💻", "\"q\"\\", "\n\t"];
+    (0..deltas)
+        .map(|_| {
+            let mut d = Text::from(PIECES[rng.below(PIECES.len() as u64) as usize]);
+            if rng.chance(5) {
+                d.push_units(&[0xD800 + rng.below(0x800) as u16]);
+            }
+            d
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- conform
+
+enum Call {
+    Feed(JsonValue),
+    End,
+    Fail,
+}
+
+fn run_conform(stream_id: &str, from: f64, calls: &[Call]) -> Vec<JsonValue> {
+    let id = utf16(stream_id);
+    let mut c = Conform::new(from);
+    let mut out = Vec::new();
+    for call in calls {
+        let (verdict, frame) = match call {
+            Call::Feed(f) => (c.feed(jsview::conform_input(f, &id)), Some(f)),
+            Call::End => (c.end(), None),
+            Call::Fail => (c.fail(), None),
+        };
+        let stale = || obj(vec![("type", s("stale")), ("floorSeq", n(c.pos())), ("durableSeq", n(c.last_durable()))]);
+        let synth = || {
+            let r = n(c.requested());
+            obj(vec![
+                ("type", s("open")),
+                ("streamId", s(stream_id)),
+                ("from", r.clone()),
+                ("seq", r.clone()),
+                ("durableSeq", r),
+                ("ended", JsonValue::Bool(false)),
+            ])
+        };
+        let (frames, violation) = match verdict {
+            Verdict::Drop => (vec![], None),
+            Verdict::Pass => (vec![frame.cloned().expect("pass needs a frame")], None),
+            Verdict::OpenThenPass => (vec![synth(), frame.cloned().expect("pass needs a frame")], None),
+            Verdict::Violation(v) => {
+                let raw = OwnedRawPieces::of(frame);
+                (vec![stale()], Some(t(v.reason(&raw.borrowed()))))
+            }
+            Verdict::Terminate => (vec![stale()], None),
+        };
+        out.push(obj(vec![("out", arr(frames)), ("violation", violation.unwrap_or(JsonValue::Null))]));
+    }
+    out
+}
+
+fn conform_case(name: &str, stream_id: &str, from: f64, calls: Vec<Call>) -> JsonValue {
+    let expect = run_conform(stream_id, from, &calls);
+    let calls = calls
+        .into_iter()
+        .map(|c| match c {
+            Call::Feed(f) => obj(vec![("feed", f)]),
+            Call::End => obj(vec![("end", JsonValue::Bool(true))]),
+            Call::Fail => obj(vec![("fail", JsonValue::Bool(true))]),
+        })
+        .collect();
+    obj(vec![
+        ("name", s(name)),
+        ("streamId", s(stream_id)),
+        ("from", n(from)),
+        ("calls", arr(calls)),
+        ("expect", arr(expect)),
+    ])
+}
+
+fn conform_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    use Call::{End, Fail, Feed};
+    let open = |from: u64, seq: u64| j(&format!(r#"{{"type":"open","streamId":"s","from":{from},"seq":{seq},"durableSeq":0,"ended":false}}"#));
+    let chunk = |from: u64, text: &str| frame_value(&Frame::chunk(from, Text::from(text)).unwrap());
+    let mut cases = vec![
+        conform_case("open passes and sets the position", "s", 2.0, vec![Feed(open(2, 5)), Feed(chunk(2, "abc")), Feed(j(r#"{"type":"end","seq":5,"status":"complete"}"#))]),
+        conform_case("open may start below the request", "s", 4.0, vec![Feed(open(1, 5)), Feed(chunk(1, "bcde"))]),
+        conform_case("second open is absorbed", "s", 0.0, vec![Feed(open(0, 0)), Feed(open(0, 0))]),
+        conform_case("open after a synthesized open is absorbed", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(open(0, 2))]),
+        conform_case("open for another stream", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"t","from":0,"seq":0,"durableSeq":0,"ended":false}"#))]),
+        conform_case("open with a non-string stream id", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":7,"from":0,"seq":0,"durableSeq":0}"#))]),
+        conform_case("open missing its stream id", "s", 0.0, vec![Feed(j(r#"{"type":"open","from":0,"seq":0,"durableSeq":0}"#))]),
+        conform_case("open with fractional from", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":0.5,"seq":1,"durableSeq":0}"#))]),
+        conform_case("open with string offsets", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":"0","seq":0,"durableSeq":0}"#))]),
+        conform_case("open with negative from", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":-1,"seq":0,"durableSeq":0}"#))]),
+        conform_case("open with seq below from", "s", 5.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":3,"seq":2,"durableSeq":0}"#))]),
+        conform_case("open with missing durableSeq", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":0,"seq":0}"#))]),
+        conform_case("open past the request", "s", 2.0, vec![Feed(open(3, 9))]),
+        conform_case("open with a lone surrogate id", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"\ud800x","from":0,"seq":0,"durableSeq":0}"#))]),
+        conform_case("chunk synthesizes open", "s", 3.0, vec![Feed(chunk(3, "xy")), Feed(chunk(5, "z"))]),
+        conform_case("chunk replay is absorbed", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(chunk(0, "abc")), Feed(chunk(1, "bc")), Feed(chunk(0, "a"))]),
+        conform_case("chunk overlap passes whole", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(chunk(1, "bcde"))]),
+        conform_case("chunk gap", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(chunk(3, "d"))]),
+        conform_case("chunk gap before any open", "s", 2.0, vec![Feed(chunk(3, "d"))]),
+        conform_case("chunk with a short text", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#))]),
+        conform_case("chunk with no text", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":3}"#))]),
+        conform_case("chunk with a numeric text", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":1,"text":5}"#))]),
+        conform_case("chunk with string offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":"0","seq":"1","text":"a"}"#))]),
+        conform_case("chunk with fractional offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0.5,"seq":1.5,"text":"a"}"#))]),
+        conform_case("chunk with negative from", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":-1,"seq":0,"text":"a"}"#))]),
+        conform_case("chunk with huge offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":1e300,"seq":1e300,"text":""}"#))]),
+        conform_case("chunk with array offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":[1,null,2],"seq":{},"text":"a"}"#))]),
+        conform_case("empty chunk at the position is absorbed", "s", 2.0, vec![Feed(chunk(2, ""))]),
+        conform_case("chunk spanning a surrogate pair", "s", 0.0, vec![Feed(chunk(0, "a😀")), Feed(j(r#"{"type":"chunk","from":2,"seq":4,"text":"\ude00b"}"#))]),
+        conform_case("durable passes within the prefix", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(j(r#"{"type":"durable","seq":2}"#)), Feed(j(r#"{"type":"durable","seq":3}"#))]),
+        conform_case("durable rewinding is dropped", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(j(r#"{"type":"durable","seq":3}"#)), Feed(j(r#"{"type":"durable","seq":2}"#))]),
+        conform_case("durable past the position is dropped", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":3}"#))]),
+        conform_case("durable non-integer is dropped", "s", 0.0, vec![Feed(j(r#"{"type":"durable","seq":"1"}"#)), Feed(j(r#"{"type":"durable"}"#)), Feed(j(r#"{"type":"durable","seq":0.5}"#))]),
+        conform_case("durable synthesizes open", "s", 4.0, vec![Feed(j(r#"{"type":"durable","seq":4}"#))]),
+        conform_case("end at the position", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"end","seq":2,"status":"complete"}"#)), Feed(chunk(2, "c")), End, Fail]),
+        conform_case("end below the position with an error", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"end","seq":1,"status":"error","error":"boom","extra":[1]}"#))]),
+        conform_case("end synthesizes open", "s", 3.0, vec![Feed(j(r#"{"type":"end","seq":3,"status":"cancelled"}"#))]),
+        conform_case("end outruns the delivered text", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":1}"#)), Feed(j(r#"{"type":"end","seq":4,"status":"complete"}"#))]),
+        conform_case("end malformed", "s", 0.0, vec![Feed(j(r#"{"type":"end","seq":-1,"status":"complete"}"#))]),
+        conform_case("end with a string seq", "s", 0.0, vec![Feed(j(r#"{"type":"end","seq":"2","status":"complete"}"#))]),
+        conform_case("end with no seq", "s", 0.0, vec![Feed(j(r#"{"type":"end","status":"complete"}"#))]),
+        conform_case("stale passes bare", "s", 0.0, vec![Feed(j(r#"{"type":"stale","floorSeq":9,"durableSeq":3}"#)), Feed(chunk(0, "a"))]),
+        conform_case("absent passes bare", "s", 0.0, vec![Feed(j(r#"{"type":"absent"}"#)), End]),
+        conform_case("stale after open", "s", 0.0, vec![Feed(open(0, 0)), Feed(j(r#"{"type":"stale","floorSeq":0,"durableSeq":0}"#))]),
+        conform_case("unknown type", "s", 0.0, vec![Feed(j(r#"{"type":"chunky"}"#))]),
+        conform_case("missing type", "s", 0.0, vec![Feed(j(r#"{"seq":1}"#))]),
+        conform_case("numeric type", "s", 0.0, vec![Feed(j(r#"{"type":3}"#))]),
+        conform_case("frame that is a number", "s", 0.0, vec![Feed(j("42"))]),
+        conform_case("frame that is null", "s", 0.0, vec![Feed(j("null"))]),
+        conform_case("frame that is a string", "s", 0.0, vec![Feed(j(r#""chunk""#))]),
+        conform_case("frame that is an array", "s", 0.0, vec![Feed(j(r#"[{"type":"absent"}]"#))]),
+        conform_case("source ends without a terminal", "s", 0.0, vec![Feed(chunk(0, "ab")), End, End]),
+        conform_case("source ends before anything", "s", 7.0, vec![End]),
+        conform_case("source fails", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":2}"#)), Fail, Fail, End]),
+        conform_case("extra fields survive", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":1,"text":"a","meta":{"k":[1,2]}}"#))]),
+        conform_case("everything after a violation is dropped", "s", 0.0, vec![Feed(j(r#"{"type":"bogus"}"#)), Feed(chunk(0, "a")), End, Fail]),
+        conform_case("integer-valued floats are integers", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0.0,"seq":2e0,"text":"ab"}"#))]),
+    ];
+    cases.extend(generated_conform_cases());
+
+    // The contract's examples, pinned by hand.
+    let gap = run_conform("s", 0.0, &[Feed(chunk(0, "ab")), Feed(chunk(3, "d"))]);
+    assert_eq!(gap[1].get("violation"), Some(&s("relay chunk at 3 leaves a gap after 2")));
+    let span = run_conform("s", 0.0, &[Feed(j(r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#))]);
+    assert_eq!(span[0].get("violation"), Some(&s("relay chunk 0→3 does not span exactly its offsets")));
+    let cannot = run_conform("s", 2.0, &[Feed(open(3, 9))]);
+    assert_eq!(cannot[0].get("violation"), Some(&s("relay open at 3 cannot serve the requested 2")));
+    let malformed = run_conform("s", 0.0, &[Feed(j(r#"{"type":"open","from":0,"seq":0,"durableSeq":0}"#))]);
+    assert_eq!(malformed[0].get("violation"), Some(&s("relay open for undefined at 0 is malformed")));
+    vec![("cases", cases)]
+}
+
+/// Relayed sequences built from the true frames of a production, then replayed, overlapped,
+/// gapped, dropped, duplicated, reordered and truncated. The text itself is never forged.
+fn generated_conform_cases() -> Vec<JsonValue> {
+    let mut rng = Rng(0x7770_1A2E_5EED_0001);
+    let mut cases = Vec::new();
+    for i in 0..40 {
+        let count = 3 + rng.below(8) as usize;
+        let deltas = production(&mut rng, count);
+        let mut produced = Text::new();
+        let mut truth = Vec::new();
+        for d in &deltas {
+            let from = produced.len() as u64;
+            produced.push_units(d.units());
+            truth.push(Frame::chunk(from, d.clone()).unwrap());
+            if rng.chance(30) {
+                truth.push(Frame::Durable { seq: rng.below(produced.len() as u64 + 1) });
+            }
+        }
+        let total = produced.len() as u64;
+        truth.push(Frame::End { seq: rng.below(total + 1), status: twoplane_core::StreamStatus::Complete, error: None });
+        let join = rng.below(total + 1);
+        let mut relayed: Vec<Frame> = Vec::new();
+        if rng.chance(50) {
+            relayed.push(Frame::Open { stream_id: "s".into(), from: join.saturating_sub(rng.below(3)), seq: total, durable_seq: 0, ended: false });
+        }
+        for f in &truth {
+            match rng.below(10) {
+                0 => {} // dropped
+                1 => {
+                    relayed.push(f.clone());
+                    relayed.push(f.clone());
+                }
+                2 if !relayed.is_empty() => {
+                    let k = rng.below(relayed.len() as u64) as usize;
+                    relayed.insert(k, f.clone());
+                }
+                3 => {
+                    // An overlap: the same text re-cut from an earlier offset.
+                    if let Frame::Chunk { from, seq, .. } = f {
+                        let back = rng.below(*from + 1);
+                        let text = Text::from_slice(produced.slice((from - back) as usize, *seq as usize).unwrap());
+                        relayed.push(Frame::chunk(from - back, text).unwrap());
+                    } else {
+                        relayed.push(f.clone());
+                    }
+                }
+                _ => relayed.push(f.clone()),
+            }
+        }
+        if rng.chance(20) {
+            relayed.truncate(rng.below(relayed.len() as u64 + 1) as usize);
+        }
+        let mut calls: Vec<Call> = relayed.iter().map(|f| Call::Feed(frame_value(f))).collect();
+        calls.push(if rng.chance(50) { Call::End } else { Call::Fail });
+        cases.push(conform_case(&format!("generated relay {i}"), "s", join as f64, calls));
+    }
+    cases
+}
+
+// ---------------------------------------------------------------- reader
+
+fn reader_case(name: &str, stream_id: &str, durable: Text, frames: Vec<JsonValue>) -> JsonValue {
+    let id = utf16(stream_id);
+    let mut r = Reader::new(durable.len() as u64);
+    let mut acc = durable.clone();
+    let mut expect = Vec::new();
+    for f in &frames {
+        let action = r.feed(jsview::reader_input(f, &id));
+        expect.push(match action {
+            ReaderAction::Ignore => obj(vec![("action", s("ignore"))]),
+            ReaderAction::Splice { at } => {
+                acc.truncate(at as usize);
+                acc.push_units(f.get("text").and_then(JsonValue::as_text).expect("splice needs text").units());
+                obj(vec![("action", s("splice")), ("at", n(at as f64))])
+            }
+            ReaderAction::Stop(reason) => obj(vec![("action", s("stop")), ("reason", s(reason.as_str()))]),
+        });
+    }
+    obj(vec![
+        ("name", s(name)),
+        ("streamId", s(stream_id)),
+        ("durable", t(durable)),
+        ("frames", arr(frames)),
+        ("expect", arr(expect)),
+        ("text", t(acc)),
+        ("resumeFrom", n(r.resume_from() as f64)),
+    ])
+}
+
+fn reader_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    let chunk = |from: u64, text: &str| frame_value(&Frame::chunk(from, Text::from(text)).unwrap());
+    let open = |id: &str, from: u64| j(&format!(r#"{{"type":"open","streamId":"{id}","from":{from},"seq":{from},"durableSeq":{from},"ended":false}}"#));
+    let mut cases = vec![
+        reader_case("seeded with the durable text", "s", Text::from("Hel"), vec![open("s", 3), chunk(3, "lo"), j(r#"{"type":"end","seq":5,"status":"complete"}"#), chunk(5, "!")]),
+        reader_case("splices at the chunk's own offset", "s", Text::from("ab"), vec![open("s", 1), chunk(1, "bcd"), chunk(3, "de")]),
+        reader_case("a replay inside the text changes nothing", "s", Text::from("abcd"), vec![open("s", 4), chunk(0, "ab"), chunk(2, "cd")]),
+        reader_case("a gap stops the reader", "s", Text::from("ab"), vec![open("s", 2), chunk(3, "x"), chunk(2, "c")]),
+        reader_case("an open for another stream stops it", "s", Text::from(""), vec![open("t", 0), chunk(0, "x")]),
+        reader_case("stale stops it", "s", Text::from(""), vec![j(r#"{"type":"stale","floorSeq":5,"durableSeq":5}"#), chunk(0, "x")]),
+        reader_case("absent stops it", "s", Text::from(""), vec![j(r#"{"type":"absent"}"#)]),
+        reader_case("durable carries no text", "s", Text::from("a"), vec![open("s", 1), j(r#"{"type":"durable","seq":1}"#), chunk(1, "b")]),
+        reader_case("a malformed chunk stops it", "s", Text::from(""), vec![j(r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#)]),
+        reader_case("a non-numeric offset stops it", "s", Text::from(""), vec![j(r#"{"type":"chunk","from":"0","seq":1,"text":"a"}"#)]),
+        reader_case("an unknown frame stops it", "s", Text::from(""), vec![j(r#"{"type":"bogus"}"#)]),
+        reader_case("surrogate halves join across chunks", "s", Text::from_units(vec![0x61, 0xD83D]), vec![open("s", 2), j(r#"{"type":"chunk","from":2,"seq":3,"text":"\ude00"}"#), chunk(3, "漢")]),
+        reader_case("a lone surrogate survives", "s", Text::from(""), vec![j(r#"{"type":"chunk","from":0,"seq":2,"text":"\udc00\ud800"}"#)]),
+    ];
+    // Generated: a true production, delivered across reconnects from the reader's own resume
+    // point, with 8% of chunks replaying an overlap.
+    let mut rng = Rng(0x5EAD_E200_0000_0042);
+    for i in 0..12 {
+        let count = 5 + rng.below(10) as usize;
+        let deltas = production(&mut rng, count);
+        let mut produced = Text::new();
+        let mut spans = Vec::new();
+        for d in &deltas {
+            spans.push((produced.len() as u64, d.clone()));
+            produced.push_units(d.units());
+        }
+        let join = rng.below(produced.len() as u64 + 1);
+        let durable = Text::from_slice(produced.slice(0, join as usize).unwrap());
+        let mut frames = vec![open("s", join)];
+        let mut first = true;
+        for (from, d) in &spans {
+            let end = from + d.len() as u64;
+            if end <= join {
+                continue;
+            }
+            let start = if first { join } else if rng.chance(8) { from.saturating_sub(rng.below(4)) } else { *from };
+            first = false;
+            let text = Text::from_slice(produced.slice(start as usize, end as usize).unwrap());
+            frames.push(frame_value(&Frame::chunk(start, text).unwrap()));
+        }
+        frames.push(j(&format!(r#"{{"type":"end","seq":{},"status":"complete"}}"#, produced.len())));
+        let case = reader_case(&format!("generated delivery {i}"), "s", durable, frames);
+        assert_eq!(case.get("text"), Some(&t(produced.clone())), "generated delivery {i} must rebuild the text");
+        cases.push(case);
+    }
+    vec![("cases", cases)]
+}
+
+// ---------------------------------------------------------------- splice, assembly, ids
+
+fn text_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    let units = |u: &[u16]| Text::from_slice(u);
+    let splice_inputs: Vec<(Text, Text)> = vec![
+        (Text::from("ab"), Text::from("xyz")),
+        (Text::from("abc"), Text::from("x")),
+        (Text::from(""), Text::from("")),
+        (Text::from(""), Text::from("hello")),
+        (Text::from("hello"), Text::from("")),
+        (Text::from("same"), Text::from("same")),
+        (units(&[0xD83D]), Text::from("😀!")),
+        (Text::from("😀"), units(&[0xD83D])),
+        (Text::from("漢字"), Text::from("漢字かな")),
+        (units(&[0xDC00]), units(&[0xD800, 0xDC00, 0xD800])),
+    ];
+    let splice: Vec<JsonValue> = splice_inputs
+        .into_iter()
+        .map(|(d, p)| {
+            let expected = splice_stream_text(d.units(), p.units());
+            obj(vec![("durable", t(d)), ("produced", t(p)), ("expected", t(expected))])
+        })
+        .collect();
+    assert_eq!(splice[0].get("expected"), Some(&s("abz")));
+
+    let assemble_inputs: Vec<JsonValue> = vec![
+        j(r#"{"message":{"body":"B:"},"chunks":[{"seq":5,"text":"c"},{"seq":2,"text":"a"},{"seq":5,"text":"d"},{"seq":3}]}"#),
+        j(r#"{"message":null,"chunks":[]}"#),
+        j(r#"{"message":{},"chunks":[{"seq":1,"text":"x"}]}"#),
+        j(r#"{"message":{"body":"only"}}"#),
+        j(r#"{"chunks":[{"seq":10,"text":"b"},{"seq":4,"text":"a"}]}"#),
+        j(r#"{"message":{"body":"\ud83d"},"chunks":[{"seq":2,"text":"\ude00"}]}"#),
+        j(r#"{"message":{"body":""},"chunks":[{"seq":3,"text":"a"},{"seq":3,"text":"b"},{"seq":3,"text":"c"},{"seq":1,"text":"z"}]}"#),
+    ];
+    let assemble: Vec<JsonValue> = assemble_inputs
+        .into_iter()
+        .map(|input| {
+            let body = input.get("message").and_then(|m| m.get("body")).and_then(JsonValue::as_text).cloned();
+            let chunks = input.get("chunks").and_then(JsonValue::as_array).unwrap_or(&[]);
+            let seqs: Vec<f64> = chunks.iter().map(|c| jsview::number(c.get("seq"))).collect();
+            let mut out = body.unwrap_or_default();
+            for i in assembly_order(&seqs) {
+                if let Some(text) = chunks[i as usize].get("text").and_then(JsonValue::as_text) {
+                    out.push_units(text.units());
+                }
+            }
+            let mut members = input.as_object().unwrap().to_vec();
+            members.push((Text::from("expected"), t(out)));
+            JsonValue::Object(members)
+        })
+        .collect();
+    assert_eq!(assemble[0].get("expected"), Some(&s("B:acd")));
+
+    let chunk_id: Vec<JsonValue> = [("m1", 42.0), ("", 0.0), ("a:b", 7.0), ("漢😀", 9007199254740991.0)]
+        .into_iter()
+        .map(|(id, seq)| obj(vec![("streamId", s(id)), ("seq", n(seq)), ("expected", t(stream_chunk_id_units(&utf16(id), seq)))]))
+        .chain(std::iter::once({
+            let id = Text::from_units(vec![0xD800]);
+            let expected = stream_chunk_id_units(id.units(), 3.0);
+            obj(vec![("streamId", t(id)), ("seq", n(3.0)), ("expected", t(expected))])
+        }))
+        .collect();
+    assert_eq!(chunk_id[0].get("expected"), Some(&s("m1:42")));
+
+    let resume: Vec<JsonValue> = [
+        r#"{"type":"open","streamId":"s","from":3,"seq":9,"durableSeq":2,"ended":false}"#,
+        r#"{"type":"chunk","from":3,"seq":5,"text":"ab"}"#,
+        r#"{"type":"durable","seq":4}"#,
+        r#"{"type":"end","seq":7,"status":"complete"}"#,
+        r#"{"type":"end","seq":0,"status":"error","error":"x"}"#,
+        r#"{"type":"stale","floorSeq":1,"durableSeq":1}"#,
+        r#"{"type":"absent"}"#,
+    ]
+    .into_iter()
+    .map(|src| {
+        let f = json::decode_frame(src).unwrap();
+        let expected = frame_resume_point(&f).map_or(JsonValue::Null, |p| n(p as f64));
+        obj(vec![("frame", j(src)), ("expected", expected)])
+    })
+    .collect();
+    vec![("splice", splice), ("assemble", assemble), ("chunkId", chunk_id), ("resumePoint", resume)]
+}
+
+// ---------------------------------------------------------------- frame JSON codec
+
+fn codec_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    let texts: Vec<Text> = vec![
+        Text::from("plain"),
+        Text::from("quote \" backslash \\ slash /"),
+        Text::from("\u{0}\u{1}\u{8}\u{9}\u{a}\u{b}\u{c}\u{d}\u{1f} \u{7f}"),
+        Text::from("line\u{2028}para\u{2029}"),
+        Text::from("漢字かな😀👩‍💻"),
+        Text::from_units(vec![0xD800]),
+        Text::from_units(vec![0xDC00]),
+        Text::from_units(vec![0xDC00, 0xD800]),
+        Text::from_units(vec![0x61, 0xD83D, 0xDE00, 0xD83D]),
+        Text::from(""),
+    ];
+    let mut frames: Vec<Frame> = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        frames.push(Frame::chunk(i as u64 * 7, text.clone()).unwrap());
+    }
+    frames.push(Frame::Open { stream_id: Text::from("m-1 \"x\""), from: 0, seq: 12, durable_seq: 8, ended: false });
+    frames.push(Frame::Open { stream_id: Text::from_units(vec![0xDBFF]), from: 9007199254740991, seq: 9007199254740991, durable_seq: 0, ended: true });
+    frames.push(Frame::Durable { seq: 512 });
+    for st in twoplane_core::StreamStatus::ALL {
+        frames.push(Frame::End { seq: 3, status: st, error: None });
+    }
+    frames.push(Frame::End { seq: 3, status: twoplane_core::StreamStatus::Error, error: Some(Text::from_units(vec![0x62, 0xD800, 0x0A])) });
+    frames.push(Frame::Stale { floor_seq: 1024, durable_seq: 512 });
+    frames.push(Frame::Absent);
+    let encode: Vec<JsonValue> = frames
+        .iter()
+        .map(|f| {
+            let encoded = json::encode_frame(f);
+            obj(vec![("frame", frame_value(f)), ("json", s(&encoded))])
+        })
+        .collect();
+
+    let bad: Vec<(&str, &str)> = vec![
+        ("not json", "invalid_json"),
+        ("[]", "invalid_json"),
+        (r#"{"seq":1}"#, "missing_field"),
+        (r#"{"type":5}"#, "invalid_field"),
+        (r#"{"type":"chunky"}"#, "unknown_frame_type"),
+        (r#"{"type":"chunk","from":0,"seq":2}"#, "missing_field"),
+        (r#"{"type":"chunk","from":0,"seq":2,"text":7}"#, "invalid_field"),
+        (r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#, "chunk_span"),
+        (r#"{"type":"chunk","from":-1,"seq":0,"text":""}"#, "invalid_offset"),
+        (r#"{"type":"chunk","from":0.5,"seq":1,"text":"a"}"#, "invalid_offset"),
+        (r#"{"type":"durable","seq":9007199254740992}"#, "invalid_offset"),
+        (r#"{"type":"durable","seq":"3"}"#, "invalid_field"),
+        (r#"{"type":"open","streamId":"s","from":2,"seq":1,"durableSeq":0,"ended":false}"#, "invalid_offset"),
+        (r#"{"type":"open","streamId":"s","from":0,"seq":1,"durableSeq":0,"ended":"no"}"#, "invalid_field"),
+        (r#"{"type":"end","seq":1,"status":"streaming"}"#, "invalid_status"),
+        (r#"{"type":"end","seq":1,"status":"error","error":5}"#, "invalid_field"),
+        (r#"{"type":"stale","floorSeq":1}"#, "missing_field"),
+        (r#"{"type":"absent",}"#, "invalid_json"),
+    ];
+    let decode_errors: Vec<JsonValue> = bad
+        .into_iter()
+        .map(|(input, kind)| {
+            let err = json::decode_frame(input).expect_err(input);
+            assert_eq!(err.kind().as_str(), kind, "{input}");
+            obj(vec![
+                ("input", s(input)),
+                ("kind", s(kind)),
+                ("field", err.field_name().map_or(JsonValue::Null, s)),
+            ])
+        })
+        .collect();
+    vec![("encode", encode), ("decodeErrors", decode_errors)]
+}
+
+// ---------------------------------------------------------------- SSE
+
+fn sse_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    let streams: Vec<(&str, Vec<Vec<u8>>)> = vec![
+        ("one event", vec![b"id: 3\ndata: {\"a\":1}\n\n".to_vec()]),
+        ("crlf and cr line ends", vec![b"data: a\r\ndata: b\rid: 7\r\n\r\n".to_vec()]),
+        ("cr then lf across reads", vec![b"data: x\r".to_vec(), b"\n\r".to_vec(), b"\ndata: y\n\n".to_vec()]),
+        ("leading bom", vec![vec![0xEF, 0xBB], vec![0xBF], b"data: bom\n\n".to_vec()]),
+        ("bom only at the start", vec![b"data: a\n\n".to_vec(), vec![0xEF, 0xBB, 0xBF], b"data: b\n\n".to_vec()]),
+        ("comments and unknown fields", vec![b": ping\n\nfoo: bar\ndata: z\n\n".to_vec()]),
+        ("multi-line data", vec![b"data: l1\ndata:l2\ndata\n\n".to_vec()]),
+        ("event type", vec![b"event: frame\ndata: q\n\ndata: r\n\n".to_vec()]),
+        ("id with NUL is ignored", vec![b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\n".to_vec()]),
+        ("id persists and can be reset", vec![b"id: 5\ndata: a\n\ndata: b\n\nid\ndata: c\n\n".to_vec()]),
+        ("retry digits only", vec![b"retry: 1500\n\nretry: 15x\ndata: a\n\n".to_vec()]),
+        ("empty data dispatches nothing", vec![b"event: e\n\ndata: after\n\n".to_vec()]),
+        ("no space after colon", vec![b"data:tight\n\ndata:  two spaces\n\n".to_vec()]),
+        ("utf-8 split across reads", vec![vec![b'd', b'a', b't', b'a', b':', b' ', 0xF0, 0x9F], vec![0x98, 0x80, b'\n', b'\n']]),
+        ("invalid utf-8 is replaced", vec![vec![b'd', b'a', b't', b'a', b':', 0xFF, b'\n', b'\n']]),
+        ("incomplete event at the end is dropped", vec![b"data: done\n\ndata: partial".to_vec()]),
+        ("escaped lone surrogate in frame json", vec![b"id: 1\ndata: {\"type\":\"chunk\",\"from\":0,\"seq\":1,\"text\":\"\\ud800\"}\n\n".to_vec()]),
+    ];
+    let decode: Vec<JsonValue> = streams
+        .into_iter()
+        .map(|(name, chunks)| {
+            let mut dec = SseDecoder::new();
+            let mut events = Vec::new();
+            for c in &chunks {
+                dec.feed(c, &mut events);
+            }
+            dec.finish(&mut events);
+            let events_json = events
+                .iter()
+                .map(|e| obj(vec![("event", s(&e.event)), ("data", s(&e.data)), ("id", s(&e.last_event_id))]))
+                .collect();
+            let chunks_json = chunks
+                .iter()
+                .map(|c| arr(c.iter().map(|b| n(*b as f64)).collect()))
+                .collect();
+            obj(vec![
+                ("name", s(name)),
+                ("chunks", arr(chunks_json)),
+                ("events", arr(events_json)),
+                ("lastEventId", s(dec.last_event_id())),
+                ("retry", dec.retry().map_or(JsonValue::Null, |r| n(r as f64))),
+            ])
+        })
+        .collect();
+    let encode: Vec<JsonValue> = [
+        r#"{"type":"open","streamId":"s","from":3,"seq":9,"durableSeq":2,"ended":false}"#,
+        r#"{"type":"chunk","from":3,"seq":5,"text":"\ud800\u2028"}"#,
+        r#"{"type":"durable","seq":4}"#,
+        r#"{"type":"end","seq":7,"status":"error","error":"x\ny"}"#,
+        r#"{"type":"stale","floorSeq":1,"durableSeq":1}"#,
+        r#"{"type":"absent"}"#,
+    ]
+    .into_iter()
+    .map(|src| {
+        let f = json::decode_frame(src).unwrap();
+        obj(vec![("frame", j(src)), ("sse", s(&encode_event(&f)))])
+    })
+    .collect();
+    vec![("decode", decode), ("encode", encode)]
+}
+
+// ---------------------------------------------------------------- HTTP requests
+
+fn request_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    let inputs: Vec<(&str, Option<&str>)> = vec![
+        ("http://h/api/stream?streamId=m1&from=12", None),
+        ("http://h/api/stream?streamId=m1&from=12", Some("30")),
+        ("http://h/api/stream?streamId=m1&from=12", Some("")),
+        ("http://h/api/stream?streamId=m1&from=12abc", None),
+        ("http://h/api/stream?streamId=m1&from=-5", None),
+        ("http://h/api/stream?streamId=m1&from=0x10", None),
+        ("http://h/api/stream?streamId=m1&from=1.9", None),
+        ("http://h/api/stream?streamId=m1&from=99999999999999999999", None),
+        ("http://h/api/stream?streamId=m1", Some("  7")),
+        ("http://h/api/stream?streamId=a+b%20c%F0%9F%98%80", None),
+        ("http://h/api/stream?from=4", None),
+        ("http://h/api/stream", None),
+        ("http://h/api/stream?streamId=x&streamId=y&from=2&from=3", None),
+        ("http://h/api/stream?streamId=x#frag&from=9", None),
+        ("http://h/api/stream?streamId=%E6%BC%A2", Some("abc")),
+    ];
+    let cases = inputs
+        .into_iter()
+        .map(|(url, last)| {
+            let r = stream_request_from_http(url, last);
+            obj(vec![
+                ("url", s(url)),
+                ("lastEventId", last.map_or(JsonValue::Null, s)),
+                ("expected", obj(vec![("streamId", s(&r.stream_id)), ("from", n(r.from))])),
+            ])
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(cases[1].get("expected").and_then(|e| e.get("from")), Some(&n(30.0)));
+    assert_eq!(cases[2].get("expected").and_then(|e| e.get("from")), Some(&n(0.0)));
+    assert_eq!(cases[3].get("expected").and_then(|e| e.get("from")), Some(&n(12.0)));
+    vec![("cases", cases)]
+}
+
+// ---------------------------------------------------------------- DDL
+
+fn ddl_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    let tables: Vec<JsonValue> = vec![
+        j(r#"{"message":"messages","chunks":"message_chunks"}"#),
+        j(r#"{"message":"msg","chunks":"chunks","columns":{"chunkKey":"cid","chunkStream":"mid","chunkSeq":"end","chunkText":"slice"}}"#),
+        j(r#"{"message":"m","chunks":"bad\"name"}"#),
+        j(r#"{"message":"m","chunks":"c","columns":{"chunkText":"t\"x"}}"#),
+        j(r#"{"message":"m","chunks":""}"#),
+    ];
+    let mut cases = Vec::new();
+    for tbl in tables {
+        for dialect in [Dialect::Sqlite, Dialect::Postgres] {
+            let text_of = |k: &str| tbl.get(k).and_then(JsonValue::as_text).map(|t| t.to_string_lossy());
+            let cols = tbl.get("columns");
+            let col = |k: &str| cols.and_then(|c| c.get(k)).and_then(JsonValue::as_text).map(|t| t.to_string_lossy());
+            let st = StreamTables {
+                message: text_of("message").unwrap_or_default(),
+                chunks: text_of("chunks").unwrap_or_default(),
+                columns: StreamColumns {
+                    chunk_key: col("chunkKey"),
+                    chunk_stream: col("chunkStream"),
+                    chunk_seq: col("chunkSeq"),
+                    chunk_text: col("chunkText"),
+                    ..Default::default()
+                },
+            };
+            let result = match stream_chunk_table_ddl(&st, dialect) {
+                Ok(stmts) => ("expected", arr(stmts.iter().map(|x| s(x)).collect())),
+                Err(e) => ("error", s(e.kind().as_str())),
+            };
+            cases.push(obj(vec![("tables", tbl.clone()), ("dialect", s(dialect.name())), result]));
+        }
+    }
+    assert_eq!(
+        cases[0].get("expected").and_then(|e| e.as_array()).and_then(|a| a.first()),
+        Some(&s(r#"CREATE TABLE IF NOT EXISTS "message_chunks" ("id" TEXT PRIMARY KEY, "streamId" TEXT NOT NULL, "seq" INTEGER NOT NULL, "text" TEXT NOT NULL)"#))
+    );
+    vec![("cases", cases)]
+}

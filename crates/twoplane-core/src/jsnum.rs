@@ -1,0 +1,109 @@
+//! JavaScript number semantics the contract leans on, in one place: what counts as an integer
+//! (`Number.isInteger`), how a number prints (`String(n)`), `parseInt(x, 10)`, and the largest
+//! offset JavaScript holds exactly.
+
+/// `Number.MAX_SAFE_INTEGER`: offsets above it cannot round-trip through JavaScript.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// `Number.isInteger(x)`: finite with no fractional part. NaN and infinities fail.
+pub fn is_integer(x: f64) -> bool {
+    x.is_finite() && x.trunc() == x
+}
+
+/// `String(x)` for a number: `1e+21`, `0.1`, `NaN`, `-Infinity`, and `-0` as `0`.
+pub fn format(x: f64) -> String {
+    if x == 0.0 {
+        return "0".to_owned();
+    }
+    let mut buf = ryu_js::Buffer::new();
+    buf.format(x).to_owned()
+}
+
+/// `parseInt(s, 10)`: leading JavaScript whitespace, an optional sign, then the longest run of
+/// ASCII digits. NaN when there is no digit. `"12abc"` is 12, `"0x10"` is 0, `" -3"` is -3.
+pub fn parse_int10(s: &str) -> f64 {
+    let t = s.trim_start_matches(is_js_whitespace);
+    let (negative, rest) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return f64::NAN;
+    }
+    // Rust's float parsing rounds correctly, as V8's parseInt does for decimal digit runs.
+    let magnitude: f64 = rest[..digits].parse().unwrap_or(f64::INFINITY);
+    if negative {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// JavaScript's `StrWhiteSpaceChar`: WhiteSpace and LineTerminator code points.
+fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0009}' | '\u{000B}' | '\u{000C}' | '\u{0020}' | '\u{00A0}' | '\u{FEFF}'
+            | '\u{000A}' | '\u{000D}' | '\u{2028}' | '\u{2029}'
+    ) || (c.is_whitespace() && is_space_separator(c))
+}
+
+/// Unicode category Zs (the part of JavaScript whitespace that depends on Unicode data).
+fn is_space_separator(c: char) -> bool {
+    matches!(c, '\u{1680}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}')
+}
+
+/// An offset as JavaScript would hold it: an integer in `0..=MAX_SAFE_INTEGER`.
+pub fn as_offset(x: f64) -> Option<u64> {
+    if is_integer(x) && x >= 0.0 && x <= MAX_SAFE_INTEGER as f64 {
+        Some(x as u64)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_like_javascript() {
+        assert_eq!(format(12.0), "12");
+        assert_eq!(format(-0.0), "0");
+        assert_eq!(format(0.5), "0.5");
+        assert_eq!(format(1e21), "1e+21");
+        assert_eq!(format(1e20), "100000000000000000000");
+        assert_eq!(format(f64::NAN), "NaN");
+        assert_eq!(format(f64::INFINITY), "Infinity");
+        assert_eq!(format(f64::NEG_INFINITY), "-Infinity");
+        assert_eq!(format(1.5e-7), "1.5e-7");
+    }
+
+    #[test]
+    fn parse_int_like_javascript() {
+        assert_eq!(parse_int10("12abc"), 12.0);
+        assert_eq!(parse_int10("  \u{a0}42"), 42.0);
+        assert_eq!(parse_int10("-5"), -5.0);
+        assert_eq!(parse_int10("+7"), 7.0);
+        assert_eq!(parse_int10("0x10"), 0.0);
+        assert_eq!(parse_int10("1.9"), 1.0);
+        assert!(parse_int10("").is_nan());
+        assert!(parse_int10("abc").is_nan());
+        assert!(parse_int10("-").is_nan());
+        assert_eq!(parse_int10("99999999999999999999"), 1e20);
+    }
+
+    #[test]
+    fn integers_and_offsets() {
+        assert!(is_integer(3.0));
+        assert!(is_integer(1e300));
+        assert!(!is_integer(0.5));
+        assert!(!is_integer(f64::NAN));
+        assert!(!is_integer(f64::INFINITY));
+        assert_eq!(as_offset(9007199254740991.0), Some(MAX_SAFE_INTEGER));
+        assert_eq!(as_offset(9007199254740992.0), None);
+        assert_eq!(as_offset(-1.0), None);
+    }
+}

@@ -1,0 +1,28 @@
+//! twoplane-core: every rule of the twoplane contract, once.
+//!
+//! Pure and synchronous: no I/O, no async, no JavaScript types, and it builds for
+//! `wasm32-unknown-unknown`. The native plane, the WebAssembly build and the Node addon all call
+//! into this crate, so a rule fixed here is fixed everywhere. Nothing in it panics on input that
+//! crosses a boundary: bad input is an [`Error`] with a stable [`ErrorKind`].
+//!
+//! Offsets and lengths are UTF-16 code units ([`Text`]), the unit JavaScript counts in.
+
+pub mod conform;
+pub mod error;
+pub mod frame;
+pub mod json;
+pub mod jsnum;
+pub mod jsview;
+pub mod reader;
+pub mod request;
+pub mod splice;
+pub mod sql;
+pub mod sse;
+pub mod text;
+
+pub use conform::{Conform, ConformInput, Verdict, Violation};
+pub use error::{Error, ErrorKind, Result};
+pub use frame::{frame_resume_point, Frame, FrameKind, StreamStatus, STREAM_STATUS_STREAMING};
+pub use reader::{Reader, ReaderAction, TextReader};
+pub use splice::{assemble_durable_text, splice_stream_text, stream_chunk_id, ChunkRow};
+pub use text::Text;

@@ -1,0 +1,243 @@
+//! Replays the shared vectors of `tests/vectors/` through the Rust core: the same cases the
+//! WebAssembly build and the Node addon replay, read back from the checked-in files.
+
+use std::path::PathBuf;
+
+use twoplane_core::conform::{Conform, Verdict};
+use twoplane_core::json::{self, parse_value, JsonValue};
+use twoplane_core::jsview::{self, OwnedRawPieces};
+use twoplane_core::reader::{Reader, ReaderAction};
+use twoplane_core::request::stream_request_from_http;
+use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_units};
+use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
+use twoplane_core::sse::{encode_event, SseDecoder};
+use twoplane_core::{frame_resume_point, Text};
+
+fn load(name: &str) -> JsonValue {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors").join(name);
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse_value(&src).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn cases<'a>(file: &'a JsonValue, section: &str) -> &'a [JsonValue] {
+    let list = file.get(section).and_then(JsonValue::as_array).expect("section");
+    assert!(!list.is_empty(), "section {section} is empty");
+    list
+}
+
+fn text<'a>(v: &'a JsonValue, key: &str) -> &'a Text {
+    v.get(key).and_then(JsonValue::as_text).unwrap_or_else(|| panic!("{key} is not a string"))
+}
+
+fn num(v: &JsonValue, key: &str) -> f64 {
+    v.get(key).and_then(JsonValue::as_f64).unwrap_or_else(|| panic!("{key} is not a number"))
+}
+
+fn jstr(x: &str) -> JsonValue {
+    JsonValue::String(Text::from(x))
+}
+
+fn obj(members: Vec<(&str, JsonValue)>) -> JsonValue {
+    JsonValue::Object(members.into_iter().map(|(k, v)| (Text::from(k), v)).collect())
+}
+
+#[test]
+fn conform_vectors() {
+    let file = load("conform.json");
+    for case in cases(&file, "cases") {
+        let name = text(case, "name").to_string_lossy();
+        let id = text(case, "streamId");
+        let mut c = Conform::new(num(case, "from"));
+        let calls = case.get("calls").and_then(JsonValue::as_array).unwrap();
+        let expect = case.get("expect").and_then(JsonValue::as_array).unwrap();
+        assert_eq!(calls.len(), expect.len(), "{name}");
+        for (i, (call, want)) in calls.iter().zip(expect).enumerate() {
+            let fed = call.get("feed");
+            let verdict = if let Some(frame) = fed {
+                c.feed(jsview::conform_input(frame, id.units()))
+            } else if call.get("end").is_some() {
+                c.end()
+            } else {
+                c.fail()
+            };
+            let stale = obj(vec![
+                ("type", jstr("stale")),
+                ("floorSeq", JsonValue::Number(c.pos())),
+                ("durableSeq", JsonValue::Number(c.last_durable())),
+            ]);
+            let r = JsonValue::Number(c.requested());
+            let synth = obj(vec![
+                ("type", jstr("open")),
+                ("streamId", JsonValue::String(id.clone())),
+                ("from", r.clone()),
+                ("seq", r.clone()),
+                ("durableSeq", r),
+                ("ended", JsonValue::Bool(false)),
+            ]);
+            let (out, violation) = match verdict {
+                Verdict::Drop => (vec![], JsonValue::Null),
+                Verdict::Pass => (vec![fed.unwrap().clone()], JsonValue::Null),
+                Verdict::OpenThenPass => (vec![synth, fed.unwrap().clone()], JsonValue::Null),
+                Verdict::Violation(v) => {
+                    let raw = OwnedRawPieces::of(fed);
+                    (vec![stale], JsonValue::String(v.reason(&raw.borrowed())))
+                }
+                Verdict::Terminate => (vec![stale], JsonValue::Null),
+            };
+            assert_eq!(Some(&JsonValue::Array(out)), want.get("out"), "{name}: call {i}");
+            assert_eq!(Some(&violation), want.get("violation"), "{name}: call {i}");
+        }
+    }
+}
+
+#[test]
+fn reader_vectors() {
+    let file = load("reader.json");
+    for case in cases(&file, "cases") {
+        let name = text(case, "name").to_string_lossy();
+        let id = text(case, "streamId");
+        let mut acc = text(case, "durable").clone();
+        let mut r = Reader::new(acc.len() as u64);
+        let frames = case.get("frames").and_then(JsonValue::as_array).unwrap();
+        let expect = case.get("expect").and_then(JsonValue::as_array).unwrap();
+        for (i, (frame, want)) in frames.iter().zip(expect).enumerate() {
+            let got = match r.feed(jsview::reader_input(frame, id.units())) {
+                ReaderAction::Ignore => obj(vec![("action", jstr("ignore"))]),
+                ReaderAction::Splice { at } => {
+                    acc.truncate(at as usize);
+                    acc.push_units(text(frame, "text").units());
+                    obj(vec![("action", jstr("splice")), ("at", JsonValue::Number(at as f64))])
+                }
+                ReaderAction::Stop(reason) => obj(vec![("action", jstr("stop")), ("reason", jstr(reason.as_str()))]),
+            };
+            assert_eq!(&got, want, "{name}: frame {i}");
+        }
+        assert_eq!(&acc, text(case, "text"), "{name}");
+        assert_eq!(r.resume_from() as f64, num(case, "resumeFrom"), "{name}");
+    }
+}
+
+#[test]
+fn text_vectors() {
+    let file = load("text.json");
+    for case in cases(&file, "splice") {
+        let got = splice_stream_text(text(case, "durable").units(), text(case, "produced").units());
+        assert_eq!(&got, text(case, "expected"));
+    }
+    for case in cases(&file, "assemble") {
+        let mut out = case.get("message").and_then(|m| m.get("body")).and_then(JsonValue::as_text).cloned().unwrap_or_default();
+        let chunks = case.get("chunks").and_then(JsonValue::as_array).unwrap_or(&[]);
+        let seqs: Vec<f64> = chunks.iter().map(|c| jsview::number(c.get("seq"))).collect();
+        for i in assembly_order(&seqs) {
+            if let Some(t) = chunks[i as usize].get("text").and_then(JsonValue::as_text) {
+                out.push_units(t.units());
+            }
+        }
+        assert_eq!(&out, text(case, "expected"));
+    }
+    for case in cases(&file, "chunkId") {
+        let got = stream_chunk_id_units(text(case, "streamId").units(), num(case, "seq"));
+        assert_eq!(&got, text(case, "expected"));
+    }
+    for case in cases(&file, "resumePoint") {
+        let mut encoded = String::new();
+        json::write_json_value(&mut encoded, case.get("frame").unwrap());
+        let frame = json::decode_frame(&encoded).unwrap();
+        let want = case.get("expected").and_then(JsonValue::as_f64);
+        assert_eq!(frame_resume_point(&frame).map(|p| p as f64), want);
+    }
+}
+
+#[test]
+fn codec_vectors() {
+    let file = load("codec.json");
+    for case in cases(&file, "encode") {
+        let mut source = String::new();
+        json::write_json_value(&mut source, case.get("frame").unwrap());
+        let frame = json::frame_from_value(case.get("frame").unwrap()).unwrap();
+        let encoded = json::encode_frame(&frame);
+        assert_eq!(Text::from(encoded.as_str()), *text(case, "json"));
+        // The generic writer and the frame encoder agree, and decoding is the inverse.
+        assert_eq!(source, encoded);
+        assert_eq!(json::decode_frame(&encoded).unwrap(), frame);
+    }
+    for case in cases(&file, "decodeErrors") {
+        let input = text(case, "input").to_string_lossy();
+        let err = json::decode_frame(&input).unwrap_err();
+        assert_eq!(err.kind().as_str(), text(case, "kind").to_string_lossy(), "{input}");
+        let field = case.get("field").and_then(JsonValue::as_text).map(Text::to_string_lossy);
+        assert_eq!(err.field_name().map(str::to_owned), field, "{input}");
+    }
+}
+
+#[test]
+fn sse_vectors() {
+    let file = load("sse.json");
+    for case in cases(&file, "decode") {
+        let name = text(case, "name").to_string_lossy();
+        let mut dec = SseDecoder::new();
+        let mut events = Vec::new();
+        for chunk in case.get("chunks").and_then(JsonValue::as_array).unwrap() {
+            let bytes: Vec<u8> = chunk.as_array().unwrap().iter().map(|b| b.as_f64().unwrap() as u8).collect();
+            dec.feed(&bytes, &mut events);
+        }
+        dec.finish(&mut events);
+        let want = case.get("events").and_then(JsonValue::as_array).unwrap();
+        assert_eq!(events.len(), want.len(), "{name}");
+        for (e, w) in events.iter().zip(want) {
+            assert_eq!(Text::from(e.event.as_str()), *text(w, "event"), "{name}");
+            assert_eq!(Text::from(e.data.as_str()), *text(w, "data"), "{name}");
+            assert_eq!(Text::from(e.last_event_id.as_str()), *text(w, "id"), "{name}");
+        }
+        assert_eq!(Text::from(dec.last_event_id()), *text(case, "lastEventId"), "{name}");
+        assert_eq!(dec.retry().map(|r| r as f64), case.get("retry").and_then(JsonValue::as_f64), "{name}");
+    }
+    for case in cases(&file, "encode") {
+        let frame = json::frame_from_value(case.get("frame").unwrap()).unwrap();
+        assert_eq!(Text::from(encode_event(&frame).as_str()), *text(case, "sse"));
+    }
+}
+
+#[test]
+fn request_vectors() {
+    let file = load("request.json");
+    for case in cases(&file, "cases") {
+        let url = text(case, "url").to_string_lossy();
+        let last = case.get("lastEventId").and_then(JsonValue::as_text).map(Text::to_string_lossy);
+        let got = stream_request_from_http(&url, last.as_deref());
+        let want = case.get("expected").unwrap();
+        assert_eq!(Text::from(got.stream_id.as_str()), *text(want, "streamId"), "{url}");
+        assert_eq!(got.from, num(want, "from"), "{url}");
+    }
+}
+
+#[test]
+fn ddl_vectors() {
+    let file = load("ddl.json");
+    for case in cases(&file, "cases") {
+        let tables = case.get("tables").unwrap();
+        let s = |v: Option<&JsonValue>| v.and_then(JsonValue::as_text).map(Text::to_string_lossy);
+        let cols = tables.get("columns");
+        let col = |k: &str| s(cols.and_then(|c| c.get(k)));
+        let st = StreamTables {
+            message: s(tables.get("message")).unwrap_or_default(),
+            chunks: s(tables.get("chunks")).unwrap_or_default(),
+            columns: StreamColumns {
+                chunk_key: col("chunkKey"),
+                chunk_stream: col("chunkStream"),
+                chunk_seq: col("chunkSeq"),
+                chunk_text: col("chunkText"),
+                ..Default::default()
+            },
+        };
+        let dialect = Dialect::from_name(&text(case, "dialect").to_string_lossy()).unwrap();
+        match (stream_chunk_table_ddl(&st, dialect), case.get("expected")) {
+            (Ok(stmts), Some(want)) => {
+                let got: Vec<JsonValue> = stmts.iter().map(|x| jstr(x)).collect();
+                assert_eq!(&JsonValue::Array(got), want);
+            }
+            (Err(e), None) => assert_eq!(e.kind().as_str(), text(case, "error").to_string_lossy()),
+            (got, want) => panic!("ddl mismatch: {got:?} vs {want:?}"),
+        }
+    }
+}
