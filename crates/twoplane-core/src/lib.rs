@@ -8,6 +8,7 @@
 //! Offsets and lengths are UTF-16 code units ([`Text`]), the unit JavaScript counts in.
 
 pub mod conform;
+pub mod contract;
 pub mod error;
 pub mod frame;
 pub mod json;

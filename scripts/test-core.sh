@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The core's checks: unit, property, vector and crash-replay tests; the vectors regenerated and
+# diffed with the checked-in copy; the wasm32 build; and a short smoke run of every fuzz target.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+say "core: cargo test"
+cargo test -p twoplane-core
+
+say "core: vectors are up to date"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cargo run -q -p twoplane-core --example gen_vectors -- "$tmp"
+diff -ru tests/vectors "$tmp" --exclude README.md
+echo "vectors: identical"
+
+say "core: builds for wasm32-unknown-unknown"
+rust_target wasm32-unknown-unknown
+cargo check -q -p twoplane-core --target wasm32-unknown-unknown
+echo "wasm32 check: ok"
+
+say "core: fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
+cargo_tool cargo-fuzz cargo-fuzz 0.13.2
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+found=0
+for target in frame_json sse_decode relay_conform; do
+  if ! (cargo +nightly fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 2>&1 | tail -n 3); then
+    found=1
+  fi
+  # Keep whatever crashed as a regression input for tests/fuzz_crashers.rs.
+  for crash in fuzz/artifacts/"$target"/crash-* fuzz/artifacts/"$target"/oom-* fuzz/artifacts/"$target"/timeout-*; do
+    [ -e "$crash" ] || continue
+    cp "$crash" "tests/fuzz-crashers/$target/"
+    echo "kept $crash in tests/fuzz-crashers/$target/"
+    found=1
+  done
+done
+if [ "$found" -ne 0 ]; then
+  echo "fuzzing found a crash; the input is kept under tests/fuzz-crashers/" >&2
+  exit 1
+fi
+echo "fuzz smoke: no crash"
