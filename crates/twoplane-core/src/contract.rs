@@ -212,7 +212,7 @@ mod tests {
         let open = Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false };
         let gap = Frame::chunk(2, "x".into()).unwrap();
         assert!(check_subscription(&[open.clone(), gap, Frame::Absent], true).is_err());
-        assert!(check_subscription(&[open.clone()], true).is_err());
+        assert!(check_subscription(std::slice::from_ref(&open), true).is_err());
         assert!(check_subscription(&[Frame::Absent, Frame::Absent], true).is_err());
         assert!(check_subscription(&[Frame::Absent], true).is_ok());
         let end = Frame::End { seq: 3, status: StreamStatus::Complete, error: None };

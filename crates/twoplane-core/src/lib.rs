@@ -27,3 +27,6 @@ pub use frame::{frame_resume_point, Frame, FrameKind, StreamStatus, STREAM_STATU
 pub use reader::{Reader, ReaderAction, TextReader};
 pub use splice::{assemble_durable_text, splice_stream_text, stream_chunk_id, ChunkRow};
 pub use text::Text;
+pub use request::{stream_request_from_http, subscribe_url, StreamRequest};
+pub use sql::{stream_chunk_table_ddl, Dialect, MappedSql, StreamColumns, StreamTables};
+pub use sse::{SseDecoder, SseEvent, STREAM_SSE_HEADERS};
