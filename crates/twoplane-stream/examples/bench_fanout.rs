@@ -1,0 +1,193 @@
+//! Fan-out benchmark (not a test): one stream, 20,000 pushes of 8 characters, with 1, 100 and
+//! 1,000 in-process subscribers, on a 2-worker tokio runtime with the in-memory store
+//! (checkpoints at the default 512 code units).
+//!
+//! Prints, per subscriber count: delivered frames per second (wall clock), process CPU time
+//! (user + system, all threads, from getrusage) per delivered frame, and memory per idle
+//! subscriber (bytes allocated per subscriber, counted by a global allocator, with the RSS
+//! delta alongside). The producer yields after every push, so a subscriber that keeps up is
+//! woken once per frame (the worst case for fan-out). Every 256 pushes the producer waits until
+//! every subscriber has caught up (one shared atomic per subscriber per 256 frames), so none can
+//! fall `max_queued_frames` behind and be dropped: `dropped` counts subscribers that got `stale`
+//! anyway and must be 0 for the numbers to mean anything.
+//!
+//! Run: cargo run --release -p twoplane-stream --example bench_fanout
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use twoplane_stream::{AllowAll, Frame, MemoryTarget, Plane, PlaneOptions};
+
+/// Counts live heap bytes, so memory per subscriber is measured exactly rather than by pages.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const PUSHES: usize = 20_000;
+const DELTA: &str = "abcdefgh";
+/// Pushes between pacing barriers (well under the default 1024-frame queue bound).
+const BARRIER: usize = 256;
+
+/// Counts subscribers that reached the current barrier; the last one wakes the producer.
+struct Pacing {
+    reached: AtomicUsize,
+    all_there: Notify,
+    subscribers: usize,
+}
+
+impl Pacing {
+    fn arrive(&self) {
+        if (self.reached.fetch_add(1, Ordering::AcqRel) + 1) % self.subscribers == 0 {
+            self.all_there.notify_one();
+        }
+    }
+
+    async fn wait_for(&self, barrier: usize) {
+        loop {
+            let woken = self.all_there.notified();
+            if self.reached.load(Ordering::Acquire) >= barrier * self.subscribers {
+                return;
+            }
+            woken.await;
+        }
+    }
+}
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we hand it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1_000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn rss_bytes() -> i64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: i64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+struct Outcome {
+    delivered: u64,
+    dropped: usize,
+    wall: Duration,
+    cpu: Duration,
+    heap_per_sub: f64,
+    rss_per_sub: f64,
+}
+
+async fn run(subscribers: usize, round: usize) -> Outcome {
+    let store = Arc::new(MemoryTarget::new());
+    let id = format!("bench-{subscribers}-{round}");
+    store.insert_message(&id);
+    let options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    let plane = Plane::new(options, store).unwrap();
+    let handle = plane.open(&id).await.unwrap();
+
+    let pacing = Arc::new(Pacing { reached: AtomicUsize::new(0), all_there: Notify::new(), subscribers });
+    let (heap0, rss0) = (LIVE.load(Ordering::Relaxed), rss_bytes());
+    let mut tasks = Vec::with_capacity(subscribers);
+    for _ in 0..subscribers {
+        let mut sub = plane.subscribe(&(), &id, 0).await.unwrap();
+        let pacing = pacing.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut frames, mut chunks, mut stale) = (0u64, 0usize, false);
+            let mut see = |frame: &Frame| {
+                frames += 1;
+                match frame {
+                    Frame::Chunk { .. } => {
+                        chunks += 1;
+                        if chunks % BARRIER == 0 {
+                            pacing.arrive();
+                        }
+                    }
+                    Frame::Stale { .. } => stale = true,
+                    _ => {}
+                }
+            };
+            while let Some(frame) = sub.next().await {
+                see(&frame);
+                while let Some(frame) = sub.try_next() {
+                    see(&frame);
+                }
+            }
+            (frames, stale)
+        }));
+    }
+    // Let every subscriber take its replay and park: this is the idle cost.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let heap_per_sub = (LIVE.load(Ordering::Relaxed) - heap0) as f64 / subscribers as f64;
+    let rss_per_sub = (rss_bytes() - rss0) as f64 / subscribers as f64;
+
+    let (cpu0, t0) = (cpu_time(), Instant::now());
+    // The producer is a runtime task like the subscribers, so its yields let them run.
+    let producer = tokio::spawn(async move {
+        for i in 1..=PUSHES {
+            handle.push(DELTA).unwrap();
+            tokio::task::yield_now().await;
+            if i % BARRIER == 0 {
+                pacing.wait_for(i / BARRIER).await;
+            }
+        }
+        handle.close().await.unwrap();
+    });
+    producer.await.unwrap();
+    let (mut delivered, mut dropped) = (0, 0);
+    for task in tasks {
+        let (frames, stale) = task.await.unwrap();
+        delivered += frames;
+        dropped += stale as usize;
+    }
+    let (wall, cpu) = (t0.elapsed(), cpu_time() - cpu0);
+    drop(plane);
+    // Let this round's tasks and buffers go before the next round measures memory.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Outcome { delivered, dropped, wall, cpu, heap_per_sub, rss_per_sub }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    println!("twoplane-stream fan-out: {PUSHES} pushes of {} chars, 2 tokio workers, in-memory store", DELTA.len());
+    println!(
+        "{:>5} {:>12} {:>14} {:>16} {:>18} {:>14} {:>8}",
+        "subs", "delivered", "frames/s", "cpu/frame (us)", "heap/idle sub (B)", "rss/sub (B)", "dropped"
+    );
+    rt.block_on(async {
+        // Warm-up: first-touch page faults and allocator growth are not the plane's cost.
+        run(100, 0).await;
+        for subs in [1, 100, 1_000] {
+            let o = run(subs, 1).await;
+            println!(
+                "{:>5} {:>12} {:>14.0} {:>16.3} {:>18.0} {:>14.0} {:>8}",
+                subs,
+                o.delivered,
+                o.delivered as f64 / o.wall.as_secs_f64(),
+                o.cpu.as_secs_f64() * 1e6 / o.delivered as f64,
+                o.heap_per_sub,
+                o.rss_per_sub,
+                o.dropped,
+            );
+        }
+    });
+}

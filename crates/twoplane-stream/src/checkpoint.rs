@@ -1,0 +1,331 @@
+//! The checkpoint driver: one task per hosted stream moves its durable position.
+//!
+//! Guarantees:
+//! - Single flight: one task per stream, so at most one write is in flight and a slow store
+//!   degrades to fewer, larger checkpoints, never to a queue of them.
+//! - A round starts when the undurable text reaches `chars`, when the interval timer fires, or
+//!   when a flush asks; a failed commit is retried `retries` times with doubling backoff, then
+//!   the stream stalls to the interval cadence (text keeps flowing to subscribers meanwhile).
+//! - After a failed round the store is read back: a commit whose acknowledgement was lost may
+//!   have landed, and adopting the store's length keeps the next slice contiguous.
+//! - A seal requested while a round is in flight or backing off supersedes it at once: the
+//!   seal writes the whole body, which also repairs whatever the stalled round missed.
+//! - After the seal the stream stays joinable for `linger`, then leaves the plane's map.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::time::{sleep, sleep_until, Instant};
+use twoplane_core::{Frame, Text};
+
+use crate::error::{PlaneError, PlaneErrorKind};
+use crate::live::{shortfall, writable_end, Effects, LiveStream, Seal};
+use crate::report;
+use crate::target::{AppendAck, AppendRequest, CloseRequest};
+
+/// One slice to commit.
+struct Slice {
+    from: u64,
+    to: u64,
+    text: Vec<u16>,
+}
+
+enum Step {
+    Seal,
+    Append(Slice),
+    Wait(Option<Instant>),
+}
+
+impl LiveStream {
+    pub(crate) async fn drive(self: Arc<Self>) {
+        loop {
+            match self.next_step() {
+                Step::Seal => {
+                    self.seal_round().await;
+                    break;
+                }
+                Step::Append(slice) => self.append_round(slice).await,
+                Step::Wait(deadline) => self.wait(deadline).await,
+            }
+        }
+        sleep(self.cfg.linger).await;
+        if let Some(plane) = self.plane.upgrade() {
+            plane.evict(&self);
+        }
+    }
+
+    fn next_step(&self) -> Step {
+        let mut st = self.lock();
+        if st.sealing.is_some() {
+            return Step::Seal;
+        }
+        let end = writable_end(&st);
+        let behind = end.saturating_sub(st.durable);
+        if behind > 0 && (st.forced || (!st.stalled && behind >= self.cfg.chars)) {
+            st.forced = false;
+            st.stalled = false;
+            st.deadline = None;
+            let (a, b) = ((st.durable - st.buf_from) as usize, (end - st.buf_from) as usize);
+            return Step::Append(Slice { from: st.durable, to: end, text: st.buf[a..b].to_vec() });
+        }
+        st.forced = false;
+        if end < st.seq {
+            // The text ends in half a surrogate pair: a flush for it cannot be honoured until
+            // the partner arrives (or the seal writes the text whole), so it is told so now
+            // rather than left hanging.
+            let err = PlaneError::new(
+                PlaneErrorKind::NotDurable,
+                format!(
+                    "stream {}: the produced text ends inside a surrogate pair; {} of {} code units are durable \
+                     until its other half is pushed",
+                    self.id, st.durable, st.seq
+                ),
+            );
+            let (lo, hi) = (st.durable.max(end), st.seq);
+            self.reject_waiters_between(&mut st, lo, hi, &err);
+        }
+        if end > st.durable && st.deadline.is_none() {
+            st.deadline = Some(Instant::now() + self.cfg.interval);
+        }
+        Step::Wait(st.deadline)
+    }
+
+    async fn wait(&self, deadline: Option<Instant>) {
+        let kicked = self.kick.notified();
+        match deadline {
+            None => kicked.await,
+            Some(at) => {
+                tokio::select! {
+                    _ = kicked => {}
+                    _ = sleep_until(at) => {
+                        let mut st = self.lock();
+                        if st.deadline == Some(at) {
+                            st.deadline = None;
+                            st.forced = true;
+                            st.stalled = false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn seal_requested(&self) -> bool {
+        self.lock().sealing.is_some()
+    }
+
+    /// Run `fut` unless a seal is requested first (`None`: superseded; `fut` is dropped, which
+    /// is safe because every statement is idempotent and guarded, and the seal overwrites).
+    async fn unless_sealed<T>(&self, fut: impl Future<Output = T>) -> Option<T> {
+        tokio::pin!(fut);
+        loop {
+            let kicked = self.kick.notified();
+            if self.seal_requested() {
+                return None;
+            }
+            tokio::select! {
+                biased;
+                out = &mut fut => return Some(out),
+                _ = kicked => {}
+            }
+        }
+    }
+
+    /// Back off before retry `attempt`; `false` when a seal superseded the wait.
+    async fn backoff_unless_sealed(&self, attempt: u32) -> bool {
+        self.unless_sealed(sleep(self.cfg.backoff_for(attempt))).await.is_some()
+    }
+
+    async fn append_round(&self, slice: Slice) {
+        let mut last_err = None;
+        for attempt in 0..=self.cfg.retries {
+            if attempt > 0 && !self.backoff_unless_sealed(attempt).await {
+                return;
+            }
+            let request = AppendRequest { stream_id: &self.id, from: slice.from, seq: slice.to, text: &slice.text };
+            match self.unless_sealed(self.cfg.target.append(request)).await {
+                None => return,
+                Some(Ok(ack)) => return self.accept_ack(&slice, ack),
+                Some(Err(e)) => {
+                    let retry = e.is_retryable();
+                    last_err = Some(e);
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        let err = last_err.unwrap_or_else(|| PlaneError::store("the checkpoint failed"));
+        self.append_failed(&slice, err).await;
+    }
+
+    fn accept_ack(&self, slice: &Slice, ack: AppendAck) {
+        let mut fx = Effects::default();
+        let mut failure = None;
+        {
+            let mut st = self.lock();
+            if ack.cancel_requested && !st.cancelled {
+                st.cancelled = true;
+                fx.cancelled = true;
+            }
+            let confirmed = if ack.durable_seq > slice.to {
+                // More than was ever sent to it: the store cannot be believed past that (P).
+                tracing::warn!(stream_id = %self.id, claimed = ack.durable_seq, sent = slice.to,
+                    "the target confirmed more than was written; capping");
+                slice.to
+            } else {
+                ack.durable_seq
+            };
+            self.advance(&mut st, confirmed, &mut fx);
+            if st.durable < slice.to {
+                // The slice's `from` was stale (an earlier lost acknowledgement the read-back had
+                // not yet seen): the guarded statements made it a no-op, and the next round
+                // re-covers from the confirmed length.
+                let err = PlaneError::store(format!(
+                    "stream {}: the store confirmed {} of {}; re-covering from there",
+                    self.id, st.durable, slice.to
+                ));
+                self.stall(&mut st, slice.to, &err);
+                failure = Some(err);
+            }
+        }
+        self.apply(fx);
+        if let Some(err) = failure {
+            report::checkpoint_error(&self.cfg, &self.id, slice.from, slice.to, &err);
+        }
+    }
+
+    /// The round failed after its retries: read the store back, adopt what landed, tell the
+    /// waiters whose text did not, and stall to the interval.
+    async fn append_failed(&self, slice: &Slice, err: PlaneError) {
+        let truth = match self.unless_sealed(self.cfg.target.probe_durable_seq(&self.id)).await {
+            None => return,
+            Some(Ok(seq)) => seq,
+            Some(Err(probe_err)) => {
+                tracing::debug!(stream_id = %self.id, error = %probe_err, "read-back after a failed checkpoint failed");
+                None
+            }
+        };
+        let mut fx = Effects::default();
+        let landed;
+        {
+            let mut st = self.lock();
+            if let Some(t) = truth {
+                self.advance(&mut st, t.min(slice.to), &mut fx);
+            }
+            landed = st.durable >= slice.to;
+            if !landed {
+                self.stall(&mut st, slice.to, &err);
+            }
+        }
+        self.apply(fx);
+        if landed {
+            tracing::debug!(stream_id = %self.id, error = %err, "checkpoint acknowledgement lost; the read-back confirmed it");
+        } else {
+            report::checkpoint_error(&self.cfg, &self.id, slice.from, slice.to, &err);
+        }
+    }
+
+    fn stall(&self, st: &mut crate::live::State, up_to: u64, err: &PlaneError) {
+        self.reject_waiters(st, up_to, err);
+        st.stalled = true;
+        if writable_end(st) > st.durable {
+            st.deadline = Some(Instant::now() + self.cfg.interval);
+        }
+    }
+
+    /// The seal: compaction (or the callback's close) with retries, then `end` to everyone.
+    async fn seal_round(&self) {
+        let (seal, from, seq, body, body_from) = {
+            let mut st = self.lock();
+            st.deadline = None;
+            let seal =
+                st.sealing.clone().unwrap_or(Seal { status: twoplane_core::StreamStatus::Interrupted, error: None });
+            (seal, st.durable, st.seq, st.buf.clone(), st.buf_from)
+        };
+        let mut outcome: Result<(), PlaneError> = Err(PlaneError::store("the seal was not attempted"));
+        for attempt in 0..=self.cfg.retries {
+            if attempt > 0 {
+                sleep(self.cfg.backoff_for(attempt)).await;
+            }
+            let request = CloseRequest {
+                stream_id: &self.id,
+                from,
+                seq,
+                body: &body,
+                body_from,
+                status: seal.status,
+                error: seal.error.as_deref(),
+            };
+            match self.cfg.target.close(request).await {
+                Ok(()) => {
+                    outcome = Ok(());
+                    break;
+                }
+                Err(e) => {
+                    let retry = e.is_retryable();
+                    outcome = Err(e);
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        let truth = match &outcome {
+            Ok(()) => None,
+            // The seal failed: learn how much the store holds anyway, so `end` reports it.
+            Err(_) => self.cfg.target.probe_durable_seq(&self.id).await.ok().flatten(),
+        };
+        let mut fx = Effects::default();
+        let result = {
+            let mut st = self.lock();
+            let result = match outcome {
+                Ok(()) => {
+                    // The compaction wrote the whole body: everything produced is durable.
+                    st.durable = st.seq;
+                    Ok(())
+                }
+                Err(cause) => {
+                    if let Some(t) = truth {
+                        let capped = t.min(st.seq);
+                        if capped > st.durable {
+                            st.durable = capped;
+                        }
+                    }
+                    report::checkpoint_error(&self.cfg, &self.id, from, seq, &cause);
+                    Err(PlaneError::new(
+                        PlaneErrorKind::NotDurable,
+                        format!(
+                            "stream {}: the seal did not land; {} of {} code units are durable ({})",
+                            self.id,
+                            st.durable,
+                            st.seq,
+                            cause.message()
+                        ),
+                    )
+                    .with_source(cause))
+                }
+            };
+            st.ended = true;
+            st.deadline = None;
+            let end = Arc::new(Frame::End {
+                seq: st.durable,
+                status: seal.status,
+                error: seal.error.as_deref().map(Text::from),
+            });
+            st.end_frame = Some(end.clone());
+            if self.cfg.topology.publish {
+                if let Some(e) = self.publish_relay(&end) {
+                    fx.relay_errors.push(e);
+                }
+            }
+            st.fan.finish(end, &mut fx.wake);
+            self.resolve_waiters(&mut st);
+            let err = shortfall(&self.id, st.durable, st.seq);
+            self.reject_waiters(&mut st, u64::MAX, &err);
+            result
+        };
+        self.apply(fx);
+        self.publish_seal_outcome(result);
+    }
+}

@@ -1,0 +1,413 @@
+//! One hosted stream: its produced text, its durable position, its subscribers, its waiters.
+//!
+//! Guarantees (everything here happens under the stream's one lock, so each is atomic):
+//! - `push` appends to the text and fans `chunk{from: old seq, seq, text}` out to subscribers
+//!   and the relay in the same critical section, so frames leave in production order.
+//! - A join is one snapshot: `open`, one coalesced `chunk`, `durable` when the store is past the
+//!   join offset and `end` when sealed, then every later frame, with nothing missed or doubled
+//!   in between (contract S).
+//! - The durable position only moves forward, only to a length the store confirmed, and never
+//!   past the produced length (contract P as the plane sees it); each move emits `durable`.
+//! - A flush waiter is resolved only once the store holds its prefix and rejected when the
+//!   round that carried its text failed, or when the text cannot be written yet.
+//! - The terminal `end` reports the durable length; a stream never takes a push after its seal
+//!   was requested.
+//!
+//! The checkpoint driver that moves the durable position lives in `checkpoint.rs`.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
+
+use tokio::sync::{oneshot, watch, Notify};
+use tokio::time::Instant;
+use twoplane_core::text::is_high_surrogate;
+use twoplane_core::{Frame, StreamStatus, Text};
+
+use crate::error::{PlaneError, PlaneErrorKind};
+use crate::fanout::FanOut;
+use crate::options::Config;
+use crate::plane::PlaneShared;
+use crate::relay::{RelayError, RelayFailure, RelayPhase};
+use crate::report;
+use crate::subscription::Subscription;
+
+/// Offsets must stay exactly representable in JavaScript.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// How a stream is being sealed.
+#[derive(Clone, Debug)]
+pub(crate) struct Seal {
+    pub status: StreamStatus,
+    pub error: Option<String>,
+}
+
+/// A flush answered at once, or the channel its answer will arrive on.
+pub(crate) enum FlushWait {
+    Done(u64),
+    Pending(oneshot::Receiver<Result<u64, PlaneError>>),
+}
+
+struct Waiter {
+    at: u64,
+    tx: oneshot::Sender<Result<u64, PlaneError>>,
+}
+
+pub(crate) struct State {
+    /// Retained text; `buf[0]` sits at offset `buf_from`.
+    pub buf: Vec<u16>,
+    pub buf_from: u64,
+    /// Produced length.
+    pub seq: u64,
+    /// Length the store confirmed.
+    pub durable: u64,
+    pub cancelled: bool,
+    /// The seal that was asked for (the first request wins).
+    pub sealing: Option<Seal>,
+    pub ended: bool,
+    pub end_frame: Option<Arc<Frame>>,
+    /// A flush or the interval timer asked for a round regardless of the threshold.
+    pub forced: bool,
+    /// The last round failed: wait for the interval (or a force) instead of hot-looping.
+    pub stalled: bool,
+    /// When the interval timer fires.
+    pub deadline: Option<Instant>,
+    waiters: Vec<Waiter>,
+    pub fan: FanOut,
+}
+
+/// Collected while the lock is held, acted on after it is released (wakers, hooks, signals).
+#[derive(Default)]
+pub(crate) struct Effects {
+    pub wake: Vec<Waker>,
+    pub relay_errors: Vec<RelayError>,
+    pub kick: bool,
+    pub cancelled: bool,
+}
+
+pub(crate) struct LiveStream {
+    pub id: String,
+    id_text: Text,
+    pub cfg: Arc<Config>,
+    pub plane: Weak<PlaneShared>,
+    state: Mutex<State>,
+    /// Wakes the checkpoint driver (a permit is kept when it is busy, so no kick is lost).
+    pub kick: Notify,
+    /// Wakes `pump` when the store reports a cancel.
+    pub cancel_signal: Notify,
+    /// The seal's outcome, once known; every `close`/`fail`/`drain` caller reads the same one.
+    seal_tx: watch::Sender<Option<Result<(), PlaneError>>>,
+}
+
+impl LiveStream {
+    pub fn new(id: &str, cfg: Arc<Config>, plane: Weak<PlaneShared>) -> Arc<LiveStream> {
+        let fan = FanOut::new(cfg.max_queued_frames);
+        Arc::new(LiveStream {
+            id: id.to_owned(),
+            id_text: Text::from(id),
+            cfg,
+            plane,
+            state: Mutex::new(State {
+                buf: Vec::new(),
+                buf_from: 0,
+                seq: 0,
+                durable: 0,
+                cancelled: false,
+                sealing: None,
+                ended: false,
+                end_frame: None,
+                forced: false,
+                stalled: false,
+                deadline: None,
+                waiters: Vec::new(),
+                fan,
+            }),
+            kick: Notify::new(),
+            cancel_signal: Notify::new(),
+            seal_tx: watch::channel(None).0,
+        })
+    }
+
+    /// The lock, tolerating poison: every mutation keeps the state consistent before anything
+    /// that could panic (adapter code) runs, so a poisoned guard is still a valid state.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Act on what a critical section collected. Never called with the lock held.
+    pub fn apply(&self, fx: Effects) {
+        for w in fx.wake {
+            w.wake();
+        }
+        if fx.kick {
+            self.kick.notify_one();
+        }
+        if fx.cancelled {
+            self.cancel_signal.notify_waiters();
+        }
+        for e in fx.relay_errors {
+            report::relay_error(&self.cfg, &self.id, RelayPhase::Publish, e.as_ref());
+        }
+    }
+
+    // ---- producer side
+
+    pub fn push(&self, text: Text) -> Result<(), PlaneError> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let mut fx = Effects::default();
+        {
+            let mut st = self.lock();
+            if st.sealing.is_some() || st.ended {
+                return Err(PlaneError::new(
+                    PlaneErrorKind::StreamClosed,
+                    format!("stream {} is sealed; it takes no more text", self.id),
+                ));
+            }
+            let from = st.seq;
+            let seq = from.checked_add(text.len() as u64).filter(|s| *s <= MAX_SAFE_INTEGER).ok_or_else(|| {
+                PlaneError::new(PlaneErrorKind::InvalidArgument, "the stream would pass 2^53 - 1 code units")
+            })?;
+            st.buf.extend_from_slice(text.units());
+            st.seq = seq;
+            if st.fan.has_readers() || self.cfg.topology.publish {
+                let frame = Arc::new(Frame::Chunk { from, seq, text });
+                self.fan_out(&mut st, frame, &mut fx);
+            }
+            fx.kick = self.policy_after_push(&mut st);
+        }
+        self.apply(fx);
+        Ok(())
+    }
+
+    /// Whether a push should wake the driver: the threshold was reached, or the interval timer
+    /// was just armed (the driver must learn its deadline).
+    fn policy_after_push(&self, st: &mut State) -> bool {
+        let end = writable_end(st);
+        if end <= st.durable {
+            return false;
+        }
+        if !st.stalled && end - st.durable >= self.cfg.chars {
+            return true;
+        }
+        if st.deadline.is_none() {
+            st.deadline = Some(Instant::now() + self.cfg.interval);
+            return true;
+        }
+        false
+    }
+
+    /// Send a frame to the relay and every subscriber, in that order, under the lock.
+    pub fn fan_out(&self, st: &mut State, frame: Arc<Frame>, fx: &mut Effects) {
+        if self.cfg.topology.publish {
+            if let Some(e) = self.publish_relay(&frame) {
+                fx.relay_errors.push(e);
+            }
+        }
+        let (floor, durable) = (st.buf_from, st.durable);
+        st.fan.publish(frame, || Frame::Stale { floor_seq: floor, durable_seq: durable }, &mut fx.wake);
+    }
+
+    pub fn publish_relay(&self, frame: &Frame) -> Option<RelayError> {
+        let relay = self.cfg.relay.as_ref()?;
+        match catch_unwind(AssertUnwindSafe(|| relay.publish(&self.id, frame))) {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some(Box::new(RelayFailure("relay.publish panicked".into()))),
+        }
+    }
+
+    /// Record a confirmed durable length: position, `durable` frame, trim, waiters.
+    pub fn advance(&self, st: &mut State, seq: u64, fx: &mut Effects) {
+        if seq <= st.durable {
+            return;
+        }
+        st.durable = seq.min(st.seq);
+        if st.fan.has_readers() || self.cfg.topology.publish {
+            let frame = Arc::new(Frame::Durable { seq: st.durable });
+            self.fan_out(st, frame, fx);
+        }
+        if let Some(retain) = self.cfg.retain_chars {
+            let floor = st.durable.saturating_sub(retain);
+            if floor > st.buf_from {
+                st.buf.drain(..(floor - st.buf_from) as usize);
+                st.buf_from = floor;
+            }
+        }
+        resolve_waiters(st);
+    }
+
+    /// Register a flush for everything produced so far (and force a round), unless it can be
+    /// answered at once.
+    pub fn flush_waiter(&self) -> Result<FlushWait, PlaneError> {
+        let mut st = self.lock();
+        let at = st.seq;
+        if st.durable >= at {
+            return Ok(FlushWait::Done(st.durable));
+        }
+        if st.ended {
+            return Err(shortfall(&self.id, st.durable, st.seq));
+        }
+        let (tx, rx) = oneshot::channel();
+        st.waiters.push(Waiter { at, tx });
+        st.forced = true;
+        Ok(FlushWait::Pending(rx))
+    }
+
+    /// Ask for the seal (the first request wins) and return where its outcome will appear.
+    pub fn request_seal(&self, seal: Seal) -> watch::Receiver<Option<Result<(), PlaneError>>> {
+        {
+            let mut st = self.lock();
+            if !st.ended && st.sealing.is_none() {
+                st.sealing = Some(seal);
+                st.deadline = None;
+            }
+        }
+        self.kick.notify_one();
+        self.seal_tx.subscribe()
+    }
+
+    pub fn publish_seal_outcome(&self, outcome: Result<(), PlaneError>) {
+        self.seal_tx.send_replace(Some(outcome));
+    }
+
+    // ---- waiters
+
+    /// Reject the waiters whose prefix ends in `(durable, up_to]`.
+    pub fn reject_waiters(&self, st: &mut State, up_to: u64, err: &PlaneError) {
+        let lo = st.durable;
+        reject_waiters_between(st, lo, up_to, err)
+    }
+
+    /// Reject the waiters whose prefix ends in `(lo, hi]`.
+    pub fn reject_waiters_between(&self, st: &mut State, lo: u64, hi: u64, err: &PlaneError) {
+        reject_waiters_between(st, lo, hi, err)
+    }
+
+    pub fn resolve_waiters(&self, st: &mut State) {
+        resolve_waiters(st)
+    }
+
+    // ---- subscriber side
+
+    /// The atomic join (see the module guarantees).
+    pub fn subscribe(self: &Arc<Self>, from: u64) -> Subscription {
+        let mut st = self.lock();
+        let at = from.min(st.seq);
+        if at < st.buf_from {
+            return Subscription::fixed(vec![Arc::new(Frame::Stale {
+                floor_seq: st.buf_from,
+                durable_seq: st.durable,
+            })]);
+        }
+        let mut replay = VecDeque::with_capacity(4);
+        replay.push_back(Arc::new(Frame::Open {
+            stream_id: self.id_text.clone(),
+            from: at,
+            seq: st.seq,
+            durable_seq: st.durable,
+            ended: st.ended,
+        }));
+        if st.seq > at {
+            let text = Text::from_slice(&st.buf[(at - st.buf_from) as usize..]);
+            replay.push_back(Arc::new(Frame::Chunk { from: at, seq: st.seq, text }));
+        }
+        if st.durable > at {
+            replay.push_back(Arc::new(Frame::Durable { seq: st.durable }));
+        }
+        if st.ended {
+            if let Some(end) = &st.end_frame {
+                replay.push_back(end.clone());
+            }
+            return Subscription::fixed(replay.into());
+        }
+        let key = st.fan.attach(replay);
+        drop(st);
+        Subscription::local(self.clone(), key)
+    }
+
+    pub fn poll_sub(&self, key: usize, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
+        self.lock().fan.poll(key, cx)
+    }
+
+    pub fn take_sub(&self, key: usize) -> Option<Arc<Frame>> {
+        self.lock().fan.take(key)
+    }
+
+    pub fn detach_sub(&self, key: usize) {
+        self.lock().fan.detach(key);
+    }
+
+    // ---- observers
+
+    pub fn seq(&self) -> u64 {
+        self.lock().seq
+    }
+
+    pub fn durable_seq(&self) -> u64 {
+        self.lock().durable
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.lock().cancelled
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.lock().ended
+    }
+
+    pub fn is_sealing_or_ended(&self) -> bool {
+        let st = self.lock();
+        st.ended || st.sealing.is_some()
+    }
+}
+
+/// The end of the text a checkpoint may write now: the produced length, snapped back one unit
+/// when the text ends in a high surrogate whose partner has not arrived (a later push may
+/// complete the pair, and no write may hold half of one). At the seal the whole text is
+/// written, lone surrogate or not.
+pub(crate) fn writable_end(st: &State) -> u64 {
+    let end = st.seq;
+    if st.sealing.is_none() && end > st.durable && end > st.buf_from {
+        let last = st.buf[(end - 1 - st.buf_from) as usize];
+        if is_high_surrogate(last) {
+            return end - 1;
+        }
+    }
+    end
+}
+
+pub(crate) fn shortfall(id: &str, durable: u64, seq: u64) -> PlaneError {
+    PlaneError::new(
+        PlaneErrorKind::NotDurable,
+        format!("stream {id} ended with only {durable} of {seq} code units durable"),
+    )
+}
+
+fn resolve_waiters(st: &mut State) {
+    let durable = st.durable;
+    settle_waiters(st, |at| (at <= durable).then_some(Ok(durable)));
+}
+
+/// Reject the waiters whose prefix ends in `(lo, hi]`: the round that carried their text did not
+/// land it. Later waiters keep waiting for a later round.
+fn reject_waiters_between(st: &mut State, lo: u64, hi: u64, err: &PlaneError) {
+    settle_waiters(st, |at| (at > lo && at <= hi).then(|| Err(err.clone())));
+}
+
+/// Answer every waiter `decide` has an answer for; keep the rest in order.
+fn settle_waiters(st: &mut State, decide: impl Fn(u64) -> Option<Result<u64, PlaneError>>) {
+    if st.waiters.is_empty() {
+        return;
+    }
+    let waiters = std::mem::take(&mut st.waiters);
+    for w in waiters {
+        match decide(w.at) {
+            // A waiter whose caller went away simply drops its answer.
+            Some(answer) => drop(w.tx.send(answer)),
+            None => st.waiters.push(w),
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! An in-memory model of the mapped tables: the reference the SQL targets are tested against,
+//! and a store for tests, demos and benchmarks.
+//!
+//! Guarantees: it applies exactly the semantics of the SPEC section 6 statements (the chunk
+//! insert and the compare-and-swap both guarded by `seq = from`, a deterministic chunk id that
+//! absorbs a replay, compaction as a whole-row overwrite that drops the chunks, the open
+//! precondition and the host compare-and-swap), in UTF-16, keeping every code unit. It also
+//! records every write it was asked to make, so tests can inspect the slices' boundaries.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use twoplane_core::STREAM_STATUS_STREAMING;
+
+use crate::error::PlaneError;
+use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
+
+/// One message row and its chunk rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryRow {
+    pub body: Vec<u16>,
+    pub seq: u64,
+    pub status: Option<String>,
+    pub cancel: bool,
+    pub error: Option<String>,
+    pub host: Option<String>,
+    /// Chunk rows by their end offset (the chunk id is `"<streamId>:<seq>"`, so one per seq).
+    pub chunks: BTreeMap<u64, Vec<u16>>,
+}
+
+impl MemoryRow {
+    /// What a reader assembles: the body, then the chunks in ascending `seq`.
+    pub fn durable_text(&self) -> Vec<u16> {
+        let mut out = self.body.clone();
+        for text in self.chunks.values() {
+            out.extend_from_slice(text);
+        }
+        out
+    }
+}
+
+/// A write the target was asked to make (applied or not).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemoryWrite {
+    Append { stream_id: String, from: u64, seq: u64, text: Vec<u16> },
+    Close { stream_id: String, body_from: u64, body: Vec<u16> },
+}
+
+#[derive(Default)]
+struct MemoryState {
+    rows: HashMap<String, MemoryRow>,
+    writes: Vec<MemoryWrite>,
+}
+
+pub struct MemoryTarget {
+    state: Mutex<MemoryState>,
+    caps: TargetCaps,
+}
+
+impl Default for MemoryTarget {
+    fn default() -> Self {
+        MemoryTarget::new()
+    }
+}
+
+impl MemoryTarget {
+    /// Tables with a `cancel` column and no `host` column.
+    pub fn new() -> Self {
+        MemoryTarget::with_columns(false, true)
+    }
+
+    pub fn with_columns(has_host: bool, has_cancel: bool) -> Self {
+        MemoryTarget {
+            state: Mutex::new(MemoryState::default()),
+            caps: TargetCaps { mode: TargetMode::Tables, has_host, has_cancel },
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, MemoryState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the application's own mutator does before a stream opens: write the message row.
+    pub fn insert_message(&self, stream_id: &str) {
+        self.lock().rows.insert(stream_id.to_owned(), MemoryRow::default());
+    }
+
+    pub fn row(&self, stream_id: &str) -> Option<MemoryRow> {
+        self.lock().rows.get(stream_id).cloned()
+    }
+
+    /// A reader asking the producer to stop (sets the mapped cancel column).
+    pub fn request_cancel(&self, stream_id: &str) {
+        if let Some(row) = self.lock().rows.get_mut(stream_id) {
+            row.cancel = true;
+        }
+    }
+
+    pub fn writes(&self) -> Vec<MemoryWrite> {
+        self.lock().writes.clone()
+    }
+
+    fn missing(stream_id: &str) -> PlaneError {
+        PlaneError::store(format!("stream {stream_id}: no message row"))
+    }
+}
+
+#[async_trait]
+impl DurableTarget for MemoryTarget {
+    fn caps(&self) -> TargetCaps {
+        self.caps
+    }
+
+    async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
+        let st = self.lock();
+        let row = st
+            .rows
+            .get(stream_id)
+            .ok_or_else(|| PlaneError::open_refused(format!("stream {stream_id}: no message row")))?;
+        if row.seq != 0 {
+            return Err(PlaneError::open_refused(format!(
+                "stream {stream_id}: the message row already holds {} code units",
+                row.seq
+            )));
+        }
+        if row.status.as_deref() == Some(STREAM_STATUS_STREAMING) {
+            return Err(PlaneError::open_refused(format!("stream {stream_id}: another producer holds the row")));
+        }
+        Ok(())
+    }
+
+    async fn open(&self, request: OpenRequest<'_>) -> Result<(), PlaneError> {
+        let mut st = self.lock();
+        let has_host = self.caps.has_host;
+        let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
+        if has_host {
+            if row.status.as_deref() != Some(STREAM_STATUS_STREAMING) {
+                row.status = Some(STREAM_STATUS_STREAMING.to_owned());
+                row.host = Some(request.host_token.to_owned());
+            }
+            if row.host.as_deref() != Some(request.host_token) {
+                return Err(PlaneError::open_refused(format!(
+                    "stream {}: another producer won the open race",
+                    request.stream_id
+                )));
+            }
+        } else {
+            row.status = Some(STREAM_STATUS_STREAMING.to_owned());
+        }
+        Ok(())
+    }
+
+    async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
+        let mut st = self.lock();
+        st.writes.push(MemoryWrite::Append {
+            stream_id: request.stream_id.to_owned(),
+            from: request.from,
+            seq: request.seq,
+            text: request.text.to_vec(),
+        });
+        let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
+        if row.seq == request.from {
+            row.chunks.entry(request.seq).or_insert_with(|| request.text.to_vec());
+            row.seq = request.seq;
+        }
+        Ok(AppendAck { durable_seq: row.seq, cancel_requested: self.caps.has_cancel && row.cancel })
+    }
+
+    async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
+        if request.body_from != 0 {
+            return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
+        }
+        let mut st = self.lock();
+        st.writes.push(MemoryWrite::Close {
+            stream_id: request.stream_id.to_owned(),
+            body_from: request.body_from,
+            body: request.body.to_vec(),
+        });
+        let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
+        row.body = request.body.to_vec();
+        row.seq = request.body.len() as u64;
+        row.status = Some(request.status.as_str().to_owned());
+        row.error = request.error.map(str::to_owned);
+        row.chunks.clear();
+        Ok(())
+    }
+
+    async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {
+        let st = self.lock();
+        let row = st.rows.get(stream_id).ok_or_else(|| Self::missing(stream_id))?;
+        Ok(Some(row.seq))
+    }
+}

@@ -1,0 +1,233 @@
+//! Plane options, their defaults (SPEC section 7), and the construction-time check.
+//!
+//! Guarantees: [`PlaneOptions::default`] carries the contract's defaults; an option that would
+//! do nothing in the chosen mode, or a combination that cannot work, is refused by
+//! [`crate::Plane::new`] with an `invalid_options` error that says why, never silently ignored.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::Authorizer;
+use crate::error::PlaneError;
+use crate::relay::{Relay, RelayErrorHook, RelayTopology};
+use crate::target::{DurableTarget, TargetCaps, TargetMode};
+
+pub const DEFAULT_CHECKPOINT_CHARS: u64 = 512;
+pub const DEFAULT_CHECKPOINT_INTERVAL_MS: u64 = 750;
+pub const DEFAULT_CHECKPOINT_RETRIES: u32 = 3;
+pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 50;
+pub const DEFAULT_RETAIN_CHARS: u64 = 64 * 1024;
+pub const DEFAULT_LINGER_MS: u64 = 30_000;
+pub const DEFAULT_MAX_QUEUED_FRAMES: usize = 1024;
+pub const DEFAULT_RELAY_ATTACH_TIMEOUT_MS: u64 = 2_000;
+
+/// Context for [`CheckpointErrorHook`]: the slice that failed.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckpointErrorInfo<'a> {
+    pub stream_id: &'a str,
+    pub from: u64,
+    pub seq: u64,
+}
+
+/// Called when a checkpoint exhausted its retries or a seal failed (default: `tracing::warn!`).
+/// The stream keeps streaming: this is a durability stall, and it must not vanish.
+pub type CheckpointErrorHook = Arc<dyn Fn(CheckpointErrorInfo<'_>, &PlaneError) + Send + Sync>;
+
+/// Everything configurable about a plane. Build with struct update syntax over `default()`.
+#[derive(Clone)]
+pub struct PlaneOptions {
+    /// Produced-but-not-durable code units that force a checkpoint. Default 512.
+    pub chars: u64,
+    /// Milliseconds after the first undurable push that force a checkpoint. Default 750.
+    pub interval_ms: u64,
+    /// Retries of a failing commit before the slice waits for the next trigger. Default 3.
+    pub retries: u32,
+    /// First retry backoff; it doubles per retry. Default 50.
+    pub retry_backoff_ms: u64,
+    /// Text kept below the durable length for late joiners. Callback mode only (default 65536);
+    /// table mode keeps everything for compaction and refuses this option.
+    pub retain_chars: Option<u64>,
+    /// How long a sealed stream stays joinable. Default 30000.
+    pub linger_ms: u64,
+    /// Per-subscriber queue bound; overflow drops that subscriber with `stale`. Default 1024.
+    pub max_queued_frames: usize,
+    /// Bound on `relay.attach`. Default 2000; refused without a relay that attaches.
+    pub relay_attach_timeout_ms: Option<u64>,
+    /// This process's producer identity for the open compare-and-swap. Refused in table mode
+    /// unless the target maps a `host` column. Default: a random per-plane token.
+    pub host_id: Option<String>,
+    /// Required: who may subscribe ([`crate::AllowAll`] opts out explicitly).
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+    pub relay: Option<Arc<dyn Relay>>,
+    /// Refused without a relay (it would never be called).
+    pub on_relay_error: Option<RelayErrorHook>,
+    pub on_checkpoint_error: Option<CheckpointErrorHook>,
+}
+
+impl Default for PlaneOptions {
+    fn default() -> Self {
+        PlaneOptions {
+            chars: DEFAULT_CHECKPOINT_CHARS,
+            interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
+            retries: DEFAULT_CHECKPOINT_RETRIES,
+            retry_backoff_ms: DEFAULT_RETRY_BACKOFF_MS,
+            retain_chars: None,
+            linger_ms: DEFAULT_LINGER_MS,
+            max_queued_frames: DEFAULT_MAX_QUEUED_FRAMES,
+            relay_attach_timeout_ms: None,
+            host_id: None,
+            authorizer: None,
+            relay: None,
+            on_relay_error: None,
+            on_checkpoint_error: None,
+        }
+    }
+}
+
+impl PlaneOptions {
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    pub fn with_relay(mut self, relay: Arc<dyn Relay>) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+}
+
+impl fmt::Debug for PlaneOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PlaneOptions")
+            .field("chars", &self.chars)
+            .field("interval_ms", &self.interval_ms)
+            .field("retries", &self.retries)
+            .field("retry_backoff_ms", &self.retry_backoff_ms)
+            .field("retain_chars", &self.retain_chars)
+            .field("linger_ms", &self.linger_ms)
+            .field("max_queued_frames", &self.max_queued_frames)
+            .field("relay_attach_timeout_ms", &self.relay_attach_timeout_ms)
+            .field("host_id", &self.host_id)
+            .field("authorizer", &self.authorizer.is_some())
+            .field("relay", &self.relay.is_some())
+            .field("on_relay_error", &self.on_relay_error.is_some())
+            .field("on_checkpoint_error", &self.on_checkpoint_error.is_some())
+            .finish()
+    }
+}
+
+/// The options after the check, with the mode's defaults applied.
+pub(crate) struct Config {
+    pub chars: u64,
+    pub interval: Duration,
+    pub retries: u32,
+    pub backoff: Duration,
+    /// `None`: keep everything (table mode).
+    pub retain_chars: Option<u64>,
+    pub linger: Duration,
+    pub max_queued_frames: usize,
+    pub attach_timeout: Duration,
+    pub host_token: String,
+    pub caps: TargetCaps,
+    pub target: Arc<dyn DurableTarget>,
+    pub authorizer: Arc<dyn Authorizer>,
+    pub relay: Option<Arc<dyn Relay>>,
+    pub topology: RelayTopology,
+    pub on_relay_error: Option<RelayErrorHook>,
+    pub on_checkpoint_error: Option<CheckpointErrorHook>,
+}
+
+impl Config {
+    pub fn resolve(options: PlaneOptions, target: Arc<dyn DurableTarget>) -> Result<Config, PlaneError> {
+        let caps = target.caps();
+        let bad = PlaneError::invalid_options;
+        if options.chars == 0 {
+            return Err(bad("chars must be at least 1 (a checkpoint every 0 code units is a loop)"));
+        }
+        if options.interval_ms == 0 {
+            return Err(bad("interval_ms must be at least 1"));
+        }
+        if options.max_queued_frames == 0 {
+            return Err(bad("max_queued_frames must be at least 1 (a subscriber needs room for one frame)"));
+        }
+        if options.retries > 20 {
+            return Err(bad("retries above 20 would back off for days; use a smaller number"));
+        }
+        let authorizer = options.authorizer.ok_or_else(|| {
+            bad("an authorizer is required: subscribing is reading someone's stream, so there is no default-allow \
+                 (pass twoplane_stream::AllowAll to opt out explicitly)")
+        })?;
+        let retain_chars = match (caps.mode, options.retain_chars) {
+            (TargetMode::Tables, Some(_)) => {
+                return Err(bad(
+                    "retain_chars is callback-mode only: table mode keeps the whole text because the seal \
+                     compacts it into the message body",
+                ))
+            }
+            (TargetMode::Tables, None) => None,
+            (TargetMode::Callback, r) => Some(r.unwrap_or(DEFAULT_RETAIN_CHARS)),
+        };
+        if caps.mode == TargetMode::Tables && options.host_id.is_some() && !caps.has_host {
+            return Err(bad("host_id does nothing in table mode until the target maps a host column to persist it"));
+        }
+        let topology = options.relay.as_ref().map(|r| r.topology()).unwrap_or_default();
+        match &options.relay {
+            None => {
+                if options.relay_attach_timeout_ms.is_some() || options.on_relay_error.is_some() {
+                    return Err(bad("relay_attach_timeout_ms and on_relay_error do nothing without a relay"));
+                }
+            }
+            Some(_) => {
+                if !topology.publish && !topology.attach {
+                    return Err(bad("the relay implements neither publish nor attach: which topology is this?"));
+                }
+                if !topology.attach && options.relay_attach_timeout_ms.is_some() {
+                    return Err(bad("relay_attach_timeout_ms does nothing: the relay does not attach"));
+                }
+            }
+        }
+        let host_token = options.host_id.unwrap_or_else(random_token);
+        Ok(Config {
+            chars: options.chars,
+            interval: Duration::from_millis(options.interval_ms),
+            retries: options.retries,
+            backoff: Duration::from_millis(options.retry_backoff_ms),
+            retain_chars,
+            linger: Duration::from_millis(options.linger_ms),
+            max_queued_frames: options.max_queued_frames,
+            attach_timeout: Duration::from_millis(
+                options.relay_attach_timeout_ms.unwrap_or(DEFAULT_RELAY_ATTACH_TIMEOUT_MS),
+            ),
+            host_token,
+            caps,
+            target,
+            authorizer,
+            relay: options.relay,
+            topology,
+            on_relay_error: options.on_relay_error,
+            on_checkpoint_error: options.on_checkpoint_error,
+        })
+    }
+
+    /// Backoff before retry number `attempt` (1-based): base, 2x, 4x, ...
+    pub fn backoff_for(&self, attempt: u32) -> Duration {
+        self.backoff.saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
+    }
+}
+
+/// A per-plane stand-in for `host_id`: unique enough to tell two producer processes apart.
+fn random_token() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    // RandomState is seeded from the OS per process: a cheap source of randomness without a
+    // dependency.
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(nanos);
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("plane-{}-{:016x}", std::process::id(), h.finish())
+}

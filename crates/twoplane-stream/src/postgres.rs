@@ -1,0 +1,246 @@
+//! Mapped tables on PostgreSQL.
+//!
+//! Guarantees: every checkpoint and every seal is one transaction built from the core's
+//! [`MappedSql`]; an append is confirmed only by reading the row's length back after the
+//! commit; a dropped connection is re-established on the next call (the statements are
+//! idempotent, so whatever was in flight is simply retried). Integer parameters adapt to the
+//! column's width (`smallint`, `integer`, `bigint`), because the message table is the
+//! application's and its `seq` column need not be `bigint`. Text with a lone surrogate is
+//! refused before it reaches the server (which rejects it as invalid UTF-8).
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use bytes::BytesMut;
+use tokio::sync::{Mutex, MutexGuard};
+use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use tokio_postgres::{Client, NoTls, Row};
+use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, SqlValue, Statement, StreamTables};
+
+use crate::error::PlaneError;
+use crate::target::{
+    text_is_truthy, utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps,
+    TargetMode,
+};
+use crate::verdict;
+
+pub struct PostgresTarget {
+    url: String,
+    sql: MappedSql,
+    tables: StreamTables,
+    conn: Mutex<Option<PgConn>>,
+}
+
+struct PgConn {
+    client: Client,
+    /// Prepared statements by SQL text (valid for this connection only).
+    prepared: HashMap<String, tokio_postgres::Statement>,
+}
+
+fn db_err(context: &str) -> impl FnOnce(tokio_postgres::Error) -> PlaneError + '_ {
+    move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
+}
+
+/// A parameter that binds to whichever text or integer type the server inferred.
+#[derive(Debug)]
+struct PgParam(SqlValue);
+
+impl ToSql for PgParam {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match &self.0 {
+            SqlValue::Null => Ok(IsNull::Yes),
+            SqlValue::Text(s) => s.as_str().to_sql(ty, out),
+            SqlValue::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
+                _ => i.to_string().as_str().to_sql(ty, out),
+            },
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <&str as ToSql>::accepts(ty) || matches!(*ty, Type::INT2 | Type::INT4 | Type::INT8)
+    }
+
+    to_sql_checked!();
+}
+
+fn params(statement: &Statement) -> Vec<PgParam> {
+    statement.params.iter().cloned().map(PgParam).collect()
+}
+
+fn as_dyn(params: &[PgParam]) -> Vec<&(dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// An integer cell of any width.
+fn int_cell(row: &Row, idx: usize) -> Result<Option<i64>, tokio_postgres::Error> {
+    match *row.columns()[idx].type_() {
+        Type::INT4 => Ok(row.try_get::<_, Option<i32>>(idx)?.map(i64::from)),
+        Type::INT2 => Ok(row.try_get::<_, Option<i16>>(idx)?.map(i64::from)),
+        _ => row.try_get::<_, Option<i64>>(idx),
+    }
+}
+
+/// JavaScript-style truthiness of the cancel cell.
+fn truthy_cell(row: &Row, idx: usize) -> Result<bool, tokio_postgres::Error> {
+    match *row.columns()[idx].type_() {
+        Type::BOOL => Ok(row.try_get::<_, Option<bool>>(idx)?.unwrap_or(false)),
+        Type::INT2 | Type::INT4 | Type::INT8 => Ok(int_cell(row, idx)?.is_some_and(|v| v != 0)),
+        _ => Ok(row.try_get::<_, Option<String>>(idx)?.is_some_and(|s| text_is_truthy(&s))),
+    }
+}
+
+impl PgConn {
+    async fn statement(&mut self, sql: &str) -> Result<tokio_postgres::Statement, PlaneError> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let prepared = self.client.prepare(sql).await.map_err(db_err("preparing a statement"))?;
+        self.prepared.insert(sql.to_owned(), prepared.clone());
+        Ok(prepared)
+    }
+
+    async fn transact(&mut self, statements: &[Statement], context: &str) -> Result<(), PlaneError> {
+        let mut prepared = Vec::with_capacity(statements.len());
+        for s in statements {
+            prepared.push(self.statement(&s.sql).await?);
+        }
+        let tx = self.client.transaction().await.map_err(db_err(context))?;
+        for (s, p) in statements.iter().zip(&prepared) {
+            let bound = params(s);
+            tx.execute(p, &as_dyn(&bound)).await.map_err(db_err(context))?;
+        }
+        tx.commit().await.map_err(db_err(context))
+    }
+
+    async fn query_opt(&mut self, sql: &str, id: &str, context: &str) -> Result<Option<Row>, PlaneError> {
+        let statement = self.statement(sql).await?;
+        let bound = [PgParam(SqlValue::Text(id.to_owned()))];
+        self.client.query_opt(&statement, &as_dyn(&bound)).await.map_err(db_err(context))
+    }
+
+    async fn read_state(&mut self, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
+        let row = self.query_opt(&sql.probe_state(), stream_id, "reading the checkpoint back").await?;
+        let (seq, cancel) = match &row {
+            None => (None, false),
+            Some(r) => {
+                let seq = int_cell(r, 0).map_err(db_err("reading the length column"))?;
+                let cancel = if sql.has_cancel() {
+                    truthy_cell(r, 1).map_err(db_err("reading the cancel column"))?
+                } else {
+                    false
+                };
+                (Some(seq), cancel)
+            }
+        };
+        Ok(AppendAck { durable_seq: verdict::durable_len(stream_id, seq)?, cancel_requested: cancel })
+    }
+}
+
+impl PostgresTarget {
+    /// Connect (without TLS; put a TLS-terminating proxy or a local socket in front of remote
+    /// servers) and build the statements for `tables`.
+    pub async fn connect(url: &str, tables: &StreamTables) -> Result<PostgresTarget, PlaneError> {
+        let sql = MappedSql::new(tables, Dialect::Postgres)?;
+        let target = PostgresTarget { url: url.to_owned(), sql, tables: tables.clone(), conn: Mutex::new(None) };
+        {
+            let mut guard = target.conn.lock().await;
+            target.ensure(&mut guard).await?;
+        }
+        Ok(target)
+    }
+
+    async fn ensure<'g>(&self, guard: &'g mut MutexGuard<'_, Option<PgConn>>) -> Result<&'g mut PgConn, PlaneError> {
+        if guard.as_ref().is_some_and(|c| c.client.is_closed()) {
+            tracing::warn!("postgres connection lost; reconnecting");
+            **guard = None;
+        }
+        if guard.is_none() {
+            let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(db_err("connecting"))?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(error = %e, "postgres connection ended");
+                }
+            });
+            **guard = Some(PgConn { client, prepared: HashMap::new() });
+        }
+        guard.as_mut().ok_or_else(|| PlaneError::store("postgres: no connection"))
+    }
+
+    /// Create the chunk table and its index if they do not exist (the core's DDL).
+    pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
+        let ddl = stream_chunk_table_ddl(&self.tables, Dialect::Postgres)?;
+        let mut guard = self.conn.lock().await;
+        let conn = self.ensure(&mut guard).await?;
+        for statement in &ddl {
+            conn.client.batch_execute(statement).await.map_err(db_err("creating the chunk table"))?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DurableTarget for PostgresTarget {
+    fn caps(&self) -> TargetCaps {
+        TargetCaps { mode: TargetMode::Tables, has_host: self.sql.has_host(), has_cancel: self.sql.has_cancel() }
+    }
+
+    async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
+        let mut guard = self.conn.lock().await;
+        let conn = self.ensure(&mut guard).await?;
+        let row = conn.query_opt(&self.sql.probe_open(), stream_id, "probing the message row").await?;
+        let row = match row {
+            None => None,
+            Some(r) => Some((
+                int_cell(&r, 0).map_err(db_err("reading the length column"))?,
+                r.try_get::<_, Option<String>>(1).map_err(db_err("reading the status column"))?,
+            )),
+        };
+        verdict::openable(stream_id, row)
+    }
+
+    async fn open(&self, request: OpenRequest<'_>) -> Result<(), PlaneError> {
+        let mut guard = self.conn.lock().await;
+        let conn = self.ensure(&mut guard).await?;
+        let mark = self.sql.mark_streaming(request.stream_id, request.host_token);
+        conn.transact(std::slice::from_ref(&mark), "marking the row streaming").await?;
+        if let Some(probe) = self.sql.probe_host() {
+            let row = conn.query_opt(&probe, request.stream_id, "reading the host back").await?;
+            let host = match row {
+                None => None,
+                Some(r) => r.try_get::<_, Option<String>>(0).map_err(db_err("reading the host column"))?,
+            };
+            verdict::open_winner(request.stream_id, host, request.host_token)?;
+        }
+        Ok(())
+    }
+
+    async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
+        let text = utf8_for_table(request.text, "a checkpoint slice")?;
+        let statements = self.sql.append(request.stream_id, request.from, request.seq, &text);
+        let mut guard = self.conn.lock().await;
+        let conn = self.ensure(&mut guard).await?;
+        conn.transact(&statements, "committing a checkpoint").await?;
+        conn.read_state(&self.sql, request.stream_id).await
+    }
+
+    async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
+        if request.body_from != 0 {
+            return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
+        }
+        let body = utf8_for_table(request.body, "the response body")?;
+        let statements =
+            self.sql.compact(request.stream_id, &body, request.body.len() as u64, request.status, request.error);
+        let mut guard = self.conn.lock().await;
+        let conn = self.ensure(&mut guard).await?;
+        conn.transact(&statements, "compacting the stream").await
+    }
+
+    async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {
+        let mut guard = self.conn.lock().await;
+        let conn = self.ensure(&mut guard).await?;
+        conn.read_state(&self.sql, stream_id).await.map(|ack| Some(ack.durable_seq))
+    }
+}

@@ -1,0 +1,198 @@
+//! Mapped tables on SQLite: the embedded default.
+//!
+//! Guarantees: the database runs in WAL mode (readers never block the checkpoint writer); every
+//! checkpoint and every seal is one transaction built from the core's [`MappedSql`]; an append
+//! is confirmed only by reading the row's length back after the commit; blocking calls run on
+//! tokio's blocking pool, never on a runtime worker. Text with a lone surrogate is refused
+//! before it reaches SQLite (which would store it mangled).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension};
+use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, SqlValue, Statement, StreamTables};
+
+use crate::error::PlaneError;
+use crate::target::{
+    text_is_truthy, utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps,
+    TargetMode,
+};
+use crate::verdict;
+
+pub struct SqliteTarget {
+    conn: Arc<Mutex<Connection>>,
+    sql: Arc<MappedSql>,
+    tables: StreamTables,
+}
+
+fn db_err(context: &str) -> impl FnOnce(rusqlite::Error) -> PlaneError + '_ {
+    move |e| PlaneError::store(format!("sqlite: {context}")).with_source(e)
+}
+
+impl SqliteTarget {
+    /// Open (or create) the database file in WAL mode.
+    pub fn open(path: impl AsRef<Path>, tables: &StreamTables) -> Result<SqliteTarget, PlaneError> {
+        let conn = Connection::open(path).map_err(db_err("opening the database"))?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(db_err("enabling WAL"))?;
+        if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+            return Err(PlaneError::store(format!("sqlite: the database refused WAL mode (it is in {mode} mode)")));
+        }
+        SqliteTarget::from_connection(conn, tables)
+    }
+
+    /// Use a connection the application configured itself.
+    pub fn from_connection(conn: Connection, tables: &StreamTables) -> Result<SqliteTarget, PlaneError> {
+        conn.busy_timeout(Duration::from_secs(5)).map_err(db_err("setting the busy timeout"))?;
+        let sql = MappedSql::new(tables, Dialect::Sqlite)?;
+        Ok(SqliteTarget { conn: Arc::new(Mutex::new(conn)), sql: Arc::new(sql), tables: tables.clone() })
+    }
+
+    /// Create the chunk table and its index if they do not exist (the core's DDL).
+    pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
+        let ddl = stream_chunk_table_ddl(&self.tables, Dialect::Sqlite)?;
+        self.with_connection(move |conn| {
+            for statement in &ddl {
+                conn.execute(statement, []).map_err(db_err("creating the chunk table"))?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Run `f` with the connection on the blocking pool (the plane's writes are serialized
+    /// with it).
+    pub async fn with_connection<R, F>(&self, f: F) -> Result<R, PlaneError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, PlaneError> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| PlaneError::store("sqlite: the blocking task failed").with_source(e))?
+    }
+
+    fn sql(&self) -> Arc<MappedSql> {
+        self.sql.clone()
+    }
+}
+
+fn bind(params: &[SqlValue]) -> Vec<Value> {
+    params
+        .iter()
+        .map(|p| match p {
+            SqlValue::Text(s) => Value::Text(s.clone()),
+            SqlValue::Int(i) => Value::Integer(*i),
+            SqlValue::Null => Value::Null,
+        })
+        .collect()
+}
+
+fn run(conn: &Connection, statement: &Statement, context: &str) -> Result<usize, PlaneError> {
+    conn.execute(&statement.sql, rusqlite::params_from_iter(bind(&statement.params))).map_err(db_err(context))
+}
+
+/// Run statements as one transaction.
+fn transact(conn: &mut Connection, statements: &[Statement], context: &str) -> Result<(), PlaneError> {
+    let tx = conn.transaction().map_err(db_err(context))?;
+    for statement in statements {
+        run(&tx, statement, context)?;
+    }
+    tx.commit().map_err(db_err(context))
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Integer(i) => *i != 0,
+        Value::Real(f) => *f != 0.0 && !f.is_nan(),
+        Value::Text(s) => text_is_truthy(s),
+        Value::Blob(_) => true,
+    }
+}
+
+/// The read-back: the row's length (and the cancel flag when mapped).
+fn read_state(conn: &Connection, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
+    let has_cancel = sql.has_cancel();
+    let row = conn
+        .query_row(&sql.probe_state(), [stream_id], |r| {
+            let seq: Option<i64> = r.get(0)?;
+            let cancel = if has_cancel { truthy(&r.get::<_, Value>(1)?) } else { false };
+            Ok((seq, cancel))
+        })
+        .optional()
+        .map_err(db_err("reading the checkpoint back"))?;
+    let durable_seq = verdict::durable_len(stream_id, row.map(|(s, _)| s))?;
+    Ok(AppendAck { durable_seq, cancel_requested: row.is_some_and(|(_, c)| c) })
+}
+
+#[async_trait]
+impl DurableTarget for SqliteTarget {
+    fn caps(&self) -> TargetCaps {
+        TargetCaps { mode: TargetMode::Tables, has_host: self.sql.has_host(), has_cancel: self.sql.has_cancel() }
+    }
+
+    async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
+        let (sql, id) = (self.sql(), stream_id.to_owned());
+        self.with_connection(move |conn| {
+            let row = conn
+                .query_row(&sql.probe_open(), [&id], |r| {
+                    Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?))
+                })
+                .optional()
+                .map_err(db_err("probing the message row"))?;
+            verdict::openable(&id, row)
+        })
+        .await
+    }
+
+    async fn open(&self, request: OpenRequest<'_>) -> Result<(), PlaneError> {
+        let (sql, id, token) = (self.sql(), request.stream_id.to_owned(), request.host_token.to_owned());
+        self.with_connection(move |conn| {
+            run(conn, &sql.mark_streaming(&id, &token), "marking the row streaming")?;
+            if let Some(probe) = sql.probe_host() {
+                let host = conn
+                    .query_row(&probe, [&id], |r| r.get::<_, Option<String>>(0))
+                    .optional()
+                    .map_err(db_err("reading the host back"))?
+                    .flatten();
+                verdict::open_winner(&id, host, &token)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
+        let text = utf8_for_table(request.text, "a checkpoint slice")?;
+        let (sql, id, from, seq) = (self.sql(), request.stream_id.to_owned(), request.from, request.seq);
+        self.with_connection(move |conn| {
+            transact(conn, &sql.append(&id, from, seq, &text), "committing a checkpoint")?;
+            read_state(conn, &sql, &id)
+        })
+        .await
+    }
+
+    async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
+        if request.body_from != 0 {
+            return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
+        }
+        let body = utf8_for_table(request.body, "the response body")?;
+        let statements =
+            self.sql.compact(request.stream_id, &body, request.body.len() as u64, request.status, request.error);
+        self.with_connection(move |conn| transact(conn, &statements, "compacting the stream")).await
+    }
+
+    async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {
+        let (sql, id) = (self.sql(), stream_id.to_owned());
+        self.with_connection(move |conn| read_state(conn, &sql, &id).map(|ack| Some(ack.durable_seq))).await
+    }
+}

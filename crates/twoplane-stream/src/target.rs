@@ -1,0 +1,120 @@
+//! The durable seam: what the plane needs from wherever checkpoints land.
+//!
+//! Guarantees the plane relies on, and every implementation here keeps:
+//! - `append` is idempotent under replay and under a stale `from` (a retried or re-covering
+//!   slice never duplicates text), and its [`AppendAck::durable_seq`] is the store's own word
+//!   on the durable length, read back after the write, never an echo of the request;
+//! - `close` writes the whole body (or, for a trimming callback, the outstanding tail) and is a
+//!   whole-row overwrite, so retrying it is safe;
+//! - an error of kind [`PlaneErrorKind::OpenRefused`](crate::PlaneErrorKind::OpenRefused) is a
+//!   settled verdict (not retried); every other error may be a blip and is retried.
+//!
+//! Texts cross this seam as UTF-16 code units, so a callback target sees exactly what was
+//! produced; table targets convert to UTF-8 and refuse text that holds a lone surrogate.
+
+use async_trait::async_trait;
+use twoplane_core::StreamStatus;
+
+use crate::error::PlaneError;
+
+/// Which persistence model a target implements; it decides which options make sense.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetMode {
+    /// Mapped tables: compaction writes the whole body, so the plane keeps all produced text.
+    Tables,
+    /// An application callback: it may opt into trimming (`retain_chars`).
+    Callback,
+}
+
+/// What a target can do, read once at plane construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetCaps {
+    pub mode: TargetMode,
+    /// A `host` column is mapped: the open write is a compare-and-swap on the host token.
+    pub has_host: bool,
+    /// A `cancel` column is mapped: every read-back reports it.
+    pub has_cancel: bool,
+}
+
+/// The store's answer to an append: the durable length it read back, and the cancel flag.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AppendAck {
+    pub durable_seq: u64,
+    pub cancel_requested: bool,
+}
+
+/// The open write: flip the row to `streaming` (claiming it with `host_token` when a host
+/// column is mapped).
+#[derive(Clone, Copy, Debug)]
+pub struct OpenRequest<'a> {
+    pub stream_id: &'a str,
+    pub host_token: &'a str,
+}
+
+/// One checkpoint: the slice `from..seq` of the produced text. `text.len() == seq - from`.
+#[derive(Clone, Copy, Debug)]
+pub struct AppendRequest<'a> {
+    pub stream_id: &'a str,
+    pub from: u64,
+    pub seq: u64,
+    pub text: &'a [u16],
+}
+
+/// The seal. `body` is the retained text starting at `body_from` (0, and the whole response,
+/// unless a callback-mode plane trims with `retain_chars`); `seq == body_from + body.len()`.
+/// `from` is the durable length the plane believed at the seal.
+#[derive(Clone, Copy, Debug)]
+pub struct CloseRequest<'a> {
+    pub stream_id: &'a str,
+    pub from: u64,
+    pub seq: u64,
+    pub body: &'a [u16],
+    pub body_from: u64,
+    pub status: StreamStatus,
+    pub error: Option<&'a str>,
+}
+
+/// Where checkpoints land. Implementations: [`crate::SqliteTarget`], [`crate::PostgresTarget`],
+/// [`crate::CallbackTarget`], the in-memory model [`crate::MemoryTarget`] and the fault injector
+/// [`crate::FaultyTarget`].
+#[async_trait]
+pub trait DurableTarget: Send + Sync + 'static {
+    fn caps(&self) -> TargetCaps;
+
+    /// The read-only precondition, checked once per open (never retried: re-deciding it per
+    /// attempt would let a lost acknowledgement of the open write refuse its own success).
+    async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
+        let _ = stream_id;
+        Ok(())
+    }
+
+    /// Mark the stream live. Retried, so it must be idempotent for the same token.
+    async fn open(&self, request: OpenRequest<'_>) -> Result<(), PlaneError>;
+
+    /// Write one slice and read the durable length back.
+    async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError>;
+
+    /// Seal: compaction in table mode.
+    async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError>;
+
+    /// The store's durable length, to resynchronize after a failed append (whose commit may
+    /// have landed with its acknowledgement lost). `Ok(None)`: this target has no readable
+    /// authority.
+    async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError>;
+}
+
+/// Convert a slice to UTF-8 for a table, refusing a lone surrogate (databases reject or mangle
+/// them, and a silent U+FFFD would break P).
+pub(crate) fn utf8_for_table(units: &[u16], what: &str) -> Result<String, PlaneError> {
+    String::from_utf16(units).map_err(|_| {
+        PlaneError::new(
+            crate::PlaneErrorKind::InvalidArgument,
+            format!("{what} holds an unpaired UTF-16 surrogate, which a SQL text column cannot store"),
+        )
+    })
+}
+
+/// JavaScript-style truthiness of a text cell (the `cancel` column may be text).
+pub(crate) fn text_is_truthy(s: &str) -> bool {
+    !s.is_empty()
+}

@@ -1,0 +1,58 @@
+//! The decisions both SQL targets make from what they read back, written once.
+//!
+//! Guarantees: the open precondition refuses a missing row, a NULL or non-zero length and a row
+//! another producer holds, each with a message that says what to fix; a read-back is accepted
+//! only when it names a non-negative length.
+
+use twoplane_core::STREAM_STATUS_STREAMING;
+
+use crate::error::PlaneError;
+
+/// The open probe's row: `(seq, status)`, or `None` when there is no row.
+pub(crate) fn openable(stream_id: &str, row: Option<(Option<i64>, Option<String>)>) -> Result<(), PlaneError> {
+    let Some((seq, status)) = row else {
+        return Err(PlaneError::open_refused(format!(
+            "stream {stream_id}: no message row; the application must write the message before opening its stream"
+        )));
+    };
+    match seq {
+        None => {
+            return Err(PlaneError::open_refused(format!(
+                "stream {stream_id}: the length column is NULL; it must be NOT NULL DEFAULT 0 (it is \
+                 compare-and-swapped on every checkpoint, and no comparison matches NULL)"
+            )))
+        }
+        Some(0) => {}
+        Some(n) => {
+            return Err(PlaneError::open_refused(format!(
+                "stream {stream_id}: the message row already holds {n} code units; a regeneration is a new message"
+            )))
+        }
+    }
+    if status.as_deref() == Some(STREAM_STATUS_STREAMING) {
+        return Err(PlaneError::open_refused(format!(
+            "stream {stream_id}: the row is already {STREAM_STATUS_STREAMING}; another producer holds it"
+        )));
+    }
+    Ok(())
+}
+
+/// The host read-back after the open compare-and-swap.
+pub(crate) fn open_winner(stream_id: &str, host: Option<String>, token: &str) -> Result<(), PlaneError> {
+    if host.as_deref() == Some(token) {
+        return Ok(());
+    }
+    Err(PlaneError::open_refused(format!(
+        "stream {stream_id}: another producer won the open race (the row's host is {host:?})"
+    )))
+}
+
+/// A read-back length.
+pub(crate) fn durable_len(stream_id: &str, seq: Option<Option<i64>>) -> Result<u64, PlaneError> {
+    match seq {
+        None => Err(PlaneError::store(format!("stream {stream_id}: the read-back found no message row"))),
+        Some(None) => Err(PlaneError::store(format!("stream {stream_id}: the read-back length is NULL"))),
+        Some(Some(n)) => u64::try_from(n)
+            .map_err(|_| PlaneError::store(format!("stream {stream_id}: the read-back length {n} is negative"))),
+    }
+}

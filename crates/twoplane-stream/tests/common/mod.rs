@@ -1,0 +1,136 @@
+//! Test helpers shared by the integration tests: a subscriber that checks the frame contract
+//! on every frame it receives, and small constructors.
+#![allow(dead_code)]
+
+pub mod sql;
+
+use std::sync::Arc;
+
+use twoplane_core::text::{is_high_surrogate, is_low_surrogate};
+use twoplane_stream::{AllowAll, DurableTarget, Frame, Plane, PlaneOptions, Subscription};
+
+/// A plane over `target` with an allow-all authorizer and the given tweaks.
+pub fn plane_with(target: Arc<dyn DurableTarget>, tweak: impl FnOnce(&mut PlaneOptions)) -> Plane {
+    let mut options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    tweak(&mut options);
+    Plane::new(options, target).expect("valid options")
+}
+
+pub fn units(s: &str) -> Vec<u16> {
+    s.encode_utf16().collect()
+}
+
+/// Whether offset `at` falls between the two halves of a surrogate pair in `text`.
+pub fn inside_pair(text: &[u16], at: usize) -> bool {
+    at > 0 && at < text.len() && is_high_surrogate(text[at - 1]) && is_low_surrogate(text[at])
+}
+
+/// A subscriber that checks the frame contract (SPEC section 1) frame by frame and keeps the
+/// reader's accumulator (chunks spliced at their own offsets, SPEC section 4 rule 5).
+pub struct Reader {
+    pub sub: Subscription,
+    pub frames: Vec<Arc<Frame>>,
+    /// The text the subscriber joined with, then every chunk spliced in.
+    pub acc: Vec<u16>,
+    /// What the subscriber claims to hold when it joins (its `from`).
+    pub claimed: u64,
+    /// The produced text at join time (to seed the accumulator at the open's offset).
+    seed: Vec<u16>,
+    last_durable: u64,
+}
+
+impl Reader {
+    pub fn new(sub: Subscription, claimed: u64, produced_at_join: &[u16]) -> Reader {
+        Reader { sub, frames: Vec::new(), acc: Vec::new(), claimed, seed: produced_at_join.to_vec(), last_durable: 0 }
+    }
+
+    pub fn terminal(&self) -> Option<&Frame> {
+        self.frames.last().map(|f| &**f).filter(|f| f.is_terminal())
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.terminal().is_some()
+    }
+
+    /// Take every frame queued now, checking each. Returns how many were taken.
+    pub fn drain(&mut self) -> usize {
+        let mut n = 0;
+        while let Some(frame) = self.sub.try_next() {
+            self.check(frame);
+            n += 1;
+        }
+        n
+    }
+
+    /// Wait for the next frame (tests with a live runtime).
+    pub async fn next(&mut self) -> Option<Arc<Frame>> {
+        let frame = self.sub.next().await?;
+        self.check(frame.clone());
+        Some(frame)
+    }
+
+    /// Read until the terminal (or until the subscription ends).
+    pub async fn read_to_end(&mut self) {
+        while !self.is_done() {
+            if self.next().await.is_none() {
+                break;
+            }
+        }
+    }
+
+    fn check(&mut self, frame: Arc<Frame>) {
+        assert!(!self.is_done(), "a frame after the terminal: {frame:?} (earlier: {:?})", self.frames);
+        frame.validate().expect("every frame satisfies the codec's invariants");
+        let first = self.frames.is_empty();
+        match &*frame {
+            Frame::Open { from, seq, durable_seq, .. } => {
+                assert!(first, "open must be the first frame, and only once: {:?}", self.frames);
+                assert!(from <= seq, "open from {from} past seq {seq}");
+                assert!(durable_seq <= seq, "open durableSeq {durable_seq} past seq {seq}");
+                assert_eq!(
+                    *from,
+                    self.claimed.min(self.seed.len() as u64),
+                    "the join offset is clamped to the produced length"
+                );
+                self.acc = self.seed[..*from as usize].to_vec();
+                self.last_durable = *durable_seq;
+            }
+            Frame::Stale { .. } | Frame::Absent => {
+                // Legal bare (the only frame) or as the terminal after an open.
+            }
+            other => {
+                assert!(!first, "a subscription must start with open, got {other:?}");
+                match other {
+                    Frame::Chunk { from, seq, text } => {
+                        assert!(
+                            *from as usize <= self.acc.len(),
+                            "chunk at {from} leaves a gap after {} (contract S)",
+                            self.acc.len()
+                        );
+                        assert_eq!(*seq - *from, text.len() as u64);
+                        self.acc.truncate(*from as usize);
+                        self.acc.extend_from_slice(text.units());
+                    }
+                    Frame::Durable { seq } => {
+                        assert!(*seq >= self.last_durable, "durable went backwards: {seq} < {}", self.last_durable);
+                        assert!(
+                            *seq as usize <= self.acc.len(),
+                            "durable {seq} past the delivered text {}",
+                            self.acc.len()
+                        );
+                        self.last_durable = *seq;
+                    }
+                    Frame::End { seq, .. } => {
+                        assert!(
+                            *seq as usize <= self.acc.len(),
+                            "end {seq} past the delivered text {}",
+                            self.acc.len()
+                        );
+                    }
+                    _ => unreachable!(),
+                }
+            }
+        }
+        self.frames.push(frame);
+    }
+}

@@ -1,0 +1,274 @@
+//! Scenarios every SQL target must pass, written once and run against real SQLite and real
+//! PostgreSQL. The fixture SQL here (the application's message table, reads for assertions) is
+//! test code; the plane's own statements all come from the core's `MappedSql`.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use twoplane_stream::*;
+
+use super::{plane_with, units, Reader};
+
+pub use twoplane_core::sql::Dialect;
+
+/// The message row as the application would read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DbRow {
+    pub body: String,
+    pub seq: i64,
+    pub status: Option<String>,
+    pub cancel: bool,
+    pub error: Option<String>,
+    pub host: Option<String>,
+}
+
+/// One database under test.
+#[async_trait]
+pub trait Db: Send + Sync {
+    fn dialect(&self) -> Dialect;
+    async fn exec(&self, sql: &str);
+    async fn message(&self, table: &str, id: &str) -> Option<DbRow>;
+    /// `(seq, text)` of the stream's chunk rows, in ascending seq.
+    async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)>;
+    /// A target for `tables`, with the chunk table created.
+    async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget>;
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Fresh table names, unique per process and scenario (PostgreSQL is shared by the tests).
+pub struct Tables {
+    pub tables: StreamTables,
+}
+
+impl Tables {
+    pub async fn create(db: &dyn Db, mapped_extras: bool) -> Tables {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let message = format!("msg_{}_{n}", std::process::id());
+        let chunks = format!("{message}_chunks");
+        let (seq_type, cancel_type) = match db.dialect() {
+            // `integer` on PostgreSQL is 4 bytes: the target must adapt its parameters to it.
+            Dialect::Postgres => ("integer", "boolean NOT NULL DEFAULT false"),
+            Dialect::Sqlite => ("INTEGER", "INTEGER NOT NULL DEFAULT 0"),
+        };
+        db.exec(&format!(
+            "CREATE TABLE \"{message}\" (id TEXT PRIMARY KEY, body TEXT NOT NULL DEFAULT '', status TEXT, \
+             seq {seq_type} NOT NULL DEFAULT 0, cancel {cancel_type}, error TEXT, host TEXT, role TEXT)"
+        ))
+        .await;
+        let mut columns = StreamColumns::default();
+        if mapped_extras {
+            columns.cancel = Some("cancel".into());
+            columns.error = Some("error".into());
+            columns.host = Some("host".into());
+        }
+        Tables { tables: StreamTables { message, chunks, columns } }
+    }
+
+    pub fn message(&self) -> &str {
+        &self.tables.message
+    }
+
+    pub async fn insert(&self, db: &dyn Db, id: &str) {
+        db.exec(&format!("INSERT INTO \"{}\" (id, role) VALUES ('{id}', 'assistant')", self.message())).await;
+    }
+
+    pub async fn set(&self, db: &dyn Db, id: &str, assignment: &str) {
+        db.exec(&format!("UPDATE \"{}\" SET {assignment} WHERE id = '{id}'", self.message())).await;
+    }
+
+    pub async fn request_cancel(&self, db: &dyn Db, id: &str) {
+        let value = match db.dialect() {
+            Dialect::Postgres => "true",
+            Dialect::Sqlite => "1",
+        };
+        self.set(db, id, &format!("cancel = {value}")).await;
+    }
+
+    pub async fn drop_all(&self, db: &dyn Db) {
+        db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", self.tables.chunks)).await;
+        db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", self.message())).await;
+    }
+}
+
+fn utf16_len(s: &str) -> i64 {
+    s.encode_utf16().count() as i64
+}
+
+fn fast(o: &mut PlaneOptions) {
+    o.chars = 8;
+    o.interval_ms = 20;
+    o.retry_backoff_ms = 5;
+    o.linger_ms = 200;
+}
+
+/// Open, push (with a pair split across pushes), flush, join, close: the whole lifecycle.
+pub async fn lifecycle(db: &dyn Db) {
+    let t = Tables::create(db, true).await;
+    t.insert(db, "m1").await;
+    let target = db.target(&t.tables).await;
+    let plane = plane_with(target, |o| {
+        fast(o);
+        o.chars = 1_000_000;
+        o.host_id = Some("host-a".into());
+    });
+    let h = plane.open("m1").await.unwrap();
+    let row = db.message(t.message(), "m1").await.unwrap();
+    assert_eq!((row.status.as_deref(), row.host.as_deref()), (Some("streaming"), Some("host-a")));
+
+    let mut early = Reader::new(plane.subscribe(&(), "m1", 0).await.unwrap(), 0, &[]);
+    h.push("héllo 漢字 ").unwrap();
+    let emoji = units("😀");
+    h.push_units(&emoji[..1]).unwrap();
+    let e = h.flush().await.unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::NotDurable, "half a pair cannot be flushed: {e}");
+    h.push_units(&emoji[1..]).unwrap();
+    let durable = h.flush().await.unwrap();
+    let so_far = "héllo 漢字 😀";
+    assert_eq!(durable as i64, utf16_len(so_far));
+    let row = db.message(t.message(), "m1").await.unwrap();
+    assert_eq!(row.seq, utf16_len(so_far), "the length column counts UTF-16 code units");
+    let chunks = db.chunks(&t.tables.chunks, "m1").await;
+    assert_eq!(chunks.iter().map(|(_, s)| s.as_str()).collect::<String>(), so_far);
+    assert!(chunks.windows(2).all(|w| w[0].0 < w[1].0));
+
+    h.push(" and more 🎉").unwrap();
+    let full = "héllo 漢字 😀 and more 🎉";
+    let mut late = Reader::new(plane.subscribe(&(), "m1", row.seq as u64).await.unwrap(), row.seq as u64, &units(full));
+    h.close().await.unwrap();
+
+    let row = db.message(t.message(), "m1").await.unwrap();
+    assert_eq!(row.body, full);
+    assert_eq!(row.seq, utf16_len(full));
+    assert_eq!((row.status.as_deref(), row.error.as_deref()), (Some("complete"), None));
+    assert!(db.chunks(&t.tables.chunks, "m1").await.is_empty(), "compaction deletes the chunk rows");
+    for r in [&mut early, &mut late] {
+        r.read_to_end().await;
+        assert_eq!(r.acc, units(full));
+        assert!(matches!(r.terminal(), Some(Frame::End { status: StreamStatus::Complete, .. })));
+    }
+    t.drop_all(db).await;
+}
+
+/// Lost acknowledgements, failed commits and failed read-backs against the real store.
+pub async fn faults(db: &dyn Db) {
+    let t = Tables::create(db, false).await;
+    t.insert(db, "m1").await;
+    let faulty = Arc::new(FaultyTarget::new(db.target(&t.tables).await));
+    let plane = plane_with(faulty.clone(), |o| {
+        fast(o);
+        o.chars = 1_000_000;
+        o.retries = 1;
+    });
+    let h = plane.open("m1").await.unwrap();
+    h.push("first ").unwrap();
+    faulty.inject(FaultOp::Append, Fault::LoseAck);
+    faulty.inject(FaultOp::Append, Fault::LoseAck);
+    assert_eq!(h.flush().await.unwrap(), 6, "lost acks are absorbed by the read-back");
+    assert_eq!(db.chunks(&t.tables.chunks, "m1").await, vec![(6, "first ".to_string())]);
+
+    h.push("second ").unwrap();
+    faulty.inject_n(FaultOp::Append, Fault::FailCommit, 2);
+    faulty.inject(FaultOp::Probe, Fault::FailReadBack);
+    assert_eq!(h.flush().await.unwrap_err().kind(), PlaneErrorKind::Store);
+    assert_eq!(db.message(t.message(), "m1").await.unwrap().seq, 6);
+
+    faulty.inject(FaultOp::Append, Fault::FailReadBack);
+    assert_eq!(h.flush().await.unwrap(), 13, "a failed read-back is retried and confirmed");
+    h.push("third").unwrap();
+    faulty.inject(FaultOp::Close, Fault::LoseAck);
+    h.close().await.unwrap();
+    let row = db.message(t.message(), "m1").await.unwrap();
+    assert_eq!((row.body.as_str(), row.seq), ("first second third", 18));
+    assert!(db.chunks(&t.tables.chunks, "m1").await.is_empty());
+    t.drop_all(db).await;
+}
+
+/// The open precondition and the host compare-and-swap.
+pub async fn open_rules(db: &dyn Db) {
+    let t = Tables::create(db, true).await;
+    let target = db.target(&t.tables).await;
+    let a = plane_with(target.clone(), |o| {
+        fast(o);
+        o.host_id = Some("a".into());
+    });
+    let b = plane_with(target.clone(), |o| {
+        fast(o);
+        o.host_id = Some("b".into());
+    });
+    assert_eq!(a.open("missing").await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+    t.insert(db, "advanced").await;
+    t.set(db, "advanced", "seq = 5").await;
+    let e = a.open("advanced").await.unwrap_err();
+    assert!(e.kind() == PlaneErrorKind::OpenRefused && e.message().contains('5'), "{e}");
+    t.insert(db, "held").await;
+    t.set(db, "held", "status = 'streaming'").await;
+    assert_eq!(a.open("held").await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+
+    // Two producers race for one row: the compare-and-swap names exactly one winner.
+    t.insert(db, "race").await;
+    let (ra, rb) = tokio::join!(a.open("race"), b.open("race"));
+    let winners = [ra.is_ok(), rb.is_ok()].iter().filter(|w| **w).count();
+    assert_eq!(winners, 1, "exactly one producer wins ({:?} / {:?})", ra.as_ref().err(), rb.as_ref().err());
+    let winner_host = if ra.is_ok() { "a" } else { "b" };
+    assert_eq!(db.message(t.message(), "race").await.unwrap().host.as_deref(), Some(winner_host));
+    let loser = ra.as_ref().err().or(rb.as_ref().err()).unwrap();
+    assert_eq!(loser.kind(), PlaneErrorKind::OpenRefused);
+    let h = ra.or(rb).unwrap();
+    h.push("won").unwrap();
+    h.close().await.unwrap();
+    t.drop_all(db).await;
+}
+
+/// The cancel column stops the producer; fail records the error.
+pub async fn cancel_and_fail(db: &dyn Db) {
+    let t = Tables::create(db, true).await;
+    t.insert(db, "c1").await;
+    t.insert(db, "f1").await;
+    let plane = plane_with(db.target(&t.tables).await, fast);
+    let h = plane.open("c1").await.unwrap();
+    t.request_cancel(db, "c1").await;
+    let deltas = futures::stream::iter((0..10_000).map(|i| format!("{i} "))).then(|d| async move {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        d
+    });
+    h.pump(deltas).await.unwrap();
+    assert!(h.cancelled(), "the read-back saw the cancel column");
+    assert!(h.seq() < 10_000, "pump stopped early");
+    h.close().await.unwrap();
+    let row = db.message(t.message(), "c1").await.unwrap();
+    assert_eq!(row.status.as_deref(), Some("cancelled"));
+    assert_eq!(row.seq, utf16_len(&row.body));
+
+    let f = plane.open("f1").await.unwrap();
+    f.push("partial answer").unwrap();
+    f.fail("upstream timed out").await.unwrap();
+    let row = db.message(t.message(), "f1").await.unwrap();
+    assert_eq!(
+        (row.body.as_str(), row.status.as_deref(), row.error.as_deref()),
+        ("partial answer", Some("error"), Some("upstream timed out"))
+    );
+    t.drop_all(db).await;
+}
+
+/// A lone surrogate cannot be stored in a text column: the plane says so instead of mangling.
+pub async fn lone_surrogate_is_refused(db: &dyn Db) {
+    let t = Tables::create(db, false).await;
+    t.insert(db, "s1").await;
+    let plane = plane_with(db.target(&t.tables).await, |o| {
+        fast(o);
+        o.retries = 0;
+    });
+    let h = plane.open("s1").await.unwrap();
+    h.push_units(&[0xD800, 0x61]).unwrap();
+    assert!(h.flush().await.is_err());
+    let e = h.close().await.unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::NotDurable, "{e}");
+    let row = db.message(t.message(), "s1").await.unwrap();
+    assert_eq!((row.seq, row.body.as_str()), (0, ""), "nothing mangled was written");
+    t.drop_all(db).await;
+}
+
+use futures::StreamExt;

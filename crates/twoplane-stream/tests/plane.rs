@@ -1,0 +1,671 @@
+//! Behaviour of the plane against the in-memory store: options, authorization, joins, the
+//! checkpoint policy, honesty of flush and seal, cancellation, drain, linger, overflow, relay.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::{plane_with, units, Reader};
+use futures::StreamExt;
+use twoplane_stream::*;
+
+const ID: &str = "m1";
+
+fn memory() -> Arc<MemoryTarget> {
+    let m = Arc::new(MemoryTarget::new());
+    m.insert_message(ID);
+    m
+}
+
+async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}
+
+async fn reader(plane: &Plane, from: u64, produced: &[u16]) -> Reader {
+    Reader::new(plane.subscribe(&(), ID, from).await.expect("allowed"), from, produced)
+}
+
+// ---------------------------------------------------------------- options
+
+#[test]
+fn options_that_do_nothing_are_refused() {
+    let tables: Arc<dyn DurableTarget> = Arc::new(MemoryTarget::new());
+    let allow = || PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    let refused = |o: PlaneOptions, t: Arc<dyn DurableTarget>| Plane::new(o, t).unwrap_err();
+
+    let e = refused(PlaneOptions::default(), tables.clone());
+    assert_eq!(e.kind(), PlaneErrorKind::InvalidOptions);
+    assert!(e.message().contains("authorizer"), "{e}");
+
+    let e = refused(PlaneOptions { retain_chars: Some(10), ..allow() }, tables.clone());
+    assert!(e.message().contains("retain_chars"), "{e}");
+
+    let e = refused(PlaneOptions { host_id: Some("h".into()), ..allow() }, tables.clone());
+    assert!(e.message().contains("host"), "{e}");
+
+    let e = refused(PlaneOptions { relay_attach_timeout_ms: Some(5), ..allow() }, tables.clone());
+    assert!(e.message().contains("without a relay"), "{e}");
+
+    struct Nothing;
+    #[async_trait]
+    impl Relay for Nothing {
+        fn topology(&self) -> RelayTopology {
+            RelayTopology::default()
+        }
+    }
+    let e = refused(allow().with_relay(Arc::new(Nothing)), tables.clone());
+    assert!(e.message().contains("neither publish nor attach"), "{e}");
+
+    struct PublishOnly;
+    #[async_trait]
+    impl Relay for PublishOnly {
+        fn topology(&self) -> RelayTopology {
+            RelayTopology { publish: true, attach: false }
+        }
+    }
+    let e = refused(
+        PlaneOptions { relay_attach_timeout_ms: Some(5), ..allow().with_relay(Arc::new(PublishOnly)) },
+        tables.clone(),
+    );
+    assert!(e.message().contains("does not attach"), "{e}");
+
+    for bad in [PlaneOptions { chars: 0, ..allow() }, PlaneOptions { max_queued_frames: 0, ..allow() }] {
+        assert_eq!(refused(bad, tables.clone()).kind(), PlaneErrorKind::InvalidOptions);
+    }
+
+    // The same options are fine where they do something.
+    let callback: Arc<dyn DurableTarget> = Arc::new(CallbackTarget::new(|_| async { Ok(CommitReply::default()) }));
+    Plane::new(PlaneOptions { retain_chars: Some(10), host_id: Some("h".into()), ..allow() }, callback).unwrap();
+    let hosted: Arc<dyn DurableTarget> = Arc::new(MemoryTarget::with_columns(true, true));
+    Plane::new(PlaneOptions { host_id: Some("h".into()), ..allow() }, hosted).unwrap();
+}
+
+// ---------------------------------------------------------------- authorization
+
+#[tokio::test(start_paused = true)]
+async fn a_denial_looks_the_same_whether_or_not_the_stream_exists() {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let auth = authorize_with(move |user: &String, stream_id: &str, _from| {
+        seen.lock().unwrap().push(stream_id.to_owned());
+        user == "alice"
+    });
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.authorizer = Some(auth));
+    let h = plane.open(ID).await.unwrap();
+    h.push("secret").unwrap();
+
+    let hosted = plane.subscribe(&"mallory".to_string(), ID, 0).await.unwrap_err();
+    let missing = plane.subscribe(&"mallory".to_string(), "nope", 0).await.unwrap_err();
+    assert_eq!(hosted.kind(), PlaneErrorKind::Forbidden);
+    assert_eq!(missing.kind(), PlaneErrorKind::Forbidden);
+    assert_eq!(hosted.message().replace(ID, "X"), missing.message().replace("nope", "X"));
+    // A user of the wrong type is denied, not a crash.
+    assert_eq!(plane.subscribe(&7u32, ID, 0).await.unwrap_err().kind(), PlaneErrorKind::Forbidden);
+    // The authorizer was asked about the missing stream too: it runs before any lookup.
+    assert_eq!(*calls.lock().unwrap(), vec![ID.to_string(), "nope".to_string()]);
+
+    let mut ok = Reader::new(plane.subscribe(&"alice".to_string(), ID, 0).await.unwrap(), 0, &units("secret"));
+    ok.drain();
+    assert_eq!(ok.acc, units("secret"));
+    let mut absent = plane.subscribe(&"alice".to_string(), "nope", 0).await.unwrap();
+    assert_eq!(absent.next().await.as_deref(), Some(&Frame::Absent));
+    assert!(absent.next().await.is_none());
+    h.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------- joins
+
+#[tokio::test(start_paused = true)]
+async fn a_join_is_one_atomic_replay_at_any_offset() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.chars = 1_000_000);
+    let h = plane.open(ID).await.unwrap();
+    h.push("hello ").unwrap();
+    h.flush().await.unwrap();
+    h.push("wörld 😀").unwrap();
+    let produced = units("hello wörld 😀");
+    let durable = h.durable_seq();
+    assert_eq!(durable, 6);
+
+    for from in [0, durable, produced.len() as u64, produced.len() as u64 + 50] {
+        let mut r = reader(&plane, from, &produced).await;
+        r.drain();
+        let at = from.min(produced.len() as u64);
+        match &*r.frames[0] {
+            Frame::Open { from: f, seq, durable_seq, ended, .. } => {
+                assert_eq!((*f, *seq, *durable_seq, *ended), (at, produced.len() as u64, durable, false));
+            }
+            other => panic!("expected open, got {other:?}"),
+        }
+        let kinds: Vec<_> = r.frames.iter().map(|f| f.kind()).collect();
+        let mut expected = vec![FrameKind::Open];
+        if at < produced.len() as u64 {
+            expected.push(FrameKind::Chunk);
+        }
+        if durable > at {
+            expected.push(FrameKind::Durable);
+        }
+        assert_eq!(kinds, expected, "join at {from}");
+        assert_eq!(r.acc, produced);
+    }
+
+    // Live frames follow the replay with nothing missed.
+    let mut r = reader(&plane, 3, &produced).await;
+    h.push("!").unwrap();
+    h.close().await.unwrap();
+    r.read_to_end().await;
+    assert_eq!(r.acc, units("hello wörld 😀!"));
+    match r.terminal() {
+        Some(Frame::End { seq, status: StreamStatus::Complete, error: None }) => assert_eq!(*seq, 15),
+        other => panic!("expected end, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sealed_stream_lingers_then_is_evicted() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.linger_ms = 1_000);
+    let h = plane.open(ID).await.unwrap();
+    h.push("abc").unwrap();
+    h.fail("model overloaded").await.unwrap();
+
+    let mut r = reader(&plane, 1, &units("abc")).await;
+    r.drain();
+    let kinds: Vec<_> = r.frames.iter().map(|f| f.kind()).collect();
+    assert_eq!(kinds, [FrameKind::Open, FrameKind::Chunk, FrameKind::Durable, FrameKind::End]);
+    assert!(matches!(&*r.frames[0], Frame::Open { ended: true, .. }));
+    match r.terminal() {
+        Some(Frame::End { seq: 3, status: StreamStatus::Error, error: Some(e) }) => assert_eq!(e, "model overloaded"),
+        other => panic!("unexpected terminal {other:?}"),
+    }
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.status.as_deref(), row.error.as_deref()), (Some("error"), Some("model overloaded")));
+
+    tokio::time::sleep(Duration::from_millis(1_001)).await;
+    settle().await;
+    assert!(!plane.is_hosted(ID));
+    let mut gone = plane.subscribe(&(), ID, 0).await.unwrap();
+    assert_eq!(gone.next().await.as_deref(), Some(&Frame::Absent));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_subscriber_is_dropped_with_stale_and_the_producer_never_waits() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| {
+        o.max_queued_frames = 8;
+        o.chars = 1_000_000;
+    });
+    let h = plane.open(ID).await.unwrap();
+    let mut slow = reader(&plane, 0, &[]).await;
+    let mut fast = reader(&plane, 0, &[]).await;
+    let mut produced = Vec::new();
+    for i in 0..100 {
+        let delta = format!("{i},");
+        h.push(&delta).unwrap();
+        produced.extend(units(&delta));
+        fast.drain();
+    }
+    slow.drain();
+    assert!(matches!(slow.terminal(), Some(Frame::Stale { floor_seq: 0, durable_seq: 0 })), "{:?}", slow.frames);
+    assert!(slow.frames.len() <= 8 + 1);
+    h.close().await.unwrap();
+    fast.read_to_end().await;
+    assert_eq!(fast.acc, produced);
+    assert!(matches!(fast.terminal(), Some(Frame::End { status: StreamStatus::Complete, .. })));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_join_below_the_retained_floor_is_a_bare_stale() {
+    let store = Arc::new(Mutex::new(Vec::<u16>::new()));
+    let s = store.clone();
+    let target = CallbackTarget::new(move |input| {
+        let s = s.clone();
+        async move {
+            if let CommitInput::Append { text, seq, .. } = input {
+                s.lock().unwrap().extend_from_slice(text.units());
+                return Ok(CommitReply { seq: Some(seq), cancel_requested: false });
+            }
+            Ok(CommitReply::default())
+        }
+    });
+    let plane = plane_with(Arc::new(target), |o| o.retain_chars = Some(4));
+    let h = plane.open(ID).await.unwrap();
+    h.push("0123456789").unwrap();
+    h.flush().await.unwrap();
+    let mut r = reader(&plane, 2, &units("0123456789")).await;
+    r.drain();
+    assert_eq!(r.frames.len(), 1);
+    assert_eq!(*r.frames[0], Frame::Stale { floor_seq: 6, durable_seq: 10 });
+    let mut ok = reader(&plane, 6, &units("0123456789")).await;
+    ok.drain();
+    assert_eq!(ok.acc, units("0123456789"));
+    h.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------- checkpoint policy
+
+#[tokio::test(start_paused = true)]
+async fn checkpoints_follow_chars_interval_and_flush() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| {
+        o.chars = 10;
+        o.interval_ms = 500;
+    });
+    let h = plane.open(ID).await.unwrap();
+    h.push("abcd").unwrap();
+    settle().await;
+    assert_eq!(m.row(ID).unwrap().seq, 0, "below the threshold, before the interval");
+    tokio::time::sleep(Duration::from_millis(499)).await;
+    settle().await;
+    assert_eq!(m.row(ID).unwrap().seq, 0);
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    settle().await;
+    assert_eq!(m.row(ID).unwrap().seq, 4, "the interval fired");
+
+    h.push("0123456789").unwrap();
+    settle().await;
+    assert_eq!(m.row(ID).unwrap().seq, 14, "the threshold fired at once");
+
+    h.push("xy").unwrap();
+    assert_eq!(h.flush().await.unwrap(), 16);
+    assert_eq!(m.row(ID).unwrap().seq, 16);
+    assert_eq!(m.row(ID).unwrap().durable_text(), units("abcd0123456789xy"));
+    h.close().await.unwrap();
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.body, row.seq, row.chunks.len()), (units("abcd0123456789xy"), 16, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_acknowledgement_is_absorbed_by_the_read_back() {
+    let m = memory();
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let plane = plane_with(faulty.clone(), |o| o.retries = 0);
+    let h = plane.open(ID).await.unwrap();
+    h.push("landed").unwrap();
+    faulty.inject(FaultOp::Append, Fault::LoseAck);
+    assert_eq!(h.flush().await.unwrap(), 6, "the read-back confirmed what the lost ack hid");
+    h.push(" more").unwrap();
+    assert_eq!(h.flush().await.unwrap(), 11);
+    let row = m.row(ID).unwrap();
+    assert_eq!(row.durable_text(), units("landed more"), "no duplicated slice");
+    h.close().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flush_whose_text_never_landed_is_rejected() {
+    let m = memory();
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let errors = Arc::new(AtomicUsize::new(0));
+    let seen = errors.clone();
+    let plane = plane_with(faulty.clone(), |o| {
+        o.retries = 2;
+        o.on_checkpoint_error = Some(Arc::new(move |_, _| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }));
+    });
+    let h = plane.open(ID).await.unwrap();
+    h.push("doomed").unwrap();
+    faulty.inject_n(FaultOp::Append, Fault::FailCommit, 3);
+    faulty.inject(FaultOp::Probe, Fault::FailReadBack);
+    let e = h.flush().await.unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::Store);
+    assert_eq!(h.durable_seq(), 0);
+    assert_eq!(errors.load(Ordering::SeqCst), 1, "the stall is reported once");
+    // The text is still produced and the next flush lands it.
+    assert_eq!(h.flush().await.unwrap(), 6);
+    h.close().await.unwrap();
+    assert_eq!(m.row(ID).unwrap().body, units("doomed"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seal_supersedes_a_stalled_checkpoint() {
+    let m = memory();
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let plane = plane_with(faulty.clone(), |o| o.chars = 4);
+    let h = plane.open(ID).await.unwrap();
+    faulty.inject(FaultOp::Append, Fault::Delay(Duration::from_secs(3600)));
+    h.push("stalled text").unwrap();
+    settle().await;
+    let started = tokio::time::Instant::now();
+    h.close().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1), "the seal did not wait for the stalled round");
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.body, row.status.as_deref()), (units("stalled text"), Some("complete")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seal_that_never_lands_is_rejected_and_end_reports_the_durable_length() {
+    let m = memory();
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let plane = plane_with(faulty.clone(), |o| o.retries = 1);
+    let h = plane.open(ID).await.unwrap();
+    h.push("abc").unwrap();
+    h.flush().await.unwrap();
+    let mut r = reader(&plane, 0, &units("abc")).await;
+    h.push("def").unwrap();
+    faulty.inject_n(FaultOp::Close, Fault::FailCommit, 2);
+    let e = h.close().await.unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::NotDurable);
+    r.read_to_end().await;
+    assert!(matches!(r.terminal(), Some(Frame::End { seq: 3, .. })), "{:?}", r.terminal());
+    assert_eq!(r.acc, units("abcdef"), "the live plane still delivered everything");
+    assert_eq!(h.flush().await.unwrap_err().kind(), PlaneErrorKind::NotDurable);
+    // A second close reports the same outcome rather than sealing again.
+    assert_eq!(h.close().await.unwrap_err().kind(), PlaneErrorKind::NotDurable);
+    assert_eq!(h.push("x").unwrap_err().kind(), PlaneErrorKind::StreamClosed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_write_cuts_a_surrogate_pair() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.chars = 1_000_000);
+    let h = plane.open(ID).await.unwrap();
+    let emoji = units("a😀");
+    h.push_units(&emoji[..2]).unwrap(); // "a" + the high half
+    let e = h.flush().await.unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::NotDurable, "{e}");
+    assert_eq!(m.row(ID).unwrap().durable_text(), units("a"), "the high half waits for its partner");
+    h.push_units(&emoji[2..]).unwrap();
+    assert_eq!(h.flush().await.unwrap(), 3);
+    assert_eq!(m.row(ID).unwrap().durable_text(), emoji);
+    for w in m.writes() {
+        if let MemoryWrite::Append { from, seq, .. } = w {
+            assert!(!common::inside_pair(&emoji, from as usize) && !common::inside_pair(&emoji, seq as usize));
+        }
+    }
+    h.close().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_callback_target_sees_the_exact_code_units() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let target = CallbackTarget::new(move |input| {
+        let s = s.clone();
+        async move {
+            s.lock().unwrap().push(input);
+            Ok(CommitReply::default())
+        }
+    });
+    let plane = plane_with(Arc::new(target), |_| {});
+    let h = plane.open(ID).await.unwrap();
+    let lone = [0x61, 0xDC00, 0x62, 0xD800];
+    h.push_units(&lone).unwrap();
+    h.close().await.unwrap();
+    let inputs = seen.lock().unwrap().clone();
+    assert!(matches!(&inputs[0], CommitInput::Open { stream_id, .. } if stream_id == ID));
+    match inputs.last().unwrap() {
+        CommitInput::Close { body, body_from: 0, seq: 4, status: StreamStatus::Complete, .. } => {
+            assert_eq!(body.units(), &lone)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------- cancel, drain, drop
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_read_back_stops_pump_and_close_seals_cancelled() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.chars = 8);
+    let h = plane.open(ID).await.unwrap();
+    m.request_cancel(ID);
+    let (tx, rx) = futures::channel::mpsc::unbounded::<String>();
+    for _ in 0..4 {
+        tx.unbounded_send("12345".into()).unwrap();
+    }
+    // The source never ends on its own: only the cancel can stop the pump.
+    let pumped = tokio::time::timeout(Duration::from_secs(10), h.pump(rx)).await;
+    assert!(pumped.is_ok(), "pump stopped on cancel");
+    assert!(h.cancelled());
+    assert!(h.seq() >= 8 && h.seq() <= 20);
+    h.close().await.unwrap();
+    assert_eq!(m.row(ID).unwrap().status.as_deref(), Some("cancelled"));
+    drop(tx);
+}
+
+#[tokio::test(start_paused = true)]
+async fn drain_seals_every_live_stream_interrupted() {
+    let m = memory();
+    m.insert_message("m2");
+    let plane = plane_with(m.clone(), |_| {});
+    let a = plane.open(ID).await.unwrap();
+    let b = plane.open("m2").await.unwrap();
+    a.push("one").unwrap();
+    b.push("two").unwrap();
+    let mut r = reader(&plane, 0, &units("one")).await;
+    let report = plane.drain().await;
+    assert_eq!(report.sealed.len(), 2);
+    assert!(report.failed.is_empty());
+    for (id, body) in [(ID, "one"), ("m2", "two")] {
+        let row = m.row(id).unwrap();
+        assert_eq!((row.body, row.status.as_deref()), (units(body), Some("interrupted")));
+    }
+    r.read_to_end().await;
+    assert!(matches!(r.terminal(), Some(Frame::End { status: StreamStatus::Interrupted, seq: 3, .. })));
+    m.insert_message("m3");
+    assert_eq!(plane.open("m3").await.unwrap_err().kind(), PlaneErrorKind::Draining);
+    assert!(a.close().await.is_ok(), "closing after the drain reports the drain's seal");
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_handle_unsealed_seals_it_interrupted() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |_| {});
+    let h = plane.open(ID).await.unwrap();
+    h.push("partial").unwrap();
+    let mut r = reader(&plane, 0, &units("partial")).await;
+    drop(h);
+    r.read_to_end().await;
+    assert!(matches!(r.terminal(), Some(Frame::End { status: StreamStatus::Interrupted, .. })));
+    assert_eq!(m.row(ID).unwrap().body, units("partial"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn open_checks_the_row_and_refuses_a_second_producer() {
+    let m = Arc::new(MemoryTarget::with_columns(true, true));
+    let plane_a = plane_with(m.clone(), |o| o.host_id = Some("a".into()));
+    let plane_b = plane_with(m.clone(), |o| o.host_id = Some("b".into()));
+    assert_eq!(plane_a.open("missing").await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+    m.insert_message(ID);
+    let h = plane_a.open(ID).await.unwrap();
+    assert_eq!(plane_a.open(ID).await.unwrap_err().kind(), PlaneErrorKind::AlreadyOpen);
+    assert_eq!(plane_b.open(ID).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+    assert_eq!(m.row(ID).unwrap().host.as_deref(), Some("a"));
+    h.push("x").unwrap();
+    h.close().await.unwrap();
+    // An advanced row is never resumed.
+    assert_eq!(plane_b.open(ID).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_acknowledgement_of_the_open_write_is_not_a_refusal() {
+    let m = Arc::new(MemoryTarget::with_columns(true, false));
+    m.insert_message(ID);
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    faulty.inject(FaultOp::Open, Fault::LoseAck);
+    let plane = plane_with(faulty.clone(), |_| {});
+    let h = plane.open(ID).await.unwrap();
+    assert_eq!(faulty.calls(FaultOp::Open), 2);
+    h.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------- relay
+
+#[derive(Default)]
+struct RecordingRelay {
+    published: Mutex<Vec<Frame>>,
+    fail_publish: bool,
+    attach: Mutex<Option<Vec<Result<Frame, String>>>>,
+    hang: bool,
+    dropped: Arc<AtomicUsize>,
+}
+
+struct DropFlag(Arc<AtomicUsize>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Relay for RecordingRelay {
+    fn topology(&self) -> RelayTopology {
+        RelayTopology { publish: true, attach: true }
+    }
+
+    fn publish(&self, _stream_id: &str, frame: &Frame) -> Result<(), RelayError> {
+        self.published.lock().unwrap().push(frame.clone());
+        if self.fail_publish {
+            return Err("relay down".into());
+        }
+        Ok(())
+    }
+
+    async fn attach(&self, _stream_id: &str, _from: u64) -> Result<Option<FrameSource>, RelayError> {
+        if self.hang {
+            futures::future::pending::<()>().await;
+        }
+        let Some(frames) = self.attach.lock().unwrap().take() else { return Ok(None) };
+        let flag = DropFlag(self.dropped.clone());
+        let items = frames.into_iter().map(|r| r.map_err(RelayError::from));
+        // The source stays open after its frames (a live pub/sub channel), so only a terminal,
+        // a violation or the subscriber's drop ends it.
+        let source = futures::stream::iter(items).chain(futures::stream::pending()).map(move |f| {
+            let _keep = &flag;
+            f
+        });
+        Ok(Some(source.boxed()))
+    }
+}
+
+type Reported = Arc<Mutex<Vec<(RelayPhase, String)>>>;
+
+fn relay_errors() -> (Reported, RelayErrorHook) {
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let e = errors.clone();
+    let hook: RelayErrorHook = Arc::new(move |info, err| e.lock().unwrap().push((info.phase, err.to_string())));
+    (errors, hook)
+}
+
+#[tokio::test(start_paused = true)]
+async fn publish_mirrors_every_frame_and_its_failures_never_reach_the_producer() {
+    let m = memory();
+    let relay = Arc::new(RecordingRelay { fail_publish: true, ..Default::default() });
+    let (errors, hook) = relay_errors();
+    let plane = plane_with(m.clone(), |o| {
+        o.relay = Some(relay.clone());
+        o.on_relay_error = Some(hook);
+    });
+    let h = plane.open(ID).await.unwrap();
+    h.push("ab").unwrap();
+    h.flush().await.unwrap();
+    h.close().await.unwrap();
+    let kinds: Vec<_> = relay.published.lock().unwrap().iter().map(|f| f.kind()).collect();
+    assert_eq!(kinds, [FrameKind::Chunk, FrameKind::Durable, FrameKind::End]);
+    assert_eq!(errors.lock().unwrap().len(), 3);
+    assert!(errors.lock().unwrap().iter().all(|(p, _)| *p == RelayPhase::Publish));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attached_relay_is_conformed_and_bounded() {
+    let relay = Arc::new(RecordingRelay::default());
+    let (errors, hook) = relay_errors();
+    let plane = plane_with(Arc::new(MemoryTarget::new()), |o| {
+        o.relay = Some(relay.clone());
+        o.on_relay_error = Some(hook);
+        o.relay_attach_timeout_ms = Some(100);
+    });
+    let chunk = |from, s: &str| Ok(Frame::chunk(from, s.into()).unwrap());
+
+    // Good frames pass, a replayed span is absorbed, an open is synthesized.
+    *relay.attach.lock().unwrap() = Some(vec![
+        chunk(2, "cd"),
+        chunk(2, "cd"),
+        Ok(Frame::Durable { seq: 4 }),
+        Ok(Frame::End { seq: 4, status: StreamStatus::Complete, error: None }),
+    ]);
+    let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 2).await.unwrap(), 2, &units("ab"));
+    r.read_to_end().await;
+    let kinds: Vec<_> = r.frames.iter().map(|f| f.kind()).collect();
+    assert_eq!(kinds, [FrameKind::Open, FrameKind::Chunk, FrameKind::Durable, FrameKind::End]);
+    assert_eq!(r.acc, units("abcd"));
+
+    // A gap is a violation: one stale, reported, and the source is dropped.
+    *relay.attach.lock().unwrap() = Some(vec![chunk(2, "cd"), chunk(9, "zz")]);
+    let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 2).await.unwrap(), 2, &units("ab"));
+    r.read_to_end().await;
+    assert_eq!(r.terminal(), Some(&Frame::Stale { floor_seq: 4, durable_seq: 0 }));
+    assert!(errors.lock().unwrap().iter().any(|(p, m)| *p == RelayPhase::Frames && m.contains("gap")));
+    settle().await;
+    assert_eq!(relay.dropped.load(Ordering::SeqCst), 2, "both finished sources were dropped");
+
+    // A failing source is a stale too.
+    *relay.attach.lock().unwrap() = Some(vec![chunk(0, "x"), Err("broken pipe".into())]);
+    let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 0).await.unwrap(), 0, &[]);
+    r.read_to_end().await;
+    assert_eq!(r.terminal(), Some(&Frame::Stale { floor_seq: 1, durable_seq: 0 }));
+
+    // Dropping the subscription drops the source.
+    *relay.attach.lock().unwrap() = Some(vec![chunk(0, "x")]);
+    let sub = plane.subscribe(&(), "elsewhere", 0).await.unwrap();
+    assert!(sub.is_relayed());
+    settle().await;
+    drop(sub);
+    settle().await;
+    assert_eq!(relay.dropped.load(Ordering::SeqCst), 4);
+
+    // No source: absent.
+    let mut none = plane.subscribe(&(), "elsewhere", 0).await.unwrap();
+    assert_eq!(none.next().await.as_deref(), Some(&Frame::Absent));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relayed_reader_that_stops_draining_gets_stale() {
+    let relay = Arc::new(RecordingRelay::default());
+    let plane = plane_with(Arc::new(MemoryTarget::new()), |o| {
+        o.relay = Some(relay.clone());
+        o.max_queued_frames = 4;
+    });
+    let frames = (0..20).map(|i| Ok(Frame::chunk(i, "x".into()).unwrap())).collect();
+    *relay.attach.lock().unwrap() = Some(frames);
+    let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 0).await.unwrap(), 0, &[]);
+    settle().await;
+    r.drain();
+    assert!(matches!(r.terminal(), Some(Frame::Stale { .. })), "{:?}", r.frames);
+    assert!(r.frames.len() <= 4 + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_attach_times_out_to_absent() {
+    let relay = Arc::new(RecordingRelay { hang: true, ..Default::default() });
+    let (errors, hook) = relay_errors();
+    let plane = plane_with(Arc::new(MemoryTarget::new()), |o| {
+        o.relay = Some(relay.clone());
+        o.on_relay_error = Some(hook);
+    });
+    let started = tokio::time::Instant::now();
+    let mut sub = plane.subscribe(&(), "elsewhere", 0).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(DEFAULT_RELAY_ATTACH_TIMEOUT_MS));
+    assert_eq!(sub.next().await.as_deref(), Some(&Frame::Absent));
+    assert!(errors.lock().unwrap()[0].1.contains("timed out"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_local_stream_wins_over_the_relay() {
+    let relay = Arc::new(RecordingRelay::default());
+    *relay.attach.lock().unwrap() = Some(vec![Ok(Frame::Absent)]);
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.relay = Some(relay.clone()));
+    let h = plane.open(ID).await.unwrap();
+    let sub = plane.subscribe(&(), ID, 0).await.unwrap();
+    assert!(!sub.is_relayed());
+    assert!(relay.attach.lock().unwrap().is_some(), "attach was not consulted");
+    h.close().await.unwrap();
+}

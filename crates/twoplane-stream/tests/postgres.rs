@@ -1,0 +1,125 @@
+//! The SQL scenarios against a real PostgreSQL server. The server comes from
+//! `TWOPLANE_PG_URL` (scripts/test-plane.sh starts one on loopback and sets it); without it
+//! each test says it was skipped and passes.
+
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use common::sql::{self, Db, DbRow, Dialect};
+use tokio_postgres::{Client, NoTls};
+use twoplane_stream::{DurableTarget, PostgresTarget, StreamTables};
+
+struct Postgres {
+    url: String,
+    client: Client,
+}
+
+async fn connect() -> Option<Postgres> {
+    let Ok(url) = std::env::var("TWOPLANE_PG_URL") else {
+        eprintln!("skipped: TWOPLANE_PG_URL not set");
+        return None;
+    };
+    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect to TWOPLANE_PG_URL");
+    tokio::spawn(connection);
+    Some(Postgres { url, client })
+}
+
+#[async_trait]
+impl Db for Postgres {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn exec(&self, sql: &str) {
+        self.client.batch_execute(sql).await.unwrap();
+    }
+
+    async fn message(&self, table: &str, id: &str) -> Option<DbRow> {
+        let row = self
+            .client
+            .query_opt(&format!("SELECT body, seq, status, cancel, error, host FROM \"{table}\" WHERE id = $1"), &[&id])
+            .await
+            .unwrap()?;
+        Some(DbRow {
+            body: row.get(0),
+            seq: i64::from(row.get::<_, i32>(1)),
+            status: row.get(2),
+            cancel: row.get(3),
+            error: row.get(4),
+            host: row.get(5),
+        })
+    }
+
+    async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)> {
+        self.client
+            .query(&format!("SELECT seq, text FROM \"{table}\" WHERE \"streamId\" = $1 ORDER BY seq"), &[&id])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    }
+
+    async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
+        let target = PostgresTarget::connect(&self.url, tables).await.unwrap();
+        target.create_chunk_table().await.unwrap();
+        Arc::new(target)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_lifecycle() {
+    let Some(db) = connect().await else { return };
+    sql::lifecycle(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_faults() {
+    let Some(db) = connect().await else { return };
+    sql::faults(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_open_rules() {
+    let Some(db) = connect().await else { return };
+    sql::open_rules(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_cancel_and_fail() {
+    let Some(db) = connect().await else { return };
+    sql::cancel_and_fail(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_lone_surrogate_is_refused() {
+    let Some(db) = connect().await else { return };
+    sql::lone_surrogate_is_refused(&db).await;
+}
+
+/// A server-side kill of the target's connection costs one failed attempt; the retry reconnects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_reconnects_after_losing_its_connection() {
+    let Some(db) = connect().await else { return };
+    let t = sql::Tables::create(&db, false).await;
+    t.insert(&db, "r1").await;
+    let app = format!("twoplane_reconnect_{}", std::process::id());
+    let sep = if db.url.contains('?') { '&' } else { '?' };
+    let target = PostgresTarget::connect(&format!("{}{sep}application_name={app}", db.url), &t.tables).await.unwrap();
+    target.create_chunk_table().await.unwrap();
+    let plane = common::plane_with(Arc::new(target), |o| {
+        o.chars = 1_000_000;
+        o.retry_backoff_ms = 10;
+    });
+    let h = plane.open("r1").await.unwrap();
+    h.push("before ").unwrap();
+    assert_eq!(h.flush().await.unwrap(), 7);
+    db.exec(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{app}'")).await;
+    h.push("after").unwrap();
+    assert_eq!(h.flush().await.unwrap(), 12, "the retry reconnected");
+    h.close().await.unwrap();
+    assert_eq!(db.message(t.message(), "r1").await.unwrap().body, "before after");
+    t.drop_all(&db).await;
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL on loopback for twoplane's tests.
+#
+#   scripts/pg.sh [start]   start (or reuse) the cluster; prints `export TWOPLANE_PG_URL=...`
+#                           on stdout, so `eval "$(scripts/pg.sh)"` sets it; logs go to stderr
+#   scripts/pg.sh url       print the URL of the running cluster
+#   scripts/pg.sh stop      stop the cluster (the data directory is kept for the next start)
+#
+# Idempotent: a running cluster is reused. PostgreSQL is installed with apt only when no
+# pg_ctl/initdb is found under /usr/lib/postgresql/*/bin. The server refuses to run as root,
+# so as root it runs as the `postgres` user. Settings: TWOPLANE_PG_DIR (default
+# /tmp/twoplane-pg), TWOPLANE_PG_PORT (first port tried, default 55432).
+set -euo pipefail
+
+BASE="${TWOPLANE_PG_DIR:-/tmp/twoplane-pg}"
+DATA="$BASE/data"
+FIRST_PORT="${TWOPLANE_PG_PORT:-55432}"
+DB=twoplane_test
+SUPERUSER=postgres
+
+log() { echo "pg.sh: $*" >&2; }
+
+find_bin() {
+    local d
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [[ -x "$d/pg_ctl" && -x "$d/initdb" ]]; then
+            echo "$d"
+            return 0
+        fi
+    done
+    return 1
+}
+
+ensure_installed() {
+    if BIN="$(find_bin)"; then
+        return
+    fi
+    log "PostgreSQL not found; installing it with apt"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y postgresql >&2; then
+        apt-get update >&2
+        apt-get install -y postgresql >&2
+    fi
+    BIN="$(find_bin)" || { log "PostgreSQL is still missing after apt-get install"; exit 1; }
+}
+
+# Run a server binary as the cluster owner (root is refused by PostgreSQL).
+as_owner() {
+    if [[ "$(id -u)" == 0 ]]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+running() { [[ -f "$DATA/PG_VERSION" ]] && as_owner "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
+
+current_port() { cat "$BASE/port"; }
+
+url() { echo "postgresql://$SUPERUSER@127.0.0.1:$(current_port)/$DB"; }
+
+psql_as_super() {
+    PGCONNECT_TIMEOUT=5 "$BIN/psql" -h 127.0.0.1 -p "$(current_port)" -U "$SUPERUSER" -d postgres -v ON_ERROR_STOP=1 -tA "$@"
+}
+
+start() {
+    ensure_installed
+    mkdir -p "$BASE"
+    if [[ "$(id -u)" == 0 ]]; then chown postgres: "$BASE"; fi
+    if running && [[ -f "$BASE/port" ]]; then
+        log "reusing the cluster in $DATA on port $(current_port)"
+    else
+        if [[ ! -f "$DATA/PG_VERSION" ]]; then
+            log "initdb in $DATA"
+            as_owner "$BIN/initdb" -D "$DATA" -U "$SUPERUSER" --auth=trust -E UTF8 --no-locale >"$BASE/initdb.log" 2>&1 \
+                || { cat "$BASE/initdb.log" >&2; exit 1; }
+        fi
+        local port="$FIRST_PORT"
+        while port_busy "$port"; do
+            port=$((port + 1))
+            if (( port > FIRST_PORT + 50 )); then log "no free port near $FIRST_PORT"; exit 1; fi
+        done
+        echo "$port" >"$BASE/port"
+        log "starting PostgreSQL ($BIN) on 127.0.0.1:$port"
+        as_owner "$BIN/pg_ctl" -D "$DATA" -l "$BASE/server.log" -w -t 60 \
+            -o "-c listen_addresses=127.0.0.1 -p $port -k $BASE -c fsync=off" start >&2 \
+            || { tail -20 "$BASE/server.log" >&2; exit 1; }
+    fi
+    if [[ "$(psql_as_super -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]]; then
+        psql_as_super -c "CREATE DATABASE $DB" >/dev/null
+    fi
+    echo "export TWOPLANE_PG_URL=$(url)"
+}
+
+stop() {
+    if ! BIN="$(find_bin)"; then return 0; fi
+    if running; then
+        as_owner "$BIN/pg_ctl" -D "$DATA" -m fast -w stop >&2
+    else
+        log "not running"
+    fi
+}
+
+case "${1:-start}" in
+    start) start ;;
+    url) ensure_installed; running || { log "not running"; exit 1; }; url ;;
+    stop) stop ;;
+    *) echo "usage: $0 [start|url|stop]" >&2; exit 2 ;;
+esac
