@@ -180,13 +180,14 @@ pub struct Conform {
     last_durable: f64,
     opened: bool,
     done: bool,
+    last_violation: Option<Violation>,
 }
 
 impl Conform {
     /// A pass for a reader that asked to join at `from`. Any number is accepted, as the
     /// function it replaces accepts it; bindings validate their arguments before calling.
     pub fn new(from: f64) -> Self {
-        Conform { requested: from, pos: from, last_durable: 0.0, opened: false, done: false }
+        Conform { requested: from, pos: from, last_durable: 0.0, opened: false, done: false, last_violation: None }
     }
 
     /// End of the delivered prefix: the `floorSeq` of a terminating `stale`.
@@ -213,15 +214,50 @@ impl Conform {
     }
 
     pub fn feed(&mut self, input: ConformInput) -> Verdict {
+        let nan = f64::NAN;
+        match input {
+            ConformInput::Open { stream_id_matches, from, seq, durable_seq } => {
+                self.feed_numbers(FrameKind::Open as u32, stream_id_matches, from, seq, durable_seq)
+            }
+            ConformInput::Chunk { from, seq, text_len } => {
+                self.feed_numbers(FrameKind::Chunk as u32, false, from, seq, text_len.unwrap_or(nan))
+            }
+            ConformInput::Durable { seq } => self.feed_numbers(FrameKind::Durable as u32, false, seq, nan, nan),
+            ConformInput::End { seq } => self.feed_numbers(FrameKind::End as u32, false, seq, nan, nan),
+            ConformInput::Stale => self.feed_numbers(FrameKind::Stale as u32, false, nan, nan, nan),
+            ConformInput::Absent => self.feed_numbers(FrameKind::Absent as u32, false, nan, nan, nan),
+            ConformInput::Unknown => self.feed_numbers(u32::MAX, false, nan, nan, nan),
+        }
+    }
+
+    /// [`feed`](Conform::feed) in the numeric form bindings call per frame, returning
+    /// [`Verdict::code`]; a violation is kept for [`last_violation`](Conform::last_violation).
+    pub fn feed_code(&mut self, kind: u32, id_matches: bool, a: f64, b: f64, c: f64) -> u32 {
+        self.feed_numbers(kind, id_matches, a, b, c).code()
+    }
+
+    /// The rules, once, over the numeric form of [`ConformInput::from_code`]: `kind` is a
+    /// [`FrameKind`] code (anything else is an unknown type); open reads `id_matches` and
+    /// a=from b=seq c=durableSeq; chunk reads a=from b=seq c=text length (NaN when the text is
+    /// not a string); durable and end read a=seq.
+    #[inline]
+    pub fn feed_numbers(&mut self, kind: u32, id_matches: bool, a: f64, b: f64, c: f64) -> Verdict {
         if self.done {
             return Verdict::Drop;
         }
-        match input {
-            ConformInput::Open { stream_id_matches, from, seq, durable_seq } => {
+        const OPEN: u32 = FrameKind::Open as u32;
+        const CHUNK: u32 = FrameKind::Chunk as u32;
+        const DURABLE: u32 = FrameKind::Durable as u32;
+        const END: u32 = FrameKind::End as u32;
+        const STALE: u32 = FrameKind::Stale as u32;
+        const ABSENT: u32 = FrameKind::Absent as u32;
+        match kind {
+            OPEN => {
+                let (from, seq, durable_seq) = (a, b, c);
                 if self.opened {
                     return Verdict::Drop;
                 }
-                let well_formed = stream_id_matches
+                let well_formed = id_matches
                     && is_integer(from)
                     && is_integer(seq)
                     && is_integer(durable_seq)
@@ -237,11 +273,10 @@ impl Conform {
                 self.pos = from;
                 Verdict::Pass
             }
-            ConformInput::Chunk { from, seq, text_len } => {
-                let spans = is_integer(from)
-                    && is_integer(seq)
-                    && from >= 0.0
-                    && text_len.is_some_and(|len| len == seq - from);
+            CHUNK => {
+                let (from, seq, text_len) = (a, b, c);
+                // NaN (no string) never equals anything, so it fails the span check as it should.
+                let spans = is_integer(from) && is_integer(seq) && from >= 0.0 && text_len == seq - from;
                 if !spans {
                     return self.violate(Violation::ChunkSpan);
                 }
@@ -256,7 +291,8 @@ impl Conform {
                 self.pos = seq;
                 verdict
             }
-            ConformInput::Durable { seq } => {
+            DURABLE => {
+                let seq = a;
                 // Carries no text, so a bad claim is dropped rather than ending the reader.
                 if !is_integer(seq) || seq < self.last_durable || seq > self.pos {
                     return Verdict::Drop;
@@ -265,7 +301,8 @@ impl Conform {
                 self.last_durable = seq;
                 verdict
             }
-            ConformInput::End { seq } => {
+            END => {
+                let seq = a;
                 if !is_integer(seq) || seq < 0.0 {
                     return self.violate(Violation::EndMalformed);
                 }
@@ -277,12 +314,17 @@ impl Conform {
                 self.done = true;
                 self.pass()
             }
-            ConformInput::Stale | ConformInput::Absent => {
+            STALE | ABSENT => {
                 self.done = true;
                 Verdict::Pass
             }
-            ConformInput::Unknown => self.violate(Violation::UnknownType),
+            _ => self.violate(Violation::UnknownType),
         }
+    }
+
+    /// The violation that ended this pass, if one did.
+    pub fn last_violation(&self) -> Option<Violation> {
+        self.last_violation
     }
 
     /// The source finished without a terminal frame.
@@ -313,6 +355,7 @@ impl Conform {
 
     fn violate(&mut self, violation: Violation) -> Verdict {
         self.done = true;
+        self.last_violation = Some(violation);
         Verdict::Violation(violation)
     }
 }

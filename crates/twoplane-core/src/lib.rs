@@ -28,5 +28,7 @@ pub use reader::{Reader, ReaderAction, TextReader};
 pub use splice::{assemble_durable_text, splice_stream_text, stream_chunk_id, ChunkRow};
 pub use text::Text;
 pub use request::{stream_request_from_http, subscribe_url, StreamRequest};
-pub use sql::{stream_chunk_table_ddl, Dialect, MappedSql, StreamColumns, StreamTables};
+pub use sql::{
+    stream_chunk_table_ddl, Dialect, HostLeaseSql, MappedSql, StreamColumns, StreamTables, DEFAULT_HOST_LEASE_TABLE,
+};
 pub use sse::{SseDecoder, SseEvent, STREAM_SSE_HEADERS};

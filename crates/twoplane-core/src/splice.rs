@@ -37,7 +37,8 @@ pub struct ChunkRow {
 pub fn assembly_order(seqs: &[f64]) -> Vec<u32> {
     let mut order: Vec<u32> = (0..seqs.len() as u32).collect();
     // `sort_by` is stable, and `total_cmp` is a total order, so no input can make it misbehave.
-    order.sort_by(|&a, &b| seqs[a as usize].total_cmp(&seqs[b as usize]));
+    // Adding 0.0 turns -0 into +0 first: JavaScript's comparator sees them as equal.
+    order.sort_by(|&a, &b| (seqs[a as usize] + 0.0).total_cmp(&(seqs[b as usize] + 0.0)));
     order
 }
 
@@ -106,6 +107,7 @@ mod tests {
         assert_eq!(assemble_durable_text(Some(&t("B:")), &rows), t("B:acd"));
         assert_eq!(assemble_durable_text(None, &[]), t(""));
         assert_eq!(assembly_order(&[f64::NAN, 1.0, 0.0]), vec![2, 1, 0]);
+        assert_eq!(assembly_order(&[0.0, -0.0]), vec![0, 1]);
     }
 
     #[test]

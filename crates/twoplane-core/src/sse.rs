@@ -44,6 +44,40 @@ pub fn encode_event_into(out: &mut String, frame: &Frame) {
     out.push_str("\n\n");
 }
 
+/// The same event layout for a frame already serialized by someone else (JavaScript's
+/// `JSON.stringify`, extra fields and all), in UTF-16 so a JavaScript string crosses without
+/// transcoding: `id: <String(resume point)>\n` when there is one, then `data: <json>\n\n`.
+pub fn encode_json_event_utf16(out: &mut Vec<u16>, resume_point: Option<f64>, json: &[u16]) {
+    let ascii = |out: &mut Vec<u16>, s: &str| out.extend(s.bytes().map(u16::from));
+    if let Some(id) = resume_point {
+        ascii(out, "id: ");
+        if let Some(offset) = crate::jsnum::as_offset(id) {
+            ascii(out, itoa_u64(offset, &mut [0u8; 20]));
+        } else {
+            ascii(out, &crate::jsnum::format(id));
+        }
+        ascii(out, "\n");
+    }
+    ascii(out, "data: ");
+    out.extend_from_slice(json);
+    ascii(out, "\n\n");
+}
+
+/// Decimal digits of `n` without an allocation (this runs once per event in a batch encoder).
+fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[i..]).unwrap_or("0")
+}
+
 /// One frame as one SSE event.
 pub fn encode_event(frame: &Frame) -> String {
     let mut out = String::with_capacity(estimated_event_len(frame));
@@ -644,5 +678,18 @@ mod tests {
             prop_assert_eq!(json::decode_frame(&events[0].data).unwrap(), frame.clone());
             prop_assert_eq!(d.last_event_id(), frame_resume_point(&frame).unwrap().to_string());
         }
+    }
+
+    #[test]
+    fn json_events_in_utf16_match_the_frame_encoder() {
+        let frame = Frame::chunk(3, Text::from_units(vec![0x61, 0xD800])).unwrap();
+        let json: Vec<u16> = crate::json::encode_frame(&frame).encode_utf16().collect();
+        let mut out = Vec::new();
+        encode_json_event_utf16(&mut out, frame_resume_point(&frame).map(|p| p as f64), &json);
+        assert_eq!(String::from_utf16(&out).unwrap(), encode_event(&frame));
+        let mut odd = Vec::new();
+        encode_json_event_utf16(&mut odd, Some(1e21), &[0x7B, 0x7D]);
+        encode_json_event_utf16(&mut odd, None, &[0x7B, 0x7D]);
+        assert_eq!(String::from_utf16(&odd).unwrap(), "id: 1e+21\ndata: {}\n\ndata: {}\n\n");
     }
 }

@@ -1,0 +1,382 @@
+//! twoplane-wasm: the twoplane kernel as a WebAssembly module for the npm package `twoplane`.
+//!
+//! This crate converts and nothing else: every rule lives in `twoplane-core`, and every export
+//! here is one call into it. The JavaScript adapter (`npm/twoplane/src/backend-wasm.js`) turns
+//! these exports into the backend object of `docs/js-backend.md`.
+//!
+//! Boundary rules, and why:
+//! - **Per-frame calls take and return numbers only** (`conformFeed`, `readerFeed` and the
+//!   getters), on instances addressed by integer handles. Strings and frame objects stay in
+//!   JavaScript: a numbers-only wasm call costs a few nanoseconds, while copying a string in costs
+//!   about a nanosecond and a half per byte.
+//! - **Text crosses as UTF-16 code units** (`&[u16]` in, `Vec<u16>` out), never as `&str` or
+//!   `String`, because wasm-bindgen's string conversion replaces unpaired surrogates. The only
+//!   `&str` inputs are the URL and `Last-Event-ID` of `streamRequestFromHttp`,
+//!   where the URL standard itself turns a lone surrogate into U+FFFD, so nothing is lost.
+//! - **Nothing panics.** `panic = "abort"` makes a panic an unrecoverable trap that would poison
+//!   the module for the whole page, so no input is unwrapped: numbers are taken as JavaScript
+//!   numbers (the core handles NaN and fractions), and failures come back as errors whose message
+//!   starts with the stable `kind` (`"invalid_identifier: ..."`, the core's `Display`).
+
+use std::cell::RefCell;
+use twoplane_core::conform::{self, RawPieces};
+use twoplane_core::reader::{self, ReaderAction, ReaderInput};
+use twoplane_core::sql::{self, Dialect, StreamColumns, StreamTables};
+use twoplane_core::{jsnum, splice, Error, ErrorKind};
+
+use wasm_bindgen::prelude::*;
+
+/// Live instances, addressed by the handles JavaScript holds (the adapter frees a slot when its
+/// object is collected; freed slots are reused). Cheaper per call than wasm-bindgen's exported
+/// classes, which add a reference count and a generated wrapper to every call: on the per-frame
+/// path that measured ~15% of the call. A stale or forged handle finds nothing and gets a
+/// sentinel answer instead of touching freed memory.
+struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Slab<T> {
+    const fn new() -> Self {
+        Slab { items: Vec::new(), free: Vec::new() }
+    }
+
+    fn insert(&mut self, value: T) -> u32 {
+        if let Some(h) = self.free.pop() {
+            if let Some(slot) = self.items.get_mut(h as usize) {
+                *slot = Some(value);
+                return h;
+            }
+        }
+        self.items.push(Some(value));
+        (self.items.len() - 1) as u32
+    }
+
+    fn get_mut(&mut self, h: u32) -> Option<&mut T> {
+        self.items.get_mut(h as usize)?.as_mut()
+    }
+
+    fn remove(&mut self, h: u32) {
+        if let Some(slot) = self.items.get_mut(h as usize) {
+            if slot.take().is_some() {
+                self.free.push(h);
+            }
+        }
+    }
+}
+
+/// A conform pass (it keeps its last violation, so the reason text is built only when asked).
+struct ConformState {
+    core: conform::Conform,
+}
+
+/// A reader.
+struct ReaderState {
+    core: reader::Reader,
+}
+
+thread_local! {
+    // wasm32 without the atomics feature has one thread: these are plain statics.
+    static CONFORMS: RefCell<Slab<ConformState>> = const { RefCell::new(Slab::new()) };
+    static READERS: RefCell<Slab<ReaderState>> = const { RefCell::new(Slab::new()) };
+}
+
+/// What every per-instance export answers for a handle that names no live instance (only a
+/// caller bypassing the adapter can produce one).
+const NO_INSTANCE: u32 = u32::MAX;
+
+/// The frame kind and whether the stream id matches travel as one number (`kind | 8` when it
+/// matches): one parameter fewer on the per-frame call, and no boolean to convert.
+const ID_MATCHES: u32 = 8;
+
+fn with_conform<R>(h: u32, missing: R, f: impl FnOnce(&mut ConformState) -> R) -> R {
+    CONFORMS.with(|slab| match slab.try_borrow_mut() {
+        Ok(mut slab) => match slab.get_mut(h) {
+            Some(state) => f(state),
+            None => missing,
+        },
+        Err(_) => missing,
+    })
+}
+
+fn with_reader<R>(h: u32, missing: R, f: impl FnOnce(&mut ReaderState) -> R) -> R {
+    READERS.with(|slab| match slab.try_borrow_mut() {
+        Ok(mut slab) => match slab.get_mut(h) {
+            Some(state) => f(state),
+            None => missing,
+        },
+        Err(_) => missing,
+    })
+}
+
+/// A conform pass for a reader that asked to join at `from` (any number: the core keeps
+/// JavaScript semantics for NaN and fractions). Returns its handle.
+#[wasm_bindgen(js_name = conformNew)]
+pub fn conform_new(from: f64) -> u32 {
+    let state = ConformState { core: conform::Conform::new(from) };
+    CONFORMS.with(|slab| slab.try_borrow_mut().map_or(NO_INSTANCE, |mut slab| slab.insert(state)))
+}
+
+#[wasm_bindgen(js_name = conformDrop)]
+pub fn conform_drop(h: u32) {
+    CONFORMS.with(|slab| {
+        if let Ok(mut slab) = slab.try_borrow_mut() {
+            slab.remove(h);
+        }
+    });
+}
+
+/// One frame, as numbers (`docs/js-backend.md`; `kind_id` is the kind code, plus 8 when the
+/// stream id matches). Returns the verdict code.
+#[wasm_bindgen(js_name = conformFeed)]
+pub fn conform_feed(h: u32, kind_id: u32, a: f64, b: f64, c: f64) -> u32 {
+    with_conform(h, NO_INSTANCE, |s| s.core.feed_code(kind_id & !ID_MATCHES, kind_id & ID_MATCHES != 0, a, b, c))
+}
+
+/// The source finished without a terminal frame.
+#[wasm_bindgen(js_name = conformEnd)]
+pub fn conform_end(h: u32) -> u32 {
+    with_conform(h, NO_INSTANCE, |s| s.core.end().code())
+}
+
+/// The source threw, or the reader is being dropped.
+#[wasm_bindgen(js_name = conformFail)]
+pub fn conform_fail(h: u32) -> u32 {
+    with_conform(h, NO_INSTANCE, |s| s.core.fail().code())
+}
+
+#[wasm_bindgen(js_name = conformPos)]
+pub fn conform_pos(h: u32) -> f64 {
+    with_conform(h, f64::NAN, |s| s.core.pos())
+}
+
+#[wasm_bindgen(js_name = conformLastDurable)]
+pub fn conform_last_durable(h: u32) -> f64 {
+    with_conform(h, f64::NAN, |s| s.core.last_durable())
+}
+
+#[wasm_bindgen(js_name = conformRequested)]
+pub fn conform_requested(h: u32) -> f64 {
+    with_conform(h, f64::NAN, |s| s.core.requested())
+}
+
+/// The code of the last violation (`Violation::code`), or -1 when there was none.
+#[wasm_bindgen(js_name = conformViolation)]
+pub fn conform_violation(h: u32) -> i32 {
+    with_conform(h, -1, |s| s.core.last_violation().map_or(-1, |v| v.code() as i32))
+}
+
+/// The reason text of the last violation, from the offending frame's printed values (UTF-16, so
+/// an unpaired surrogate in a stream id survives). Empty when there was no violation.
+#[wasm_bindgen(js_name = conformReason)]
+pub fn conform_reason(h: u32, stream_id_json: &[u16], from: &[u16], seq: &[u16], type_json: &[u16]) -> Vec<u16> {
+    with_conform(h, Vec::new(), |s| match s.core.last_violation() {
+        Some(v) => v.reason(&RawPieces { stream_id_json, from, seq, type_json }).into_units(),
+        None => Vec::new(),
+    })
+}
+
+/// A reader that joined holding `durable_len` code units. A length is always a safe integer in
+/// JavaScript; anything else is taken as 0 rather than trapping. Returns its handle.
+#[wasm_bindgen(js_name = readerNew)]
+pub fn reader_new(durable_len: f64) -> u32 {
+    let state = ReaderState { core: reader::Reader::new(jsnum::as_offset(durable_len).unwrap_or(0)) };
+    READERS.with(|slab| slab.try_borrow_mut().map_or(NO_INSTANCE, |mut slab| slab.insert(state)))
+}
+
+#[wasm_bindgen(js_name = readerDrop)]
+pub fn reader_drop(h: u32) {
+    READERS.with(|slab| {
+        if let Ok(mut slab) = slab.try_borrow_mut() {
+            slab.remove(h);
+        }
+    });
+}
+
+/// What the reader does with one frame, as one number so a splice needs one call: the splice
+/// offset (>= 0) for a splice, -1 to ignore, -2 to stop (the adapter maps these onto the action
+/// codes of `docs/js-backend.md`), -3 for an unknown handle.
+#[wasm_bindgen(js_name = readerFeed)]
+pub fn reader_feed(h: u32, kind_id: u32, a: f64, b: f64, c: f64) -> f64 {
+    with_reader(h, -3.0, |s| {
+        match s.core.feed(ReaderInput::from_code(kind_id & !ID_MATCHES, kind_id & ID_MATCHES != 0, a, b, c)) {
+            ReaderAction::Ignore => -1.0,
+            ReaderAction::Splice { at } => at as f64,
+            ReaderAction::Stop(_) => -2.0,
+        }
+    })
+}
+
+/// `StopReason::code` once stopped, -1 while live.
+#[wasm_bindgen(js_name = readerStopCode)]
+pub fn reader_stop_code(h: u32) -> i32 {
+    with_reader(h, -1, |s| s.core.stopped().map_or(-1, |r| r.code() as i32))
+}
+
+#[wasm_bindgen(js_name = readerAccLen)]
+pub fn reader_acc_len(h: u32) -> f64 {
+    with_reader(h, f64::NAN, |s| s.core.acc_len() as f64)
+}
+
+#[wasm_bindgen(js_name = readerResumeFrom)]
+pub fn reader_resume_from(h: u32) -> f64 {
+    with_reader(h, f64::NAN, |s| s.core.resume_from() as f64)
+}
+
+/// `-1` when the durable text wins a splice, else where the produced tail starts.
+#[wasm_bindgen(js_name = splicePoint)]
+pub fn splice_point(durable_len: f64, produced_len: f64) -> f64 {
+    // Lengths of JavaScript strings: non-negative integers far below usize::MAX on wasm32 too
+    // (a string cannot exceed 2^29 units in V8); `as` saturates and never traps.
+    splice::splice_point(durable_len as usize, produced_len as usize).map_or(-1.0, |at| at as f64)
+}
+
+/// Chunk indices in assembly order (ascending `seq`, stable; NaN after every number).
+#[wasm_bindgen(js_name = assemblyOrder)]
+pub fn assembly_order(seqs: &[f64]) -> Vec<u32> {
+    splice::assembly_order(seqs)
+}
+
+/// `"<streamId>:<seq>"` with `seq` printed as `String(seq)`, in UTF-16.
+#[wasm_bindgen(js_name = streamChunkId)]
+pub fn stream_chunk_id(stream_id: &[u16], seq: f64) -> Vec<u16> {
+    splice::stream_chunk_id_units(stream_id, seq).into_units()
+}
+
+/// Bits of `streamChunkTableDdl`'s `present` mask: which column overrides were given.
+const HAS_KEY: u32 = 1;
+const HAS_STREAM: u32 = 2;
+const HAS_SEQ: u32 = 4;
+const HAS_TEXT: u32 = 8;
+
+/// The chunk table's DDL: Postgres types when `postgres`, else SQLite's (the function this
+/// replaces treats every dialect name but `"postgres"` as SQLite). Names arrive as UTF-16 and must
+/// be well-formed: an unpaired surrogate cannot be written to a UTF-8 catalog, so it is refused
+/// as `invalid_identifier` rather than silently replaced. `present` says which column overrides
+/// were given (the rest take defaults).
+#[wasm_bindgen(js_name = streamChunkTableDdl)]
+pub fn stream_chunk_table_ddl(
+    postgres: bool,
+    chunks: &[u16],
+    present: u32,
+    chunk_key: &[u16],
+    chunk_stream: &[u16],
+    chunk_seq: &[u16],
+    chunk_text: &[u16],
+) -> Result<Vec<String>, String> {
+    let dialect = if postgres { Dialect::Postgres } else { Dialect::Sqlite };
+    let column = |bit: u32, units: &[u16]| -> Result<Option<String>, String> {
+        if present & bit == 0 {
+            return Ok(None);
+        }
+        identifier(units).map(Some)
+    };
+    let tables = StreamTables {
+        message: String::new(),
+        chunks: identifier(chunks)?,
+        columns: StreamColumns {
+            chunk_key: column(HAS_KEY, chunk_key)?,
+            chunk_stream: column(HAS_STREAM, chunk_stream)?,
+            chunk_seq: column(HAS_SEQ, chunk_seq)?,
+            chunk_text: column(HAS_TEXT, chunk_text)?,
+            ..Default::default()
+        },
+    };
+    sql::stream_chunk_table_ddl(&tables, dialect).map_err(|e| e.to_string())
+}
+
+fn identifier(units: &[u16]) -> Result<String, String> {
+    String::from_utf16(units).map_err(|_| {
+        Error::new(ErrorKind::InvalidIdentifier, "table or column name holds an unpaired surrogate").to_string()
+    })
+}
+
+/// A parsed subscribe request; the adapter copies both fields into a plain object.
+#[wasm_bindgen]
+pub struct StreamRequest {
+    stream_id: String,
+    from: f64,
+}
+
+#[wasm_bindgen]
+impl StreamRequest {
+    #[wasm_bindgen(getter, js_name = streamId)]
+    pub fn stream_id(&self) -> String {
+        self.stream_id.clone()
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn from(&self) -> f64 {
+        self.from
+    }
+}
+
+/// `streamId` and the join offset of a subscribe GET; `last_event_id` is `None` when the header
+/// is absent (present but empty still wins over `?from`).
+#[wasm_bindgen(js_name = streamRequestFromHttp)]
+pub fn stream_request_from_http(url: &str, last_event_id: Option<String>) -> StreamRequest {
+    let r = twoplane_core::request::stream_request_from_http(url, last_event_id.as_deref());
+    StreamRequest { stream_id: r.stream_id, from: r.from }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u(s: &str) -> Vec<u16> {
+        s.encode_utf16().collect()
+    }
+
+    #[test]
+    fn conform_reports_codes_and_reasons() {
+        let c = conform_new(0.0);
+        assert_eq!(conform_feed(c, 1, 0.0, 2.0, 2.0), 2);
+        assert_eq!(conform_violation(c), -1);
+        assert_eq!(conform_feed(c, 1, 5.0, 6.0, 1.0), 3);
+        assert_eq!(conform_violation(c), 3);
+        assert_eq!(conform_reason(c, &[], &[], &[], &[]), u("relay chunk at 5 leaves a gap after 2"));
+        assert_eq!((conform_pos(c), conform_last_durable(c), conform_requested(c)), (2.0, 0.0, 0.0));
+        assert_eq!(conform_feed(c, 1, 2.0, 3.0, 1.0), 0);
+        let other = conform_new(0.0);
+        assert_eq!(conform_feed(other, ID_MATCHES, 0.0, 0.0, 0.0), 1, "an open whose id matches passes");
+        conform_drop(c);
+        assert_eq!(conform_feed(c, 1, 0.0, 1.0, 1.0), NO_INSTANCE);
+        assert_eq!(conform_new(3.0), c, "a dropped slot is reused");
+        conform_drop(u32::MAX);
+    }
+
+    #[test]
+    fn reader_reports_splices_and_stops() {
+        let r = reader_new(2.0);
+        assert_eq!(reader_feed(r, 1, 1.0, 4.0, 3.0), 1.0);
+        assert_eq!((reader_acc_len(r), reader_stop_code(r)), (4.0, -1));
+        assert_eq!(reader_feed(r, 2, 4.0, f64::NAN, f64::NAN), -1.0);
+        assert_eq!(reader_feed(r, 1, 9.0, 10.0, 1.0), -2.0);
+        assert_eq!(reader_stop_code(r), 3);
+        assert_eq!(reader_resume_from(r), 4.0);
+        let n = reader_new(f64::NAN);
+        assert_eq!(reader_acc_len(n), 0.0);
+        reader_drop(r);
+        assert_eq!(reader_feed(r, 1, 0.0, 1.0, 1.0), -3.0);
+    }
+
+    #[test]
+    fn text_helpers() {
+        assert_eq!(splice_point(2.0, 3.0), 2.0);
+        assert_eq!(splice_point(3.0, 3.0), -1.0);
+        assert_eq!(assembly_order(&[5.0, 2.0, 5.0]), vec![1, 0, 2]);
+        assert_eq!(stream_chunk_id(&[0xD800], 3.0), vec![0xD800, u16::from(b':'), u16::from(b'3')]);
+    }
+
+    #[test]
+    fn ddl_refuses_lone_surrogates() {
+        let ok = stream_chunk_table_ddl(false, &u("c"), HAS_TEXT, &[], &[], &[], &u("t")).unwrap();
+        assert!(ok[0].contains("\"t\" TEXT NOT NULL"));
+        let pg = stream_chunk_table_ddl(true, &u("c"), 0, &[], &[], &[], &[]).unwrap();
+        assert!(pg[0].contains("\"seq\" bigint NOT NULL"));
+        let err = stream_chunk_table_ddl(false, &[0xD800], 0, &[], &[], &[], &[]).unwrap_err();
+        assert!(err.starts_with("invalid_identifier: "));
+        let err = stream_chunk_table_ddl(false, &u("a\"b"), 0, &[], &[], &[], &[]).unwrap_err();
+        assert!(err.starts_with("invalid_identifier: "));
+    }
+}

@@ -1,0 +1,319 @@
+// The facade: every public name of `twoplane`, built over one backend object.
+//
+// What it guarantees:
+// - Rules live in the backend (the Rust core); this file only moves values. Per-frame calls pass
+//   numbers: a frame's kind code, whether its stream id matches, and its offsets or text length,
+//   with every value that is not a number passed as NaN (so strings fail the integer checks as
+//   `Number.isInteger` fails them). The frame objects and the text never leave JavaScript.
+// - `StreamRelayConform.feed` returns the very object it accepted (extra fields survive) and turns
+//   any input, hostile or not, into the contract's behaviour: never a throw, except one from the
+//   app's own `onViolation`.
+// - Frames built here (the synthesized `open`, the terminating `stale`) have the key order of
+//   SPEC section 1, so `JSON.stringify` of them is byte-identical to the core's encoder.
+// - Every error thrown carries a stable `.kind` and is a `TwoplaneError`.
+//
+// THE BACKEND CONTRACT (docs/js-backend.md is the full reference). `buildApi(backend)` needs an
+// object with exactly these members; numbers are JS numbers, kind codes are open 0, chunk 1,
+// durable 2, end 3, stale 4, absent 5, anything else 6:
+//   name                                  "wasm" | "napi"
+//   new Conform(from)                     numeric conform pass; methods:
+//     feed(kind, idMatches, a, b, c)      open: a=from b=seq c=durableSeq; chunk: a=from b=seq
+//                                         c=text length or NaN; durable/end: a=seq. Returns the
+//                                         verdict: 0 drop, 1 pass, 2 open then pass, 3 violation,
+//                                         4 terminate
+//     end(), fail()                       verdict codes as above
+//     pos(), lastDurable(), requested()   numbers for the stale / synthesized open built here
+//     violation()                         code of the last violation
+//     reason(streamIdJson, from, seq, typeJson)  reason text of the last violation (lossless)
+//   new Reader(durableLen)                numeric reader; methods:
+//     feed(kind, idMatches, a, b, c)      open: a=from; chunk: a=from b=seq c=text length or NaN.
+//                                         Returns 0 ignore, 1 splice, 2 stop
+//     at(), stopCode(), accLen(), resumeFrom()
+//   splicePoint(durableLen, producedLen)  -1 when durable wins, else where the tail starts
+//   assemblyOrder(Float64Array)           Uint32Array of chunk indices in assembly order
+//   streamChunkId(streamId, seq)          string
+//   streamChunkTableDdl(tables, dialect)  string[]; throws an error with `.kind`
+//   streamRequestFromHttp(url, lastEventId|null)  { streamId, from }
+// A backend may be mixed per operation (the Node entry may take some members from the addon and
+// some from the wasm build): the facade never assumes two members come from the same binding,
+// except that a Conform's or Reader's methods come with its constructor.
+
+import { TwoplaneError, asTwoplaneError } from './errors.js';
+import { createStreamReader } from './reader.js';
+import { SseDecoder, encodeSseEvent } from './sse.js';
+import { frameKindCode, num, textLen } from './frames.js';
+
+/** The status column's value while a stream is live. */
+export const STREAM_STATUS_STREAMING = 'streaming';
+
+/** The SSE response headers (SPEC section 5), in the contract's order. */
+export const STREAM_SSE_HEADERS = Object.freeze({
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+});
+
+// The printed pieces a violation reason may quote, exactly as a template literal would print
+// them in the JavaScript this replaces; never throws (a hostile value prints as its tag).
+function printString(v) {
+  try {
+    return String(v);
+  } catch {
+    return Object.prototype.toString.call(v);
+  }
+}
+
+function printJson(v) {
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? 'undefined' : s;
+  } catch {
+    return printString(v);
+  }
+}
+
+function field(frame, name) {
+  return frame === null || frame === undefined ? undefined : frame[name];
+}
+
+/** `frameResumePoint` (SPEC section 2): the SSE `id:` of a frame, or undefined. */
+export function frameResumePoint(frame) {
+  switch (frameKindCode(frame)) {
+    case 0: return frame.from;
+    case 1:
+    case 2:
+    case 3: return frame.seq;
+    default: return undefined;
+  }
+}
+
+export function buildApi(backend) {
+  const { splicePoint } = backend;
+
+  /** `durable` then `produced` from `durable.length` when produced is longer, else `durable`. */
+  function spliceStreamText(durable, produced) {
+    const d = typeof durable === 'string' ? durable : durable == null ? '' : String(durable);
+    const p = typeof produced === 'string' ? produced : produced == null ? '' : String(produced);
+    const at = splicePoint(d.length, p.length);
+    return at < 0 ? d : d + p.slice(at);
+  }
+
+  /** `message.body` then the chunks' texts in ascending `seq`, stable; missing text is empty. */
+  function assembleDurableText(message, chunks = []) {
+    const body = field(message, 'body');
+    let out = typeof body === 'string' ? body : '';
+    const list = Array.isArray(chunks) ? chunks : [];
+    const n = list.length;
+    if (n === 0) return out;
+    const seqs = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const s = num(field(list[i], 'seq'));
+      // -0 and 0 are one seq in JavaScript's comparison; keep the core's total order from
+      // telling them apart.
+      seqs[i] = s === 0 ? 0 : s;
+    }
+    const order = backend.assemblyOrder(seqs);
+    for (let i = 0; i < order.length; i++) {
+      const text = field(list[order[i]], 'text');
+      if (typeof text === 'string') out += text;
+    }
+    return out;
+  }
+
+  /** `"<streamId>:<seq>"`. */
+  function streamChunkId(streamId, seq) {
+    return backend.streamChunkId(String(streamId), num(seq));
+  }
+
+  /** The chunk table's migration (SPEC section 6): `[CREATE TABLE ..., CREATE INDEX ...]`. */
+  function streamChunkTableDdl(tables, dialect) {
+    try {
+      return backend.streamChunkTableDdl(tables, dialect);
+    } catch (err) {
+      throw asTwoplaneError(err);
+    }
+  }
+
+  /** `{ streamId, from }` of a subscribe GET. Takes a fetch `Request`-like object
+   *  (`{ url, headers: { get(name) } }`) or a Node `IncomingMessage` (`{ url, headers: {...} }`). */
+  function streamRequestFromHttp(req) {
+    const url = field(req, 'url');
+    const headers = field(req, 'headers');
+    let lastEventId = null;
+    if (headers !== null && headers !== undefined) {
+      if (typeof headers.get === 'function') {
+        lastEventId = headers.get('last-event-id');
+      } else {
+        const h = headers['last-event-id'];
+        lastEventId = Array.isArray(h) ? (h.length > 0 ? h[0] : null) : h;
+      }
+    }
+    try {
+      return backend.streamRequestFromHttp(url === undefined || url === null ? '' : String(url), lastEventId ?? null);
+    } catch (err) {
+      throw asTwoplaneError(err);
+    }
+  }
+
+  /**
+   * The relay conform pass (SPEC section 3). The verdict comes from the backend; this class keeps
+   * the frames, builds the two frames the contract synthesizes, and calls `onViolation`.
+   */
+  class StreamRelayConform {
+    #core;
+    // The terminating `stale` of a violation whose onViolation threw: the throw reached the
+    // caller instead of it, so the next call (feed, end or fail) returns it, once.
+    #owed = null;
+
+    constructor(streamId, from, onViolation) {
+      this.streamId = streamId;
+      this.from = from;
+      this.onViolation = onViolation;
+      this.#core = new backend.Conform(num(from));
+    }
+
+    /** End of the delivered prefix. */
+    get pos() {
+      return this.#core.pos();
+    }
+
+    /** The last `durable` passed. */
+    get lastDurable() {
+      return this.#core.lastDurable();
+    }
+
+    feed(frame) {
+      if (this.#owed !== null) return this.#pay();
+      let verdict;
+      try {
+        // The hot path, a chunk that passes, takes one numeric call and one array: the relay
+        // leg feeds thousands of these per second and a plain-JavaScript pass is the yardstick.
+        if (frame !== null && frame !== undefined && frame.type === 'chunk') {
+          verdict = this.#core.feed(1, false, num(frame.from), num(frame.seq), textLen(frame.text));
+          if (verdict === 1) return [frame];
+        } else {
+          verdict = this.#feedOther(frame);
+        }
+      } catch {
+        // A getter that throws (a Proxy, say) makes the frame unreadable: an unknown frame.
+        verdict = this.#core.feed(6, false, NaN, NaN, NaN);
+      }
+      return this.#apply(verdict, frame, true);
+    }
+
+    #feedOther(frame) {
+      const kind = frameKindCode(frame);
+      switch (kind) {
+        case 0:
+          return this.#core.feed(0, frame.streamId === this.streamId, num(frame.from), num(frame.seq), num(frame.durableSeq));
+        case 2:
+        case 3:
+          return this.#core.feed(kind, false, num(frame.seq), NaN, NaN);
+        default:
+          return this.#core.feed(kind, false, NaN, NaN, NaN);
+      }
+    }
+
+    /** The source finished without a terminal frame. */
+    end() {
+      if (this.#owed !== null) return this.#pay();
+      return this.#apply(this.#core.end(), undefined, false);
+    }
+
+    /** The source threw, or the reader is being dropped. */
+    fail() {
+      if (this.#owed !== null) return this.#pay();
+      return this.#apply(this.#core.fail(), undefined, false);
+    }
+
+    #apply(verdict, frame, fed) {
+      switch (verdict) {
+        case 0:
+          return [];
+        case 1:
+          return [frame];
+        case 2:
+          return [this.#synthOpen(), frame];
+        case 3: {
+          const stale = this.#stale();
+          const report = this.onViolation;
+          if (typeof report === 'function') {
+            // The pass is already terminated (the core is done), so a throwing onViolation
+            // propagates to the caller and leaves a legal state: nothing passes any more, and
+            // the stale this call owed is what the next call returns.
+            try {
+              report(this.#reason(frame, fed));
+            } catch (err) {
+              this.#owed = stale;
+              throw err;
+            }
+          }
+          return [stale];
+        }
+        default:
+          return [this.#stale()];
+      }
+    }
+
+    #pay() {
+      const stale = this.#owed;
+      this.#owed = null;
+      return [stale];
+    }
+
+    #reason(frame, fed) {
+      let sid = 'undefined';
+      let from = 'undefined';
+      let seq = 'undefined';
+      let type = 'undefined';
+      if (fed) {
+        try {
+          sid = printJson(field(frame, 'streamId'));
+          from = printString(field(frame, 'from'));
+          seq = printString(field(frame, 'seq'));
+          type = printJson(field(frame, 'type'));
+        } catch {
+          // Unreadable frame: the pieces keep their "undefined".
+        }
+      }
+      return this.#core.reason(sid, from, seq, type);
+    }
+
+    #synthOpen() {
+      const at = this.#core.requested();
+      return { type: 'open', streamId: this.streamId, from: at, seq: at, durableSeq: at, ended: false };
+    }
+
+    #stale() {
+      return { type: 'stale', floorSeq: this.#core.pos(), durableSeq: this.#core.lastDurable() };
+    }
+  }
+
+  const StreamReader = createStreamReader(backend, { spliceStreamText });
+
+  return {
+    backend: backend.name,
+    STREAM_STATUS_STREAMING,
+    STREAM_SSE_HEADERS,
+    frameResumePoint,
+    spliceStreamText,
+    assembleDurableText,
+    streamChunkId,
+    streamChunkTableDdl,
+    streamRequestFromHttp,
+    StreamRelayConform,
+    StreamReader,
+    SseDecoder,
+    encodeSseEvent: (frame) => encodeSseEvent(frame, frameResumePoint),
+    // Many frames as their events, concatenated: `frames.map(encodeSseEvent).join('')`. The Node
+    // entries replace it with the addon's batch encoder where that measured faster.
+    encodeSseEvents(frames) {
+      if (!Array.isArray(frames)) throw new TwoplaneError('invalid_argument', 'encodeSseEvents takes an array of frames');
+      let out = '';
+      for (let i = 0; i < frames.length; i++) out += encodeSseEvent(frames[i], frameResumePoint);
+      return out;
+    },
+    TwoplaneError,
+  };
+}

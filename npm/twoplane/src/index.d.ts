@@ -1,0 +1,259 @@
+// Types of the public names of `twoplane` (every entry: ".", "./wasm", "./node"). Hand-written;
+// checked against a usage file by tests/browser/types (tsc --noEmit).
+
+/** How a sealed stream ended. */
+export type StreamStatus = 'complete' | 'cancelled' | 'error' | 'interrupted';
+
+/** The status column's value while a stream is live. */
+export declare const STREAM_STATUS_STREAMING: 'streaming';
+
+/** The join was accepted; the replay starts at `from`. */
+export interface StreamOpenFrame {
+  type: 'open';
+  streamId: string;
+  from: number;
+  seq: number;
+  durableSeq: number;
+  ended: boolean;
+}
+
+/** Produced text `from..seq` (UTF-16 code units); not a durability claim. */
+export interface StreamChunkFrame {
+  type: 'chunk';
+  from: number;
+  seq: number;
+  text: string;
+}
+
+/** The store holds the prefix through `seq`. */
+export interface StreamDurableFrame {
+  type: 'durable';
+  seq: number;
+}
+
+/** Sealed; `seq` is the DURABLE length. */
+export interface StreamEndFrame {
+  type: 'end';
+  seq: number;
+  status: StreamStatus;
+  error?: string;
+}
+
+/** Read the store: the join was below the retained floor, or the reader fell behind. */
+export interface StreamStaleFrame {
+  type: 'stale';
+  floorSeq: number;
+  durableSeq: number;
+}
+
+/** This process does not host the stream; the store is the whole truth. */
+export interface StreamAbsentFrame {
+  type: 'absent';
+}
+
+/** One frame of a subscription (SPEC section 1), discriminated by `type`. */
+export type StreamFrame =
+  | StreamOpenFrame
+  | StreamChunkFrame
+  | StreamDurableFrame
+  | StreamEndFrame
+  | StreamStaleFrame
+  | StreamAbsentFrame;
+
+/** `end`, `stale` and `absent`: nothing follows them. */
+export type StreamTerminalFrame = StreamEndFrame | StreamStaleFrame | StreamAbsentFrame;
+
+export declare const STREAM_SSE_HEADERS: Readonly<{
+  'content-type': 'text/event-stream; charset=utf-8';
+  'cache-control': 'no-cache, no-transform';
+  connection: 'keep-alive';
+  'x-accel-buffering': 'no';
+}>;
+
+/** The SSE `id:` of a frame: `open` gives `from`; `chunk`, `durable`, `end` give `seq`. */
+export declare function frameResumePoint(frame: StreamOpenFrame | StreamChunkFrame | StreamDurableFrame | StreamEndFrame): number;
+export declare function frameResumePoint(frame: StreamStaleFrame | StreamAbsentFrame): undefined;
+export declare function frameResumePoint(frame: StreamFrame): number | undefined;
+
+/** `durable` followed by `produced` from `durable.length` when `produced` is longer, else `durable`. */
+export declare function spliceStreamText(durable: string, produced: string): string;
+
+export interface StreamMessageRow {
+  body?: string | null;
+}
+
+export interface StreamChunkRow {
+  seq: number;
+  text?: string | null;
+}
+
+/** `message.body` then the chunks' texts in ascending `seq` (stable); missing text is empty. */
+export declare function assembleDurableText(
+  message: StreamMessageRow | null | undefined,
+  chunks?: readonly StreamChunkRow[],
+): string;
+
+/** `"<streamId>:<seq>"`. */
+export declare function streamChunkId(streamId: string, seq: number): string;
+
+/** Column names on the app's tables; every entry has a default except cancel, error and host. */
+export interface StreamColumns {
+  key?: string;
+  body?: string;
+  status?: string;
+  seq?: string;
+  cancel?: string;
+  error?: string;
+  host?: string;
+  chunkKey?: string;
+  chunkStream?: string;
+  chunkSeq?: string;
+  chunkText?: string;
+}
+
+export interface StreamTables {
+  message: string;
+  chunks: string;
+  columns?: StreamColumns;
+}
+
+/** A SQL dialect: `"postgres"` picks Postgres types; any other name, SQLite's. */
+export type SqlDialectLike = { name: string } | 'sqlite' | 'postgres';
+
+/** The chunk table's migration: `[CREATE TABLE ..., CREATE INDEX ...]`. Throws a TwoplaneError
+ *  (`invalid_identifier`, `missing_field`, `invalid_field`, `invalid_argument`). */
+export declare function streamChunkTableDdl(tables: StreamTables, dialect: SqlDialectLike): string[];
+
+/** A fetch `Request`, or a Node `IncomingMessage` (its `url` may be origin-relative). */
+export interface StreamHttpRequestLike {
+  url: string;
+  headers: { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+}
+
+export interface StreamRequest {
+  streamId: string;
+  from: number;
+}
+
+/** `streamId` from the query; the offset from `Last-Event-ID` when present, else `?from`, else 0. */
+export declare function streamRequestFromHttp(req: StreamHttpRequestLike): StreamRequest;
+
+/** The relay conform pass (SPEC section 3): every violation becomes one legal `stale`. */
+export declare class StreamRelayConform {
+  constructor(streamId: string, from: number, onViolation?: (reason: string) => void);
+  readonly streamId: string;
+  readonly from: number;
+  onViolation?: (reason: string) => void;
+  /** End of the delivered prefix. */
+  readonly pos: number;
+  /** The last `durable` passed. */
+  readonly lastDurable: number;
+  /** 0 to 2 frames; an accepted frame is returned as the very object fed in. Any value may be
+   *  fed (relays are untrusted): whatever is not a legal frame becomes a violation. */
+  feed<F extends StreamFrame>(frame: F): Array<F | StreamOpenFrame | StreamStaleFrame>;
+  feed(frame: unknown): Array<StreamFrame>;
+  /** The source finished without a terminal frame. */
+  end(): StreamStaleFrame[];
+  /** The source threw, or the reader is being dropped. */
+  fail(): StreamStaleFrame[];
+}
+
+/** Why a StreamReader stopped. */
+export type StreamStopReason =
+  | 'end'
+  | 'stale'
+  | 'absent'
+  | 'gap'
+  | 'foreign_stream'
+  | 'malformed'
+  | 'refused'
+  | 'closed';
+
+/** One change of the accumulator: it was cut at `cut`, then `appended` was appended. */
+export interface StreamReaderUpdate {
+  readonly cut: number;
+  readonly appended: string;
+  /** The whole accumulator (joined on first read). */
+  readonly text: string;
+}
+
+export interface StreamReaderBackoff {
+  /** First reconnect delay (a server `retry:` replaces it). Default 250. */
+  initialMs?: number;
+  /** Longest reconnect delay. Default 5000. */
+  maxMs?: number;
+}
+
+export interface StreamReaderOptions {
+  /** The subscribe endpoint; `?streamId=…&from=…` is appended. Required for start(). */
+  endpoint?: string | URL;
+  streamId: string;
+  /** The durable text the app shows now: the join offset and the accumulator's seed. */
+  durableText?: string;
+  transport?: 'fetch' | 'eventsource';
+  fetch?: typeof fetch;
+  EventSource?: typeof EventSource;
+  withCredentials?: boolean;
+  headers?: HeadersInit;
+  backoff?: StreamReaderBackoff;
+  onUpdate?: (update: StreamReaderUpdate) => void;
+  onStop?: (reason: StreamStopReason, frame: StreamFrame | undefined) => void;
+  onFrame?: (frame: StreamFrame) => void;
+}
+
+/** The live-plane reader (SPEC section 4), framework-free. */
+export declare class StreamReader {
+  constructor(options: StreamReaderOptions);
+  /** The accumulated text (joined lazily). */
+  readonly text: string;
+  /** The accumulator's length, without joining it. */
+  readonly length: number;
+  readonly streamId: string;
+  /** The durable length it joined at. */
+  readonly joinOffset: number;
+  /** Where a reconnect resumes. */
+  readonly resumeFrom: number;
+  /** null while live. */
+  readonly stopped: StreamStopReason | null;
+  /** How many connections it has opened. */
+  readonly connections: number;
+  /** `spliceStreamText(durableNow, text)` for this stream; `durableNow` alone for another. */
+  rendered(durableNow: string, streamId?: string): string;
+  start(): this;
+  close(): void;
+  /** Apply one frame (for an app's own transport); returns whether the reader is still live. */
+  push(frame: unknown): boolean;
+}
+
+/** Incremental WHATWG event-stream decoder. */
+export declare class SseDecoder {
+  constructor(onEvent: (data: string, type: string, lastEventId: string) => void);
+  readonly lastEventId: string;
+  readonly retry: number | null;
+  push(chunk: Uint8Array | ArrayBuffer | string): void;
+  end(): void;
+}
+
+/** One frame as one SSE event: `id: <resume point>\n` when it has one, then `data: <JSON>\n\n`. */
+export declare function encodeSseEvent(frame: StreamFrame): string;
+
+/** Many frames as their events, concatenated: exactly `frames.map(encodeSseEvent).join('')`.
+ *  Throws a TwoplaneError (`invalid_argument`) when `frames` is not an array. */
+export declare function encodeSseEvents(frames: readonly StreamFrame[]): string;
+
+export type TwoplaneErrorKind =
+  | 'invalid_json'
+  | 'missing_field'
+  | 'invalid_field'
+  | 'invalid_offset'
+  | 'unknown_frame_type'
+  | 'chunk_span'
+  | 'invalid_status'
+  | 'invalid_identifier'
+  | 'invalid_argument'
+  | 'invalid_state';
+
+export declare class TwoplaneError extends Error {
+  constructor(kind: TwoplaneErrorKind, message: string, options?: { cause?: unknown });
+  readonly kind: TwoplaneErrorKind;
+}

@@ -1,0 +1,43 @@
+// `twoplane/node`: the package over the native addon, always (no wasm fallback, no routing).
+// Importing it throws a TwoplaneError (kind `invalid_state`) when no addon loads on this platform;
+// use the default entry (`twoplane`) for the automatic fallback to the wasm build.
+//
+// Same names and behaviour as every other entry, plus `encodeSseEvents(frames)`, the batch SSE
+// encoder, here always through the addon (see backend-napi.js for how it stays byte-identical to
+// `encodeSseEvent` per frame).
+
+import { buildApi } from './facade.js';
+import { loadAddon, napiBackend, napiSseBatchEncoder } from './backend-napi.js';
+
+const loaded = loadAddon();
+if (loaded.addon === null) throw loaded.error;
+
+/** The backend object (docs/js-backend.md) over the addon, for code that mixes backends. */
+export const backend = napiBackend(loaded.addon);
+/** Where the addon was loaded from. */
+export const addonFile = loaded.file;
+
+const base = buildApi(backend);
+const api = {
+  ...base,
+  encodeSseEvents: napiSseBatchEncoder(loaded.addon, base.frameResumePoint, base.encodeSseEvent),
+};
+
+export const {
+  STREAM_STATUS_STREAMING,
+  STREAM_SSE_HEADERS,
+  frameResumePoint,
+  spliceStreamText,
+  assembleDurableText,
+  streamChunkId,
+  streamChunkTableDdl,
+  streamRequestFromHttp,
+  StreamRelayConform,
+  StreamReader,
+  SseDecoder,
+  encodeSseEvent,
+  encodeSseEvents,
+  TwoplaneError,
+} = api;
+export { buildApi };
+export default api;

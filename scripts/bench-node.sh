@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The Node benchmark (bench/node.mjs): StreamRelayConform.feed per frame through the addon, the
+# wasm build and a plain-JavaScript model; the other operations per build; and the SSE encoder's
+# MB/s, one frame per call and batches, against JSON.stringify + a template string. Builds both
+# first (idempotent). Prints a table and the routing each number supports (see
+# npm/twoplane/src/index.node.js, where the chosen routes and their numbers are recorded).
+#   BENCH_ROUNDS / BENCH_RUNS / BENCH_QUICK=1: see bench/node.mjs.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+bash scripts/build-node.sh
+bash scripts/build-wasm.sh
+say "bench: node bench/node.mjs"
+node bench/node.mjs

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The WebAssembly package's tests (the lead's scripts/test.sh runs this as part "wasm"):
+#   1. bindings/wasm's own unit tests (native);
+#   2. the .wasm built (scripts/build-wasm.sh), the npm package packed and installed into
+#      tests/browser exactly as a user would get it;
+#   3. node --test over tests/browser: the shared vectors in Node and in headless Chromium, the
+#      facade and reader in Node (fixture SSE server), the React hook in Node, the browser
+#      end-to-end reconnect test, the Vite app, the size budget (printed) and the type check.
+# Installs what it needs, idempotently (Chromium from Debian when /usr/bin/chromium is missing).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/h-wasm}
+
+[ -x /usr/bin/chromium ] || apt_install chromium
+
+say "wasm: cargo test -p twoplane-wasm"
+cargo test -q -p twoplane-wasm
+
+bash scripts/build-wasm.sh
+
+say "wasm: pack the npm package and install it into tests/browser"
+pack=$(mktemp -d)
+trap 'rm -rf "$pack"' EXIT
+(cd npm/twoplane && npm pack --pack-destination "$pack" --silent >/dev/null)
+tgz=$(ls "$pack"/twoplane-*.tgz)
+(cd tests/browser && rm -rf node_modules/twoplane && npm install --no-save --no-audit --no-fund --loglevel=error "$tgz" >/dev/null)
+
+say "wasm: node --test (Node, Chromium, Vite, size, types)"
+cd tests/browser
+node --test --test-concurrency=1 \
+  node-vectors.test.mjs node-reader.test.mjs node-react.test.mjs \
+  browser-vectors.test.mjs browser-e2e.test.mjs vite.test.mjs size.test.mjs types.test.mjs

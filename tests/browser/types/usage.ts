@@ -1,0 +1,102 @@
+// Compiled with `tsc --noEmit` (types.test.mjs): the package's hand-written types must accept
+// this usage and reject what the @ts-expect-error lines do.
+import {
+  STREAM_STATUS_STREAMING,
+  STREAM_SSE_HEADERS,
+  StreamReader,
+  StreamRelayConform,
+  TwoplaneError,
+  assembleDurableText,
+  frameResumePoint,
+  spliceStreamText,
+  streamChunkId,
+  streamChunkTableDdl,
+  streamRequestFromHttp,
+  type StreamFrame,
+  type StreamStatus,
+  type StreamStopReason,
+} from 'twoplane';
+import * as wasm from 'twoplane/wasm';
+import { useStreamedText, useStreamedTextState } from 'twoplane/react';
+
+const status: 'streaming' = STREAM_STATUS_STREAMING;
+const contentType: string = STREAM_SSE_HEADERS['content-type'];
+
+function describe(frame: StreamFrame): string {
+  switch (frame.type) {
+    case 'open':
+      return `${frame.streamId} from ${frame.from}`;
+    case 'chunk':
+      return frame.text;
+    case 'durable':
+      return String(frame.seq);
+    case 'end': {
+      const s: StreamStatus = frame.status;
+      return frame.error ?? s;
+    }
+    case 'stale':
+      return `${frame.floorSeq}/${frame.durableSeq}`;
+    case 'absent':
+      return 'absent';
+  }
+}
+
+const chunk = { type: 'chunk', from: 0, seq: 2, text: 'hi' } as const;
+const id: number = frameResumePoint(chunk);
+const none: undefined = frameResumePoint({ type: 'absent' });
+const text: string = spliceStreamText('ab', 'xyz') + assembleDurableText({ body: 'x' }, [{ seq: 1, text: 'y' }]);
+const rowId: string = streamChunkId('m1', 42);
+const ddl: string[] = streamChunkTableDdl({ message: 'messages', chunks: 'chunks', columns: { chunkText: 'slice' } }, { name: 'postgres' });
+const req = streamRequestFromHttp({ url: '/s?streamId=a', headers: new Headers() });
+const from: number = req.from;
+
+const pass = new StreamRelayConform('m1', 0, (reason: string) => console.warn(reason));
+const out = pass.feed(chunk);
+const first: StreamFrame = out[0];
+pass.feed(JSON.parse('{"type":"bogus"}'));
+const tail: StreamFrame[] = pass.end();
+
+const reader = new StreamReader({
+  endpoint: '/api/stream',
+  streamId: 'm1',
+  durableText: 'Hel',
+  transport: 'fetch',
+  backoff: { initialMs: 100, maxMs: 2000 },
+  onUpdate({ cut, appended, text: whole }) {
+    const n: number = cut + appended.length + whole.length;
+    void n;
+  },
+  onStop(reason: StreamStopReason, frame) {
+    if (frame?.type === 'end') console.log(frame.status, reason);
+  },
+}).start();
+const shown: string = reader.rendered('Hello', 'm1');
+const stopped: StreamStopReason | null = reader.stopped;
+const live: boolean = reader.push({ type: 'chunk', from: 3, seq: 5, text: 'lo' });
+
+try {
+  streamChunkTableDdl({ message: 'm', chunks: 'a"b' }, 'sqlite');
+} catch (err) {
+  if (err instanceof TwoplaneError && err.kind === 'invalid_identifier') console.log(err.message);
+}
+
+const w = new wasm.StreamRelayConform('m1', 0);
+const backendName: string = wasm.backend.name;
+const verdict: number = new wasm.backend.Conform(0).feed(1, false, 0, 1, 1);
+
+function Chat(props: { id: string; body: string; live: boolean }): string {
+  const t: string = useStreamedText({ endpoint: '/api/stream', streamId: props.id, durableText: props.body, enabled: props.live });
+  const s = useStreamedTextState({ endpoint: '/api/stream', streamId: props.id });
+  return t + (s.stopped ?? '') + s.connections;
+}
+
+// @ts-expect-error: a chunk needs its text
+const bad: StreamFrame = { type: 'chunk', from: 0, seq: 1 };
+// @ts-expect-error: not a status
+const badStatus: StreamStatus = 'streaming';
+// @ts-expect-error: the reader needs a stream id
+new StreamReader({ endpoint: '/x' });
+// @ts-expect-error: no such transport
+new StreamReader({ streamId: 's', transport: 'websocket' });
+
+export { status, contentType, describe, id, none, text, rowId, ddl, from, first, tail, shown, stopped, live, w, backendName, verdict, Chat, bad, badStatus };

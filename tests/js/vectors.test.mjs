@@ -1,0 +1,142 @@
+// Replays the shared vectors (tests/vectors/*.json, format in its README) through the public API
+// of the build named by BACKEND (napi | wasm | default). The same files are replayed by the Rust
+// tests and in Chromium, so a pass here means this build agrees with every other runtime.
+
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { BACKEND, loadBackendApi } from './backends.mjs';
+
+const api = await loadBackendApi();
+const load = (name) => JSON.parse(readFileSync(new URL(`../vectors/${name}.json`, import.meta.url), 'utf8'));
+
+/** fetch-style headers over an optional last-event-id. */
+const headersOf = (lastEventId) => ({ get: (name) => (name.toLowerCase() === 'last-event-id' ? lastEventId : null) });
+
+test(`[${BACKEND}] conform.json: every call's frames, identity and violation reason`, () => {
+  const { cases } = load('conform');
+  assert.ok(cases.length > 50);
+  for (const c of cases) {
+    let reasons = [];
+    const conform = new api.StreamRelayConform(c.streamId, c.from, (r) => reasons.push(r));
+    c.calls.forEach((call, i) => {
+      reasons = [];
+      let out;
+      if ('feed' in call) out = conform.feed(call.feed);
+      else if (call.end) out = conform.end();
+      else out = conform.fail();
+      const want = c.expect[i];
+      const msg = `${c.name}, call ${i}`;
+      assert.deepEqual(out, want.out, msg);
+      // Passed frames are the very objects fed in; built frames have the contract's key order.
+      out.forEach((f, k) => {
+        // An expected frame equal to the one fed in is that frame passed through (a synthesized
+        // frame never equals the frame that caused it): it must be the very object.
+        if ('feed' in call && JSON.stringify(want.out[k]) === JSON.stringify(call.feed)) {
+          assert.equal(f, call.feed, `${msg}: frame ${k} must be the object fed in`);
+        }
+        assert.equal(JSON.stringify(f), JSON.stringify(want.out[k]), `${msg}: key order of frame ${k}`);
+      });
+      assert.deepEqual(reasons, want.violation === null ? [] : [want.violation], msg);
+    });
+  }
+});
+
+test(`[${BACKEND}] reader.json: actions, accumulated text and resume offset`, () => {
+  const { cases } = load('reader');
+  for (const c of cases) {
+    const updates = [];
+    const reader = new api.StreamReader({ streamId: c.streamId, durableText: c.durable, onUpdate: (u) => updates.push(u.cut) });
+    c.frames.forEach((frame, i) => {
+      updates.length = 0;
+      const wasLive = reader.stopped === null;
+      reader.push(frame);
+      const want = c.expect[i];
+      const msg = `${c.name}, frame ${i}`;
+      if (want.action === 'splice') {
+        assert.deepEqual(updates, [want.at], msg);
+      } else if (want.action === 'stop') {
+        assert.ok(wasLive, msg);
+        assert.equal(reader.stopped, want.reason, msg);
+        assert.deepEqual(updates, [], msg);
+      } else {
+        assert.deepEqual(updates, [], msg);
+        assert.equal(reader.stopped === null, wasLive, msg);
+      }
+    });
+    assert.equal(reader.text, c.text, c.name);
+    assert.equal(reader.resumeFrom, c.resumeFrom, c.name);
+  }
+});
+
+test(`[${BACKEND}] text.json: splice, assemble, chunk id, resume point`, () => {
+  const t = load('text');
+  for (const c of t.splice) assert.equal(api.spliceStreamText(c.durable, c.produced), c.expected, JSON.stringify(c));
+  for (const c of t.assemble) {
+    const args = 'chunks' in c ? [c.message, c.chunks] : [c.message];
+    assert.equal(api.assembleDurableText(...args), c.expected, JSON.stringify(c));
+  }
+  for (const c of t.chunkId) assert.equal(api.streamChunkId(c.streamId, c.seq), c.expected, JSON.stringify(c));
+  for (const c of t.resumePoint) assert.equal(api.frameResumePoint(c.frame), c.expected ?? undefined, JSON.stringify(c));
+});
+
+test(`[${BACKEND}] codec.json + sse.json encode: one event per frame, and batches, byte for byte`, () => {
+  const codec = load('codec');
+  const sse = load('sse');
+  const frames = [];
+  const want = [];
+  for (const c of codec.encode) {
+    assert.equal(JSON.stringify(c.frame), c.json);
+    const id = api.frameResumePoint(c.frame);
+    const event = `${id === undefined ? '' : `id: ${id}\n`}data: ${c.json}\n\n`;
+    assert.equal(api.encodeSseEvent(c.frame), event, c.json);
+    frames.push(c.frame);
+    want.push(event);
+  }
+  for (const c of sse.encode) {
+    assert.equal(api.encodeSseEvent(c.frame), c.sse, c.sse);
+    frames.push(c.frame);
+    want.push(c.sse);
+  }
+  if (typeof api.encodeSseEvents === 'function') {
+    assert.equal(api.encodeSseEvents(frames), want.join(''));
+    for (let i = 0; i < frames.length; i++) assert.equal(api.encodeSseEvents([frames[i]]), want[i]);
+  }
+});
+
+test(`[${BACKEND}] sse.json decode: the WHATWG event-stream rules`, () => {
+  for (const c of load('sse').decode) {
+    const events = [];
+    const decoder = new api.SseDecoder((data, event, id) => events.push({ event, data, id }));
+    for (const bytes of c.chunks) decoder.push(new Uint8Array(bytes));
+    decoder.end();
+    assert.deepEqual(events, c.events, c.name);
+    assert.equal(decoder.lastEventId, c.lastEventId, c.name);
+    assert.equal(decoder.retry, c.retry, c.name);
+  }
+});
+
+test(`[${BACKEND}] request.json: streamRequestFromHttp over fetch-style requests`, () => {
+  for (const c of load('request').cases) {
+    assert.deepEqual(api.streamRequestFromHttp({ url: c.url, headers: headersOf(c.lastEventId) }), c.expected, JSON.stringify(c));
+    if (/^https?:/.test(c.url)) {
+      const headers = new Headers();
+      if (c.lastEventId !== null) headers.set('last-event-id', c.lastEventId);
+      assert.deepEqual(api.streamRequestFromHttp(new Request(c.url, { headers })), c.expected, `Request ${JSON.stringify(c)}`);
+    }
+  }
+});
+
+test(`[${BACKEND}] ddl.json: both dialects, and refusals with their kind`, () => {
+  for (const c of load('ddl').cases) {
+    if ('error' in c) {
+      assert.throws(() => api.streamChunkTableDdl(c.tables, { name: c.dialect }), (err) => {
+        assert.equal(err.kind, c.error, JSON.stringify(c));
+        assert.ok(err instanceof api.TwoplaneError);
+        return true;
+      });
+    } else {
+      assert.deepEqual(api.streamChunkTableDdl(c.tables, { name: c.dialect }), c.expected, JSON.stringify(c));
+    }
+  }
+});
