@@ -17,6 +17,9 @@
 //! - No write cuts a surrogate pair; no code unit is replaced, dropped or reordered.
 //! - Flushes and seals are honest: they resolve only when the text landed.
 //!
+//! Several instances sharing one database run a [`Sweeper`] each: a liveness lease per host, and a
+//! sweep that marks `interrupted` the streams of hosts whose lease expired.
+//!
 //! Frames are handed out as `Arc<Frame>` ([`Subscription::next`]): one allocation per produced
 //! frame, shared by every subscriber.
 
@@ -36,6 +39,7 @@ mod relay_leg;
 mod report;
 mod sqlite;
 mod subscription;
+mod sweeper;
 mod target;
 mod verdict;
 
@@ -54,6 +58,10 @@ pub use postgres::PostgresTarget;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use sqlite::SqliteTarget;
 pub use subscription::Subscription;
+pub use sweeper::{
+    Sweeper, SweeperHandle, SweeperOptions, SweptHook, DEFAULT_HOST_LEASE_TABLE, DEFAULT_LEASE_RETENTION_MS,
+    DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,
+};
 pub use target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
 
 /// The core types a user of this crate needs, re-exported so versions cannot drift.

@@ -43,7 +43,7 @@ fn db_err(context: &str) -> impl FnOnce(tokio_postgres::Error) -> PlaneError + '
 
 /// A parameter that binds to whichever text or integer type the server inferred.
 #[derive(Debug)]
-struct PgParam(SqlValue);
+pub(crate) struct PgParam(pub(crate) SqlValue);
 
 impl ToSql for PgParam {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
@@ -66,16 +66,16 @@ impl ToSql for PgParam {
     to_sql_checked!();
 }
 
-fn params(statement: &Statement) -> Vec<PgParam> {
+pub(crate) fn params(statement: &Statement) -> Vec<PgParam> {
     statement.params.iter().cloned().map(PgParam).collect()
 }
 
-fn as_dyn(params: &[PgParam]) -> Vec<&(dyn ToSql + Sync)> {
+pub(crate) fn as_dyn(params: &[PgParam]) -> Vec<&(dyn ToSql + Sync)> {
     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
 }
 
 /// An integer cell of any width.
-fn int_cell(row: &Row, idx: usize) -> Result<Option<i64>, tokio_postgres::Error> {
+pub(crate) fn int_cell(row: &Row, idx: usize) -> Result<Option<i64>, tokio_postgres::Error> {
     match *row.columns()[idx].type_() {
         Type::INT4 => Ok(row.try_get::<_, Option<i32>>(idx)?.map(i64::from)),
         Type::INT2 => Ok(row.try_get::<_, Option<i16>>(idx)?.map(i64::from)),

@@ -1,0 +1,202 @@
+//! The producer side both adapters share: `publish` hands frames to one background writer.
+//!
+//! The plane calls `publish` under the stream's lock, so it must cost next to nothing and never
+//! wait: it tags the frame with its generation, clones it into a bounded queue and returns. A
+//! full queue (Redis down for longer than the queue lasts) drops the frame and says so; readers
+//! then meet the hole and fall back to the store, which is correct, just not live.
+//!
+//! The writer drains the queue in batches, turns each batch into one pipeline (pub/sub or
+//! Streams commands, see [`Encode`]) and retries a batch that failed for a transport reason
+//! (a restart, a dropped connection) for up to `publish_retry_ms`, in order, before giving it up.
+//! A retried batch may land twice when only its acknowledgement was lost; that is an exact
+//! replay, which readers skip. One writer per adapter keeps every stream's frames in the order
+//! the producer made them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::RetryMethod;
+use tokio::sync::mpsc;
+use twoplane_core::Frame;
+use twoplane_stream::{RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
+
+use crate::envelope::new_generation;
+use crate::error::RedisRelayError;
+use crate::options::RedisRelayOptions;
+
+/// Frames written per pipeline at most.
+const BATCH: usize = 512;
+
+/// One frame on its way out.
+pub(crate) struct Outgoing {
+    pub stream_id: Arc<str>,
+    pub gen: Arc<str>,
+    /// The first frame of its generation (the log starts the stream's key afresh).
+    pub fresh: bool,
+    pub frame: Frame,
+}
+
+/// How a batch becomes Redis commands.
+pub(crate) trait Encode: Send + Sync + 'static {
+    fn encode(&self, batch: &[Outgoing], pipe: &mut redis::Pipeline);
+}
+
+pub(crate) struct Publisher {
+    tx: mpsc::Sender<Outgoing>,
+    /// The live generation of each stream id produced here; removed at its `end`.
+    gens: Mutex<HashMap<String, Arc<str>>>,
+    capacity: usize,
+}
+
+impl Publisher {
+    pub fn spawn(conn: ConnectionManager, encoder: Arc<dyn Encode>, options: &RedisRelayOptions) -> Publisher {
+        let (tx, rx) = mpsc::channel(options.publish_queue);
+        let writer = Writer {
+            conn,
+            encoder,
+            retry_for: Duration::from_millis(options.publish_retry_ms),
+            on_error: options.on_error.clone(),
+        };
+        tokio::spawn(writer.run(rx));
+        Publisher { tx, gens: Mutex::new(HashMap::new()), capacity: options.publish_queue }
+    }
+
+    pub fn publish(&self, stream_id: &str, frame: &Frame) -> Result<(), RelayError> {
+        if !matches!(frame, Frame::Chunk { .. } | Frame::Durable { .. } | Frame::End { .. }) {
+            return Err(Box::new(RedisRelayError::new(format!(
+                "only chunk, durable and end frames are relayed, not {}",
+                frame.kind().as_str()
+            ))));
+        }
+        // The generation is decided here, in the producer's order, whether or not the frame
+        // then fits in the queue: a dropped `end` must still close its generation, or a later
+        // production of the same id would continue it.
+        let (gen, fresh) = {
+            let mut gens = self.gens.lock().unwrap_or_else(|e| e.into_inner());
+            let found = gens.get(stream_id).cloned();
+            let (gen, fresh) = match found {
+                Some(gen) => (gen, false),
+                None => {
+                    let gen: Arc<str> = new_generation().into();
+                    gens.insert(stream_id.to_owned(), gen.clone());
+                    (gen, true)
+                }
+            };
+            if matches!(frame, Frame::End { .. }) {
+                gens.remove(stream_id);
+            }
+            (gen, fresh)
+        };
+        let item = Outgoing { stream_id: stream_id.into(), gen, fresh, frame: frame.clone() };
+        self.tx.try_send(item).map_err(|e| -> RelayError {
+            let why = match e {
+                mpsc::error::TrySendError::Full(_) => format!(
+                    "the Redis writer is {} frames behind: a {} frame was dropped, and readers on other instances \
+                     will fall back to the store",
+                    self.capacity,
+                    frame.kind().as_str()
+                ),
+                mpsc::error::TrySendError::Closed(_) => "the Redis writer has stopped".to_owned(),
+            };
+            Box::new(RedisRelayError::new(why))
+        })
+    }
+}
+
+struct Writer {
+    conn: ConnectionManager,
+    encoder: Arc<dyn Encode>,
+    retry_for: Duration,
+    on_error: Option<RelayErrorHook>,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::Receiver<Outgoing>) {
+        // Ends when the adapter (the only sender) is dropped.
+        while let Some(first) = rx.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < BATCH {
+                match rx.try_recv() {
+                    Ok(item) => batch.push(item),
+                    Err(_) => break,
+                }
+            }
+            let mut pipe = redis::pipe();
+            self.encoder.encode(&batch, &mut pipe);
+            if let Err(e) = self.write(&pipe).await {
+                self.report(&batch, &e);
+            }
+        }
+    }
+
+    async fn write(&mut self, pipe: &redis::Pipeline) -> Result<(), RedisRelayError> {
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(50);
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let err = match pipe.exec_async(&mut self.conn).await {
+                Ok(()) => {
+                    if attempts > 1 {
+                        tracing::info!(attempts, "the Redis writer recovered");
+                    }
+                    return Ok(());
+                }
+                Err(e) => e,
+            };
+            let transient = !matches!(err.retry_method(), RetryMethod::NoRetry);
+            if !transient || started.elapsed() + delay > self.retry_for {
+                return Err(RedisRelayError::redis(
+                    format!("writing to Redis failed after {attempts} attempt(s); those frames were dropped"),
+                    err,
+                ));
+            }
+            tracing::debug!(error = %err, attempts, "a Redis write failed; retrying");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    fn report(&self, batch: &[Outgoing], err: &RedisRelayError) {
+        let mut ids: Vec<&str> = batch.iter().map(|o| &*o.stream_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for stream_id in ids {
+            let info = RelayErrorInfo { stream_id, phase: RelayPhase::Publish };
+            match &self.on_error {
+                Some(hook) => {
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(info, err))).is_err() {
+                        tracing::error!(stream_id, "the relay error hook panicked");
+                    }
+                }
+                None => tracing::warn!(stream_id, error = %err, "relay publish failed"),
+            }
+        }
+    }
+}
+
+/// A client and a reconnecting, multiplexed command connection, with every wait bounded.
+pub(crate) async fn connect(
+    url: &str,
+    options: &RedisRelayOptions,
+) -> Result<(redis::Client, ConnectionManager), RedisRelayError> {
+    let client = redis::Client::open(url).map_err(|e| RedisRelayError::redis(format!("bad Redis URL {url:?}"), e))?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(options.connect_timeout()))
+        .set_response_timeout(Some(options.connect_timeout()))
+        // Few, quick reconnect attempts: the writer and the readers have their own retry and
+        // timeout policy on top, and a long internal backoff would only hide an outage.
+        .set_number_of_retries(2)
+        .set_min_delay(Duration::from_millis(50))
+        .set_max_delay(Duration::from_millis(500));
+    let conn = tokio::time::timeout(
+        options.connect_timeout().saturating_mul(2),
+        ConnectionManager::new_with_config(client.clone(), config),
+    )
+    .await
+    .map_err(|_| RedisRelayError::new(format!("connecting to Redis at {url} timed out")))?
+    .map_err(|e| RedisRelayError::redis(format!("connecting to Redis at {url}"), e))?;
+    Ok((client, conn))
+}

@@ -1,0 +1,477 @@
+//! Host leases and the sweeper: several instances sharing one database release the streams of an
+//! instance that died.
+//!
+//! A producer that dies without sealing (SIGKILL, a lost machine) leaves its message rows
+//! `streaming` forever: readers that fell back to the store wait for a seal that never comes.
+//! Every instance therefore holds a lease, a row `(host, expires_at)` in a lease table of the
+//! shared database ([`DEFAULT_HOST_LEASE_TABLE`]), renewed on every tick; and every instance runs
+//! the sweep, which marks `interrupted` each `streaming` row whose `host` column names a host
+//! whose lease has expired. After the sweep the row says `interrupted` and its body plus its
+//! chunk rows assemble to the durable prefix (the sweep changes the status only), so readers
+//! converge on the store.
+//!
+//! Guarantees:
+//! - Only rows whose status is exactly `streaming` change, and only their status; rows of hosts
+//!   whose lease is live, and rows of hosts that never took a lease, are never touched (the SQL
+//!   is the core's [`HostLeaseSql`]; expiry is judged by the database's clock).
+//! - [`Sweeper::start`] takes the lease (and, by default, releases rows a previous process with
+//!   the same host id left `streaming`) before it returns, so a plane opened afterwards is
+//!   covered from its first stream; then one task renews the lease and sweeps every
+//!   `interval_ms`. Store errors are logged and retried on the next tick, never fatal.
+//! - Options that cannot work are refused at construction: a lease that would expire before the
+//!   next renewal is a self-inflicted outage.
+//!
+//! The sweep filters on the status and host columns; on a large message table give it an index,
+//! for example a partial one: `CREATE INDEX ... ON messages (host) WHERE status = 'streaming'`.
+//!
+//! Deployment rules that follow: every instance that produces streams on the shared database
+//! passes its plane's host token ([`crate::Plane::host_token`]) as the sweeper's `host_id`, and
+//! host ids are unique among running processes. The lease time to live should exceed any pause a
+//! healthy process can take (a long GC-free stall, a database failover): an instance whose lease
+//! lapses while it still runs has its rows marked `interrupted` under it; its later checkpoints
+//! still land (they do not check the status) and its seal overwrites the status again.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::types::Value;
+use rusqlite::Connection;
+use tokio::sync::watch;
+use tokio_postgres::types::Type;
+use tokio_postgres::{Client, NoTls, Row};
+use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, SqlValue, Statement, StreamTables};
+
+pub use twoplane_core::sql::DEFAULT_HOST_LEASE_TABLE;
+
+use crate::error::PlaneError;
+use crate::postgres::{as_dyn, int_cell, params};
+
+/// Default lease time to live: 15 s.
+pub const DEFAULT_LEASE_TTL_MS: u64 = 15_000;
+/// Default period of the renew-and-sweep tick: 5 s (three renewals per lease).
+pub const DEFAULT_SWEEP_INTERVAL_MS: u64 = 5_000;
+/// Default time an expired lease row is kept once nothing of its host is streaming: one day.
+pub const DEFAULT_LEASE_RETENTION_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// Called with the keys of the rows a sweep released (a diagnostic, or a way to tell relayed
+/// readers; a panicking hook is contained).
+pub type SweptHook = Arc<dyn Fn(&[String]) + Send + Sync>;
+
+/// Everything configurable about a sweeper. Build with [`SweeperOptions::new`] and struct update
+/// syntax.
+#[derive(Clone)]
+pub struct SweeperOptions {
+    /// This instance's host id: the token its plane writes into the `host` column.
+    pub host_id: String,
+    /// The lease table. Default [`DEFAULT_HOST_LEASE_TABLE`].
+    pub lease_table: String,
+    /// How long a renewal keeps the lease. Default 15000; at least twice `interval_ms`.
+    pub lease_ttl_ms: u64,
+    /// Period of the renew-and-sweep tick. Default 5000.
+    pub interval_ms: u64,
+    /// How long an expired lease row is kept after its host's last streaming row is gone.
+    pub retention_ms: u64,
+    /// At start, mark `interrupted` the rows this host id still holds as `streaming`: they were
+    /// left by a previous process with the same id (this one has opened nothing yet). Default
+    /// true; turn it off only if the plane may open streams before the sweeper starts.
+    pub release_leftovers_on_start: bool,
+    pub on_swept: Option<SweptHook>,
+}
+
+impl SweeperOptions {
+    pub fn new(host_id: impl Into<String>) -> SweeperOptions {
+        SweeperOptions {
+            host_id: host_id.into(),
+            lease_table: DEFAULT_HOST_LEASE_TABLE.to_owned(),
+            lease_ttl_ms: DEFAULT_LEASE_TTL_MS,
+            interval_ms: DEFAULT_SWEEP_INTERVAL_MS,
+            retention_ms: DEFAULT_LEASE_RETENTION_MS,
+            release_leftovers_on_start: true,
+            on_swept: None,
+        }
+    }
+
+    fn check(&self) -> Result<(), PlaneError> {
+        if self.host_id.is_empty() {
+            return Err(PlaneError::invalid_options(
+                "the sweeper's host_id is empty: it must be the plane's host token",
+            ));
+        }
+        if self.interval_ms == 0 {
+            return Err(PlaneError::invalid_options("the sweeper's interval_ms must be at least 1"));
+        }
+        if self.lease_ttl_ms < self.interval_ms.saturating_mul(2) {
+            return Err(PlaneError::invalid_options(format!(
+                "lease_ttl_ms {} is shorter than two sweeper ticks ({} ms each): one late renewal would let \
+                 other instances release this host's live streams",
+                self.lease_ttl_ms, self.interval_ms
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for SweeperOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SweeperOptions")
+            .field("host_id", &self.host_id)
+            .field("lease_table", &self.lease_table)
+            .field("lease_ttl_ms", &self.lease_ttl_ms)
+            .field("interval_ms", &self.interval_ms)
+            .field("retention_ms", &self.retention_ms)
+            .field("release_leftovers_on_start", &self.release_leftovers_on_start)
+            .field("on_swept", &self.on_swept.is_some())
+            .finish()
+    }
+}
+
+/// Renews this host's lease and releases the rows of dead hosts. Cheap to clone.
+#[derive(Clone)]
+pub struct Sweeper {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Db,
+    lease: HostLeaseSql,
+    mapped: MappedSql,
+    options: SweeperOptions,
+}
+
+enum Db {
+    Postgres(Box<PgDb>),
+    Sqlite(Arc<Mutex<Connection>>),
+}
+
+impl Sweeper {
+    /// A sweeper on PostgreSQL (its own connection, re-established after a loss). `tables` is the
+    /// plane's mapping; its `host` column must be mapped.
+    pub async fn postgres(url: &str, tables: &StreamTables, options: SweeperOptions) -> Result<Sweeper, PlaneError> {
+        let (lease, mapped) = statements(tables, &options, Dialect::Postgres)?;
+        let db = PgDb { url: url.to_owned(), client: tokio::sync::Mutex::new(None) };
+        drop(db.client().await?);
+        Ok(Sweeper { inner: Arc::new(Inner { db: Db::Postgres(Box::new(db)), lease, mapped, options }) })
+    }
+
+    /// A sweeper on a SQLite database file (its own connection; several processes on one machine
+    /// may share the file).
+    pub fn sqlite(
+        path: impl AsRef<Path>,
+        tables: &StreamTables,
+        options: SweeperOptions,
+    ) -> Result<Sweeper, PlaneError> {
+        let (lease, mapped) = statements(tables, &options, Dialect::Sqlite)?;
+        let conn = Connection::open(path).map_err(sqlite_err("opening the database"))?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite_err("setting the busy timeout"))?;
+        let db = Db::Sqlite(Arc::new(Mutex::new(conn)));
+        Ok(Sweeper { inner: Arc::new(Inner { db, lease, mapped, options }) })
+    }
+
+    pub fn options(&self) -> &SweeperOptions {
+        &self.inner.options
+    }
+
+    /// Create the lease table if it does not exist.
+    pub async fn create_lease_table(&self) -> Result<(), PlaneError> {
+        for ddl in self.inner.lease.ddl() {
+            // Instances usually start together, and PostgreSQL's CREATE TABLE IF NOT EXISTS is
+            // not safe against a concurrent twin (one of them can fail on the catalog's unique
+            // index). The loser's retry finds the table and succeeds.
+            let mut attempt: u32 = 0;
+            loop {
+                attempt += 1;
+                match self.inner.db.execute(Statement { sql: ddl.clone(), params: Vec::new() }).await {
+                    Ok(_) => break,
+                    Err(e) if attempt < 3 => {
+                        tracing::debug!(error = %e, "creating the lease table failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Renew (or take) this host's lease for `lease_ttl_ms`.
+    pub async fn heartbeat(&self) -> Result<(), PlaneError> {
+        let o = &self.inner.options;
+        self.inner.db.execute(self.inner.lease.heartbeat(&o.host_id, o.lease_ttl_ms)).await.map(drop)
+    }
+
+    /// Mark `interrupted` the `streaming` rows of every host whose lease expired; returns their
+    /// keys.
+    pub async fn sweep(&self) -> Result<Vec<String>, PlaneError> {
+        self.inner.db.query_keys(self.inner.lease.sweep_expired()).await
+    }
+
+    /// Mark `interrupted` the rows this host id holds as `streaming` (what [`Sweeper::start`] does
+    /// first, by default); returns how many changed. Only safe while this process hosts nothing.
+    pub async fn release_leftovers(&self) -> Result<u64, PlaneError> {
+        match self.inner.mapped.sweep_interrupted(&self.inner.options.host_id) {
+            Some(statement) => self.inner.db.execute(statement).await,
+            None => Ok(0),
+        }
+    }
+
+    /// Give the lease up (after the plane drained): the next sweep anywhere releases whatever
+    /// this host still holds.
+    pub async fn release(&self) -> Result<(), PlaneError> {
+        self.inner.db.execute(self.inner.lease.release(&self.inner.options.host_id)).await.map(drop)
+    }
+
+    /// Delete lease rows of hosts long dead (see [`SweeperOptions::retention_ms`]).
+    pub async fn prune(&self) -> Result<u64, PlaneError> {
+        self.inner.db.execute(self.inner.lease.prune(self.inner.options.retention_ms)).await
+    }
+
+    /// Create the lease table, release this host id's leftovers (unless turned off), take the
+    /// lease, sweep once, then renew and sweep every `interval_ms` on a spawned task until the
+    /// handle is stopped or dropped. Call it before the plane opens its first stream.
+    pub async fn start(self) -> Result<SweeperHandle, PlaneError> {
+        self.create_lease_table().await?;
+        if self.inner.options.release_leftovers_on_start {
+            let n = self.release_leftovers().await?;
+            if n > 0 {
+                tracing::info!(host = %self.inner.options.host_id, rows = n, "released streams a previous process left open");
+            }
+        }
+        self.heartbeat().await?;
+        self.sweep_and_report().await;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(self.clone().run(stop_rx));
+        Ok(SweeperHandle { sweeper: self, stop_tx, task })
+    }
+
+    async fn run(self, mut stop: watch::Receiver<bool>) {
+        let o = &self.inner.options;
+        let interval = Duration::from_millis(o.interval_ms);
+        let ttl = Duration::from_millis(o.lease_ttl_ms);
+        let mut renewed = Instant::now();
+        let mut lapse_reported = false;
+        let mut pruned = Instant::now();
+        loop {
+            tokio::select! {
+                // A send of `true`, or the handle dropped: stop either way.
+                _ = stop.changed() => return,
+                _ = tokio::time::sleep(interval) => {}
+            }
+            match self.heartbeat().await {
+                Ok(()) => {
+                    renewed = Instant::now();
+                    lapse_reported = false;
+                }
+                Err(e) => {
+                    tracing::warn!(host = %o.host_id, error = %e, "lease renewal failed");
+                    if renewed.elapsed() >= ttl && !lapse_reported {
+                        lapse_reported = true;
+                        tracing::error!(
+                            host = %o.host_id,
+                            "the lease has lapsed: other instances may mark this host's live streams interrupted"
+                        );
+                    }
+                }
+            }
+            self.sweep_and_report().await;
+            // Pruning is housekeeping: once an hour (or per retention, if shorter) is plenty.
+            let prune_every = Duration::from_millis(o.retention_ms.clamp(o.interval_ms, 3_600_000));
+            if pruned.elapsed() >= prune_every {
+                pruned = Instant::now();
+                if let Err(e) = self.prune().await {
+                    tracing::warn!(error = %e, "pruning old leases failed");
+                }
+            }
+        }
+    }
+
+    async fn sweep_and_report(&self) {
+        match self.sweep().await {
+            Ok(keys) if keys.is_empty() => {}
+            Ok(keys) => {
+                tracing::info!(streams = ?keys, "released the streams of dead hosts (marked interrupted)");
+                if let Some(hook) = &self.inner.options.on_swept {
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&keys))).is_err() {
+                        tracing::error!("on_swept panicked");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "sweep failed"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Sweeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sweeper").field("options", &self.inner.options).finish()
+    }
+}
+
+/// The running sweeper. Dropping it stops the task without giving the lease up (it then expires
+/// on its own); [`SweeperHandle::stop`] can give it up at once.
+pub struct SweeperHandle {
+    sweeper: Sweeper,
+    stop_tx: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SweeperHandle {
+    pub fn sweeper(&self) -> &Sweeper {
+        &self.sweeper
+    }
+
+    /// Stop renewing and sweeping; with `release`, give the lease up too (do that after the plane
+    /// drained, so nothing of this host is left streaming).
+    pub async fn stop(self, release: bool) -> Result<(), PlaneError> {
+        let _ = self.stop_tx.send(true);
+        let _ = self.task.await;
+        if release {
+            self.sweeper.release().await?;
+        }
+        Ok(())
+    }
+}
+
+fn statements(
+    tables: &StreamTables,
+    options: &SweeperOptions,
+    dialect: Dialect,
+) -> Result<(HostLeaseSql, MappedSql), PlaneError> {
+    options.check()?;
+    let lease = HostLeaseSql::new(tables, &options.lease_table, dialect)?;
+    let mapped = MappedSql::new(tables, dialect)?;
+    Ok((lease, mapped))
+}
+
+fn sqlite_err(context: &str) -> impl FnOnce(rusqlite::Error) -> PlaneError + '_ {
+    move |e| PlaneError::store(format!("sqlite: {context}")).with_source(e)
+}
+
+fn pg_err(context: &str) -> impl FnOnce(tokio_postgres::Error) -> PlaneError + '_ {
+    move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
+}
+
+/// A PostgreSQL connection of the sweeper's own (a sweep must not queue behind the plane's
+/// checkpoints, and vice versa).
+struct PgDb {
+    url: String,
+    client: tokio::sync::Mutex<Option<Client>>,
+}
+
+impl PgDb {
+    async fn client(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Client>>, PlaneError> {
+        let mut guard = self.client.lock().await;
+        if guard.as_ref().is_some_and(Client::is_closed) {
+            *guard = None;
+        }
+        if guard.is_none() {
+            let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(pg_err("connecting"))?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(error = %e, "sweeper's postgres connection ended");
+                }
+            });
+            *guard = Some(client);
+        }
+        Ok(guard)
+    }
+}
+
+impl Db {
+    async fn execute(&self, statement: Statement) -> Result<u64, PlaneError> {
+        match self {
+            Db::Postgres(pg) => {
+                let guard = pg.client().await?;
+                let client = guard.as_ref().ok_or_else(|| PlaneError::store("postgres: no connection"))?;
+                let bound = params(&statement);
+                client
+                    .execute(statement.sql.as_str(), &as_dyn(&bound))
+                    .await
+                    .map_err(pg_err("running a lease statement"))
+            }
+            Db::Sqlite(conn) => {
+                let conn = conn.clone();
+                blocking(move || {
+                    let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+                    let n = conn
+                        .execute(&statement.sql, rusqlite::params_from_iter(bind(&statement.params)))
+                        .map_err(sqlite_err("running a lease statement"))?;
+                    Ok(n as u64)
+                })
+                .await
+            }
+        }
+    }
+
+    async fn query_keys(&self, statement: Statement) -> Result<Vec<String>, PlaneError> {
+        match self {
+            Db::Postgres(pg) => {
+                let guard = pg.client().await?;
+                let client = guard.as_ref().ok_or_else(|| PlaneError::store("postgres: no connection"))?;
+                let bound = params(&statement);
+                let rows = client.query(statement.sql.as_str(), &as_dyn(&bound)).await.map_err(pg_err("sweeping"))?;
+                rows.iter().map(pg_key).collect()
+            }
+            Db::Sqlite(conn) => {
+                let conn = conn.clone();
+                blocking(move || {
+                    let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut stmt = conn.prepare(&statement.sql).map_err(sqlite_err("sweeping"))?;
+                    let rows = stmt
+                        .query_map(rusqlite::params_from_iter(bind(&statement.params)), |r| r.get::<_, Value>(0))
+                        .map_err(sqlite_err("sweeping"))?;
+                    let mut keys = Vec::new();
+                    for row in rows {
+                        keys.push(sqlite_key(row.map_err(sqlite_err("sweeping"))?));
+                    }
+                    Ok(keys)
+                })
+                .await
+            }
+        }
+    }
+}
+
+async fn blocking<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, PlaneError> + Send + 'static,
+) -> Result<R, PlaneError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| PlaneError::store("sqlite: the blocking task failed").with_source(e))?
+}
+
+fn bind(params: &[SqlValue]) -> Vec<Value> {
+    params
+        .iter()
+        .map(|p| match p {
+            SqlValue::Text(s) => Value::Text(s.clone()),
+            SqlValue::Int(i) => Value::Integer(*i),
+            SqlValue::Null => Value::Null,
+        })
+        .collect()
+}
+
+/// A released row's key as text, whatever the application's key column type (text or integer).
+fn pg_key(row: &Row) -> Result<String, PlaneError> {
+    let Some(column) = row.columns().first() else {
+        return Err(PlaneError::store("postgres: the sweep returned a row without its key"));
+    };
+    match *column.type_() {
+        Type::INT2 | Type::INT4 | Type::INT8 => {
+            Ok(int_cell(row, 0).map_err(pg_err("reading a released key"))?.map(|v| v.to_string()).unwrap_or_default())
+        }
+        _ => {
+            row.try_get::<_, Option<String>>(0).map(Option::unwrap_or_default).map_err(pg_err("reading a released key"))
+        }
+    }
+}
+
+fn sqlite_key(v: Value) -> String {
+    match v {
+        Value::Text(s) => s,
+        Value::Integer(i) => i.to_string(),
+        Value::Real(f) => f.to_string(),
+        Value::Null => String::new(),
+        Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
+    }
+}

@@ -1,0 +1,420 @@
+//! The host lease and the sweeper against real databases: a SQLite file always, and PostgreSQL
+//! when `TWOPLANE_PG_URL` is set (scripts/test-plane.sh and scripts/test-redis.sh start one on
+//! loopback; without it the PostgreSQL test says it was skipped and passes).
+//!
+//! The scenario: real planes produce into a shared message table under three host ids. One host
+//! "dies" (its handle is abandoned without a seal and its lease is left to expire), one stays
+//! alive, and one row names a host that never took a lease. The sweep must release exactly the
+//! dead host's streaming row, leave its text where the store keeps it (body plus chunks give the
+//! durable prefix), and touch nothing else.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::plane_with;
+use rusqlite::{Connection, OptionalExtension};
+use tokio_postgres::NoTls;
+use twoplane_core::splice::{assemble_durable_text, ChunkRow};
+use twoplane_core::Text;
+use twoplane_stream::*;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Row {
+    body: String,
+    seq: i64,
+    status: Option<String>,
+    host: Option<String>,
+}
+
+#[async_trait]
+trait Db: Send + Sync {
+    fn int_type(&self) -> &'static str;
+    async fn exec(&self, sql: &str);
+    async fn row(&self, table: &str, id: &str) -> Row;
+    async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)>;
+    async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget>;
+    async fn sweeper(&self, tables: &StreamTables, options: SweeperOptions) -> Sweeper;
+}
+
+// ---------------------------------------------------------------- SQLite
+
+struct Sqlite {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl Sqlite {
+    fn new() -> Sqlite {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let path = std::env::temp_dir().join(format!("twoplane-sweeper-{}-{n}.db", std::process::id()));
+        remove_db(&path);
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        Sqlite { path, conn: Mutex::new(conn) }
+    }
+}
+
+fn remove_db(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+impl Drop for Sqlite {
+    fn drop(&mut self) {
+        remove_db(&self.path);
+    }
+}
+
+#[async_trait]
+impl Db for Sqlite {
+    fn int_type(&self) -> &'static str {
+        "INTEGER"
+    }
+
+    async fn exec(&self, sql: &str) {
+        self.conn.lock().unwrap().execute_batch(sql).unwrap();
+    }
+
+    async fn row(&self, table: &str, id: &str) -> Row {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row(&format!("SELECT body, seq, status, host FROM \"{table}\" WHERE id = ?1"), [id], |r| {
+            Ok(Row { body: r.get(0)?, seq: r.get(1)?, status: r.get(2)?, host: r.get(3)? })
+        })
+        .optional()
+        .unwrap()
+        .expect("row exists")
+    }
+
+    async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt =
+            conn.prepare(&format!("SELECT seq, text FROM \"{table}\" WHERE \"streamId\" = ?1 ORDER BY seq")).unwrap();
+        stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    }
+
+    async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
+        let target = SqliteTarget::open(&self.path, tables).unwrap();
+        target.create_chunk_table().await.unwrap();
+        Arc::new(target)
+    }
+
+    async fn sweeper(&self, tables: &StreamTables, options: SweeperOptions) -> Sweeper {
+        Sweeper::sqlite(&self.path, tables, options).unwrap()
+    }
+}
+
+// ---------------------------------------------------------------- PostgreSQL
+
+struct Postgres {
+    url: String,
+    client: tokio_postgres::Client,
+}
+
+async fn postgres() -> Option<Postgres> {
+    let Ok(url) = std::env::var("TWOPLANE_PG_URL") else {
+        eprintln!("skipped: TWOPLANE_PG_URL not set");
+        return None;
+    };
+    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect to TWOPLANE_PG_URL");
+    tokio::spawn(connection);
+    Some(Postgres { url, client })
+}
+
+#[async_trait]
+impl Db for Postgres {
+    fn int_type(&self) -> &'static str {
+        "integer"
+    }
+
+    async fn exec(&self, sql: &str) {
+        self.client.batch_execute(sql).await.unwrap();
+    }
+
+    async fn row(&self, table: &str, id: &str) -> Row {
+        let r = self
+            .client
+            .query_one(&format!("SELECT body, seq, status, host FROM \"{table}\" WHERE id = $1"), &[&id])
+            .await
+            .unwrap();
+        Row { body: r.get(0), seq: i64::from(r.get::<_, i32>(1)), status: r.get(2), host: r.get(3) }
+    }
+
+    async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)> {
+        self.client
+            .query(&format!("SELECT seq, text FROM \"{table}\" WHERE \"streamId\" = $1 ORDER BY seq"), &[&id])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    }
+
+    async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
+        let target = PostgresTarget::connect(&self.url, tables).await.unwrap();
+        target.create_chunk_table().await.unwrap();
+        Arc::new(target)
+    }
+
+    async fn sweeper(&self, tables: &StreamTables, options: SweeperOptions) -> Sweeper {
+        Sweeper::postgres(&self.url, tables, options).await.unwrap()
+    }
+}
+
+// ---------------------------------------------------------------- the scenario
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+struct Names {
+    tables: StreamTables,
+    lease: String,
+    tag: String,
+}
+
+async fn create_tables(db: &dyn Db) -> Names {
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let tag = format!("{}_{n}", std::process::id());
+    let message = format!("swmsg_{tag}");
+    let chunks = format!("{message}_chunks");
+    db.exec(&format!(
+        "CREATE TABLE \"{message}\" (id TEXT PRIMARY KEY, body TEXT NOT NULL DEFAULT '', status TEXT, \
+         seq {} NOT NULL DEFAULT 0, host TEXT)",
+        db.int_type()
+    ))
+    .await;
+    let columns = StreamColumns { host: Some("host".into()), ..StreamColumns::default() };
+    Names { tables: StreamTables { message, chunks, columns }, lease: format!("swlease_{tag}"), tag }
+}
+
+async fn insert(db: &dyn Db, names: &Names, id: &str) {
+    db.exec(&format!("INSERT INTO \"{}\" (id) VALUES ('{id}')", names.tables.message)).await;
+}
+
+fn options(names: &Names, host: &str, ttl_ms: u64, interval_ms: u64) -> SweeperOptions {
+    SweeperOptions { lease_table: names.lease.clone(), lease_ttl_ms: ttl_ms, interval_ms, ..SweeperOptions::new(host) }
+}
+
+/// No automatic checkpoints: the test decides what is durable with `flush`.
+fn manual(host: &str) -> impl FnOnce(&mut PlaneOptions) + '_ {
+    move |o| {
+        o.chars = 1_000_000;
+        o.interval_ms = 1_000_000;
+        o.retry_backoff_ms = 5;
+        o.host_id = Some(host.to_owned());
+    }
+}
+
+async fn durable_text(db: &dyn Db, names: &Names, id: &str) -> String {
+    let row = db.row(&names.tables.message, id).await;
+    let chunks: Vec<ChunkRow> = db
+        .chunks(&names.tables.chunks, id)
+        .await
+        .into_iter()
+        .map(|(seq, text)| ChunkRow { seq: seq as u64, text: Some(Text::from(text.as_str())) })
+        .collect();
+    let body = Text::from(row.body.as_str());
+    assemble_durable_text(Some(&body), &chunks).to_string_lossy()
+}
+
+async fn status(db: &dyn Db, names: &Names, id: &str) -> Option<String> {
+    db.row(&names.tables.message, id).await.status
+}
+
+async fn scenario(db: &dyn Db) {
+    let names = create_tables(db).await;
+    let (dead, live, reused) =
+        (format!("dead-{}", names.tag), format!("live-{}", names.tag), format!("reused-{}", names.tag));
+    for id in ["d_live", "d_sealed", "l_live", "nobody", "leftover", "l_late"] {
+        insert(db, &names, id).await;
+    }
+
+    // The dead host: one stream sealed while it lived, one abandoned mid-stream with part of its
+    // text durable and part only produced.
+    let dead_lease = db.sweeper(&names.tables, options(&names, &dead, 400, 100)).await;
+    dead_lease.create_lease_table().await.unwrap();
+    dead_lease.heartbeat().await.unwrap();
+    let dead_plane = plane_with(db.target(&names.tables).await, manual(&dead));
+    let sealed = dead_plane.open("d_sealed").await.unwrap();
+    sealed.push("finished").unwrap();
+    sealed.close().await.unwrap();
+    let abandoned = dead_plane.open("d_live").await.unwrap();
+    abandoned.push("hello ").unwrap();
+    assert_eq!(abandoned.flush().await.unwrap(), 6);
+    abandoned.push("wörld, never durable").unwrap();
+    // A SIGKILL seals nothing: leak the handle so its drop cannot seal the stream either.
+    std::mem::forget(abandoned);
+
+    // The live host, with its sweeper started (its task ticks too rarely to act during this test:
+    // the sweeps below are the test's own, so their results are deterministic).
+    let live_handle = db.sweeper(&names.tables, options(&names, &live, 60_000, 30_000)).await.start().await.unwrap();
+    let live_plane = plane_with(db.target(&names.tables).await, manual(&live));
+    let live_stream = live_plane.open("l_live").await.unwrap();
+    live_stream.push("still ").unwrap();
+    live_stream.flush().await.unwrap();
+
+    // A row of a host that never took a lease.
+    db.exec(&format!(
+        "UPDATE \"{}\" SET status = 'streaming', host = 'nobody' WHERE id = 'nobody'",
+        names.tables.message
+    ))
+    .await;
+
+    // While the dead host's lease runs, nothing is released.
+    assert_eq!(live_handle.sweeper().sweep().await.unwrap(), Vec::<String>::new());
+    assert_eq!(status(db, &names, "d_live").await.as_deref(), Some("streaming"));
+
+    // Let it expire (judged by the database's clock), then sweep.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(live_handle.sweeper().sweep().await.unwrap(), vec!["d_live".to_string()]);
+    let row = db.row(&names.tables.message, "d_live").await;
+    assert_eq!(row.status.as_deref(), Some("interrupted"));
+    assert_eq!(
+        (row.seq, row.host.as_deref(), row.body.as_str()),
+        (6, Some(dead.as_str()), ""),
+        "only the status changed"
+    );
+    assert_eq!(durable_text(db, &names, "d_live").await, "hello ", "body plus chunks give the durable prefix");
+    // Untouched: a sealed row of the dead host, the live host's row, the lease-less host's row.
+    assert_eq!(status(db, &names, "d_sealed").await.as_deref(), Some("complete"));
+    assert_eq!(db.row(&names.tables.message, "d_sealed").await.body, "finished");
+    assert_eq!(status(db, &names, "l_live").await.as_deref(), Some("streaming"));
+    assert_eq!(status(db, &names, "nobody").await.as_deref(), Some("streaming"));
+    // A second sweep finds nothing new.
+    assert_eq!(live_handle.sweeper().sweep().await.unwrap(), Vec::<String>::new());
+
+    // The live host's stream goes on as if nothing happened.
+    live_stream.push("here").unwrap();
+    live_stream.close().await.unwrap();
+    let row = db.row(&names.tables.message, "l_live").await;
+    assert_eq!((row.status.as_deref(), row.body.as_str()), (Some("complete"), "still here"));
+
+    // A process restarted under a host id that was in use releases what its predecessor left.
+    db.exec(&format!(
+        "UPDATE \"{}\" SET status = 'streaming', host = '{reused}' WHERE id = 'leftover'",
+        names.tables.message
+    ))
+    .await;
+    let reused_handle =
+        db.sweeper(&names.tables, options(&names, &reused, 60_000, 30_000)).await.start().await.unwrap();
+    assert_eq!(status(db, &names, "leftover").await.as_deref(), Some("interrupted"));
+
+    // A clean stop that gives the lease up: whatever the host still held is released by the next
+    // sweep anywhere, without waiting for the time to live.
+    let late = live_plane.open("l_late").await.unwrap();
+    late.push("cut").unwrap();
+    std::mem::forget(late);
+    live_handle.stop(true).await.unwrap();
+    assert_eq!(reused_handle.sweeper().sweep().await.unwrap(), vec!["l_late".to_string()]);
+
+    // Pruning forgets expired hosts with nothing streaming (the dead and the live host now); the
+    // lease-less host was never in the table, and the running one keeps its lease.
+    let pruner =
+        db.sweeper(&names.tables, SweeperOptions { retention_ms: 0, ..options(&names, &reused, 1_500, 100) }).await;
+    assert_eq!(pruner.prune().await.unwrap(), 2);
+    assert_eq!(pruner.prune().await.unwrap(), 0);
+    reused_handle.stop(true).await.unwrap();
+
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.lease)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.chunks)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
+}
+
+/// The running task renews the lease on its own and sweeps on its own, and reports what it
+/// released.
+async fn background(db: &dyn Db) {
+    let names = create_tables(db).await;
+    let dead = format!("bgdead-{}", names.tag);
+    insert(db, &names, "m").await;
+    let dead_lease = db.sweeper(&names.tables, options(&names, &dead, 200, 100)).await;
+    dead_lease.create_lease_table().await.unwrap();
+    dead_lease.heartbeat().await.unwrap();
+    let dead_plane = plane_with(db.target(&names.tables).await, manual(&dead));
+    let h = dead_plane.open("m").await.unwrap();
+    h.push("x").unwrap();
+    std::mem::forget(h);
+
+    let swept = Arc::new(Mutex::new(Vec::new()));
+    let seen = swept.clone();
+    let hook: SweptHook = Arc::new(move |keys: &[String]| seen.lock().unwrap().extend_from_slice(keys));
+    let live = format!("bglive-{}", names.tag);
+    // Long enough that the renewals must come from the task: ten ticks of 100 ms at least.
+    let handle = db
+        .sweeper(&names.tables, SweeperOptions { on_swept: Some(hook), ..options(&names, &live, 400, 100) })
+        .await
+        .start()
+        .await
+        .unwrap();
+    for _ in 0..50 {
+        if !swept.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(*swept.lock().unwrap(), vec!["m".to_string()]);
+    assert_eq!(status(db, &names, "m").await.as_deref(), Some("interrupted"));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Its own lease stayed live all along: another sweeper run by a third host releases nothing.
+    insert(db, &names, "n").await;
+    let live_plane = plane_with(db.target(&names.tables).await, manual(&live));
+    let kept = live_plane.open("n").await.unwrap();
+    let third = db.sweeper(&names.tables, options(&names, &format!("bgthird-{}", names.tag), 400, 100)).await;
+    assert_eq!(third.sweep().await.unwrap(), Vec::<String>::new());
+    kept.close().await.unwrap();
+    handle.stop(true).await.unwrap();
+
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.lease)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.chunks)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sweeper_releases_only_dead_hosts() {
+    scenario(&Sqlite::new()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sweeper_runs_on_its_own() {
+    background(&Sqlite::new()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sweeper_releases_only_dead_hosts() {
+    let Some(db) = postgres().await else { return };
+    scenario(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sweeper_runs_on_its_own() {
+    let Some(db) = postgres().await else { return };
+    background(&db).await;
+}
+
+#[tokio::test]
+async fn options_that_cannot_work_are_refused() {
+    let path = std::env::temp_dir().join(format!("twoplane-sweeper-options-{}.db", std::process::id()));
+    let with_host = StreamTables {
+        message: "m".into(),
+        chunks: "c".into(),
+        columns: StreamColumns { host: Some("host".into()), ..Default::default() },
+    };
+    let refused = |tables: &StreamTables, o: SweeperOptions| Sweeper::sqlite(&path, tables, o).unwrap_err();
+
+    let e = refused(&with_host, SweeperOptions { lease_ttl_ms: 1_000, interval_ms: 600, ..SweeperOptions::new("h") });
+    assert_eq!(e.kind(), PlaneErrorKind::InvalidOptions);
+    assert!(e.message().contains("two sweeper ticks"), "{e}");
+    assert_eq!(refused(&with_host, SweeperOptions::new("")).kind(), PlaneErrorKind::InvalidOptions);
+    assert_eq!(
+        refused(&with_host, SweeperOptions { interval_ms: 0, ..SweeperOptions::new("h") }).kind(),
+        PlaneErrorKind::InvalidOptions
+    );
+    let no_host = StreamTables { message: "m".into(), chunks: "c".into(), columns: StreamColumns::default() };
+    let e = refused(&no_host, SweeperOptions::new("h"));
+    assert!(e.message().contains("host column"), "{e}");
+    remove_db(&path);
+}

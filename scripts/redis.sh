@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# A throwaway Redis on loopback for twoplane's tests (the relay adapters in crates/twoplane-redis
+# and the multi-instance test).
+#
+#   scripts/redis.sh [start]  start (or reuse) the server; prints `export TWOPLANE_REDIS_URL=...`
+#                             on stdout, so `eval "$(scripts/redis.sh)"` sets it; logs go to stderr
+#   scripts/redis.sh url      print the URL of the running server
+#   scripts/redis.sh stop     stop the server
+#   scripts/redis.sh restart  kill the server and start a fresh one on the same port (what a
+#                             mid-stream outage test needs: clients see their connections drop,
+#                             then the same URL works again, with every key gone)
+#
+# Idempotent: a running server is reused. Redis is installed with apt (Debian's redis-server)
+# only when no redis-server binary is found. It runs without persistence (no RDB snapshots, no
+# AOF): a restart starts empty, which is the harshest outage a relay must survive. Settings:
+# TWOPLANE_REDIS_DIR (default /tmp/twoplane-redis), TWOPLANE_REDIS_PORT (first port tried,
+# default 56379).
+set -euo pipefail
+
+BASE="${TWOPLANE_REDIS_DIR:-/tmp/twoplane-redis}"
+FIRST_PORT="${TWOPLANE_REDIS_PORT:-56379}"
+PIDFILE="$BASE/redis.pid"
+PORTFILE="$BASE/port"
+
+log() { echo "redis.sh: $*" >&2; }
+
+find_bin() {
+    local b
+    for b in "$(command -v redis-server 2>/dev/null || true)" /usr/bin/redis-server /usr/local/bin/redis-server; do
+        if [[ -n "$b" && -x "$b" ]]; then
+            echo "$b"
+            return 0
+        fi
+    done
+    return 1
+}
+
+ensure_installed() {
+    if BIN="$(find_bin)"; then
+        return
+    fi
+    log "redis-server not found; installing it with apt"
+    export DEBIAN_FRONTEND=noninteractive
+    # The package's maintainer script would start a system-wide server on port 6379; nothing here
+    # wants one, so service starts are refused for the duration of the install (the standard
+    # policy-rc.d mechanism), unless the machine already has its own policy.
+    local policy=/usr/sbin/policy-rc.d own_policy=""
+    if [[ ! -e "$policy" ]]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy"
+        chmod +x "$policy"
+        own_policy=1
+    fi
+    local ok=""
+    if apt-get install -y --no-install-recommends redis-server >&2; then
+        ok=1
+    else
+        apt-get update >&2
+        apt-get install -y --no-install-recommends redis-server >&2 && ok=1
+    fi
+    if [[ -n "$own_policy" ]]; then rm -f "$policy"; fi
+    [[ -n "$ok" ]] || { log "apt-get install redis-server failed"; exit 1; }
+    BIN="$(find_bin)" || { log "redis-server is still missing after apt-get install"; exit 1; }
+}
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# PING over bash's /dev/tcp, so no redis-cli is needed.
+pong() {
+    local reply
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+    printf 'PING\r\n' >&3
+    reply=""
+    read -r -t 2 reply <&3 || true
+    exec 3<&- 3>&-
+    [[ "$reply" == "+PONG"* ]]
+}
+
+pid() { [[ -f "$PIDFILE" ]] && cat "$PIDFILE"; }
+
+running() {
+    local p
+    p="$(pid 2>/dev/null)" || return 1
+    [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null && [[ -f "$PORTFILE" ]] && pong "$(cat "$PORTFILE")" 2>/dev/null
+}
+
+url() { echo "redis://127.0.0.1:$(cat "$PORTFILE")/"; }
+
+start() {
+    ensure_installed
+    mkdir -p "$BASE"
+    if running; then
+        log "reusing the server on port $(cat "$PORTFILE") (pid $(pid))"
+        echo "export TWOPLANE_REDIS_URL=$(url)"
+        return
+    fi
+    local port
+    if [[ -n "${KEEP_PORT:-}" && -f "$PORTFILE" ]]; then
+        port="$(cat "$PORTFILE")"
+    else
+        port="$FIRST_PORT"
+        while port_busy "$port"; do
+            port=$((port + 1))
+            if (( port > FIRST_PORT + 50 )); then log "no free port near $FIRST_PORT"; exit 1; fi
+        done
+    fi
+    echo "$port" >"$PORTFILE"
+    rm -f "$PIDFILE"
+    log "starting $BIN on 127.0.0.1:$port"
+    # No persistence (save "" and no AOF); daemonized with a pidfile so stop/restart find it.
+    "$BIN" --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+        --daemonize yes --pidfile "$PIDFILE" --logfile "$BASE/server.log" --dir "$BASE" >&2
+    local i
+    for i in $(seq 1 100); do
+        if pong "$port" 2>/dev/null; then
+            echo "export TWOPLANE_REDIS_URL=$(url)"
+            return
+        fi
+        sleep 0.05
+    done
+    log "the server did not answer PING on port $port"
+    tail -20 "$BASE/server.log" >&2 || true
+    exit 1
+}
+
+stop() {
+    local p
+    p="$(pid 2>/dev/null)" || { log "not running"; return 0; }
+    if [[ -z "$p" ]] || ! kill -0 "$p" 2>/dev/null; then
+        log "not running"
+        rm -f "$PIDFILE"
+        return 0
+    fi
+    # SIGKILL, not a shutdown: the point of a restart is an abrupt outage, and with persistence
+    # off there is nothing to save anyway.
+    kill -9 "$p" 2>/dev/null || true
+    local i
+    for i in $(seq 1 100); do
+        kill -0 "$p" 2>/dev/null || break
+        sleep 0.05
+    done
+    rm -f "$PIDFILE"
+}
+
+case "${1:-start}" in
+    start) start ;;
+    url) running || { log "not running"; exit 1; }; url ;;
+    stop) stop ;;
+    restart) stop; KEEP_PORT=1 start ;;
+    *) echo "usage: $0 [start|url|stop|restart]" >&2; exit 2 ;;
+esac
