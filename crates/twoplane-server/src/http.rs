@@ -1,0 +1,274 @@
+//! The SSE endpoint (SPEC section 5): `GET <path>?streamId=<id>&from=<n>` answered with a
+//! plane subscription encoded as server-sent events.
+//!
+//! Guarantees:
+//! - Response headers are exactly [`STREAM_SSE_HEADERS`]; each frame is one event with an `id:`
+//!   line when the frame has a resume point, so a reconnecting `EventSource` sends
+//!   `Last-Event-ID` naming exactly where it got to (and that header wins over `?from`).
+//! - One write per wakeup: everything the subscription has queued when the body is polled is
+//!   encoded into one buffer (up to [`SseConfig::max_batch_bytes`]) and handed to hyper as one
+//!   body chunk. Under load a client therefore costs one system call per batch, not per frame.
+//! - No buffering of its own: the body pulls a frame only when hyper asks for more, and hyper
+//!   asks only while its per-connection buffer has room (see [`crate::server`]). A client that
+//!   stops reading leaves frames in the plane's bounded subscriber queue, where overflow ends
+//!   that subscriber with `stale`; the server's memory does not grow with the backlog.
+//! - Teardown: when the client disconnects, hyper drops the body, which drops the subscription,
+//!   which detaches it from the stream at once. The keep-alive comment (every
+//!   [`SseConfig::keep_alive`]) bounds how long a silent, vanished client can go unnoticed.
+//! - A denial is `403` with the same body whether or not the stream exists; a request without a
+//!   stream id is `400`.
+
+use std::any::Any;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use bytes::Bytes;
+use twoplane_core::request::stream_request_from_http;
+use twoplane_core::sse::{encode_event_into, DEFAULT_KEEP_ALIVE_MS, KEEP_ALIVE_COMMENT, STREAM_SSE_HEADERS};
+use twoplane_stream::{Plane, PlaneErrorKind, Subscription};
+
+/// The path [`sse_router`] mounts the endpoint at.
+pub const STREAM_PATH: &str = "/api/stream";
+
+/// Settings of the SSE endpoint.
+#[derive(Clone, Debug)]
+pub struct SseConfig {
+    /// Interval of the `: ping` comment. Default 15 s (SPEC section 5).
+    pub keep_alive: Duration,
+    /// A batch stops growing at this many bytes; the rest goes in the next write. Bounds the
+    /// memory one connection can hold between the subscription and the socket.
+    pub max_batch_bytes: usize,
+}
+
+impl Default for SseConfig {
+    fn default() -> Self {
+        SseConfig { keep_alive: Duration::from_millis(DEFAULT_KEEP_ALIVE_MS), max_batch_bytes: 32 * 1024 }
+    }
+}
+
+/// Counters of the endpoint, shared by every response it serves (tests and health checks read
+/// them; updating them is one relaxed atomic add per event).
+#[derive(Debug, Default)]
+pub struct SseStats {
+    /// SSE responses whose body (and so whose subscription) is still alive.
+    pub active: AtomicUsize,
+    /// Responses started.
+    pub opened: AtomicU64,
+    /// Frames encoded.
+    pub frames: AtomicU64,
+    /// Body chunks handed to hyper (one per wakeup).
+    pub writes: AtomicU64,
+    /// Keep-alive comments sent.
+    pub pings: AtomicU64,
+}
+
+impl SseStats {
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+}
+
+/// The caller as [`sse_router`] identifies it: the request's headers, from which an
+/// [`twoplane_stream::Authorizer`] can read a cookie or a bearer token
+/// (`request.user::<HttpCaller>()`).
+#[derive(Clone, Debug)]
+pub struct HttpCaller {
+    pub headers: HeaderMap,
+}
+
+type Identify<U> = Arc<dyn Fn(&HeaderMap) -> U + Send + Sync>;
+
+struct Endpoint<U> {
+    plane: Plane,
+    config: SseConfig,
+    stats: Arc<SseStats>,
+    identify: Identify<U>,
+}
+
+impl<U> Clone for Endpoint<U> {
+    fn clone(&self) -> Self {
+        Endpoint {
+            plane: self.plane.clone(),
+            config: self.config.clone(),
+            stats: self.stats.clone(),
+            identify: self.identify.clone(),
+        }
+    }
+}
+
+/// A router serving `GET /api/stream` for `plane`, identifying callers as [`HttpCaller`].
+/// Returns the router and its counters.
+pub fn sse_router(plane: Plane, config: SseConfig) -> (Router, Arc<SseStats>) {
+    sse_router_with(plane, config, |headers: &HeaderMap| HttpCaller { headers: headers.clone() })
+}
+
+/// Like [`sse_router`], with the application's own user type: `identify` turns a request's
+/// headers into the user handed to [`Plane::subscribe`] (and so to the authorizer).
+pub fn sse_router_with<U, F>(plane: Plane, config: SseConfig, identify: F) -> (Router, Arc<SseStats>)
+where
+    U: Any + Send + Sync,
+    F: Fn(&HeaderMap) -> U + Send + Sync + 'static,
+{
+    let stats = Arc::new(SseStats::default());
+    let endpoint = Endpoint { plane, config, stats: stats.clone(), identify: Arc::new(identify) };
+    let router = Router::new().route(STREAM_PATH, get(stream_handler::<U>)).with_state(endpoint);
+    (router, stats)
+}
+
+async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>>, request: Request) -> Response {
+    let headers = request.headers();
+    // A header that is not valid UTF-8 still counts as present (SPEC: present wins, even
+    // empty); its garbage parses to offset 0, as `parseInt` would.
+    let last_event_id = headers.get("last-event-id").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let target = request.uri().path_and_query().map_or("", |pq| pq.as_str());
+    let wanted = stream_request_from_http(target, last_event_id.as_deref());
+    if wanted.stream_id.is_empty() {
+        return plain(StatusCode::BAD_REQUEST, "missing streamId\n");
+    }
+    let user = (endpoint.identify)(headers);
+    let from = wanted.from_offset();
+    match endpoint.plane.subscribe(&user, &wanted.stream_id, from).await {
+        Ok(subscription) => {
+            tracing::debug!(stream_id = %wanted.stream_id, from, "sse subscriber joined");
+            sse_response(subscription, &endpoint.config, endpoint.stats.clone())
+        }
+        // Same status and body for a stream that exists and one that does not.
+        Err(e) if e.kind() == PlaneErrorKind::Forbidden => plain(StatusCode::FORBIDDEN, "forbidden\n"),
+        Err(e) => {
+            tracing::warn!(stream_id = %wanted.stream_id, error = %e, "subscribe failed");
+            plain(StatusCode::SERVICE_UNAVAILABLE, "the stream plane is unavailable\n")
+        }
+    }
+}
+
+fn plain(status: StatusCode, body: &'static str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+}
+
+/// An SSE response for `subscription`: the contract's headers and an [`SseBody`]. Use this to
+/// serve a subscription from a route of your own.
+pub fn sse_response(subscription: Subscription, config: &SseConfig, stats: Arc<SseStats>) -> Response {
+    let mut response = Response::new(Body::new(SseBody::new(subscription, config, stats)));
+    let headers = response.headers_mut();
+    for (name, value) in STREAM_SSE_HEADERS {
+        headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// The response body: a subscription's frames as SSE events, coalesced per wakeup, with
+/// keep-alive comments between.
+pub struct SseBody {
+    /// `None` once the terminal frame is encoded: dropping it detaches from the stream before
+    /// the last bytes even reach the socket.
+    subscription: Option<Subscription>,
+    ping: Pin<Box<tokio::time::Sleep>>,
+    keep_alive: Duration,
+    max_batch_bytes: usize,
+    /// Whether the body is over (terminal sent, or the subscription ran dry).
+    done: bool,
+    stats: Arc<SseStats>,
+}
+
+impl SseBody {
+    pub fn new(subscription: Subscription, config: &SseConfig, stats: Arc<SseStats>) -> SseBody {
+        stats.active.fetch_add(1, Ordering::SeqCst);
+        stats.opened.fetch_add(1, Ordering::Relaxed);
+        let keep_alive = config.keep_alive.max(Duration::from_millis(1));
+        SseBody {
+            subscription: Some(subscription),
+            ping: Box::pin(tokio::time::sleep(keep_alive)),
+            keep_alive,
+            max_batch_bytes: config.max_batch_bytes.max(1),
+            done: false,
+            stats,
+        }
+    }
+
+    /// Encode `first` and then whatever else is queued right now, up to the batch limit.
+    fn batch(&mut self, first: &twoplane_core::Frame) -> Bytes {
+        let mut out = String::with_capacity(256);
+        encode_event_into(&mut out, first);
+        let mut frames = 1u64;
+        let mut terminal = first.is_terminal();
+        if let Some(sub) = self.subscription.as_mut() {
+            while !terminal && out.len() < self.max_batch_bytes {
+                let Some(frame) = sub.try_next() else { break };
+                encode_event_into(&mut out, &frame);
+                frames += 1;
+                terminal = frame.is_terminal();
+            }
+        }
+        if terminal {
+            // Nothing follows a terminal (SPEC section 1): end the body after this write and
+            // release the subscription now.
+            self.done = true;
+            self.subscription = None;
+        }
+        self.stats.frames.fetch_add(frames, Ordering::Relaxed);
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        Bytes::from(out)
+    }
+}
+
+impl http_body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        // Frames first: a pending ping can wait for the next poll.
+        if let Some(sub) = this.subscription.as_mut() {
+            match sub.poll_frame(cx) {
+                Poll::Ready(Some(first)) => {
+                    let bytes = this.batch(&first);
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(bytes))));
+                }
+                Poll::Ready(None) => {
+                    // The subscription ended without a terminal we saw (it cannot, by contract,
+                    // but a body must end either way).
+                    this.done = true;
+                    this.subscription = None;
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => {}
+            }
+        }
+        if this.ping.as_mut().poll(cx).is_ready() {
+            let next = tokio::time::Instant::now() + this.keep_alive;
+            this.ping.as_mut().reset(next);
+            this.stats.pings.fetch_add(1, Ordering::Relaxed);
+            return Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(KEEP_ALIVE_COMMENT.as_bytes())))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+}
+
+impl Drop for SseBody {
+    fn drop(&mut self) {
+        // The subscription (if still held) detaches in its own Drop, right here.
+        self.subscription = None;
+        self.stats.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}

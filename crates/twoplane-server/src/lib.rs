@@ -1,0 +1,13 @@
+//! twoplane-server: the HTTP/SSE layer over a [`twoplane_stream::Plane`], and the `twoplane`
+//! binary's application.
+//!
+//! - [`http`]: the SSE endpoint, mountable in any axum app ([`http::sse_router`]).
+//! - [`server`]: the accept loop with the socket settings SSE needs (no Nagle, a bounded
+//!   per-connection buffer, vectored writes) and graceful shutdown.
+//! - [`app`]: `twoplane serve`: database, plane, routes, signals.
+//! - [`demo`]: `--demo`: the simulated model and the chat page.
+
+pub mod app;
+pub mod demo;
+pub mod http;
+pub mod server;

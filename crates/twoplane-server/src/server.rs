@@ -1,0 +1,114 @@
+//! The HTTP/1.1 accept loop: hyper connections driving an axum [`Router`], with graceful shutdown.
+//!
+//! This exists instead of `axum::serve` for three settings that an SSE server needs and
+//! `axum::serve` does not expose:
+//! - `TCP_NODELAY` on every connection: a token is a few dozen bytes, and Nagle's algorithm would
+//!   hold it back until the previous segment is acknowledged;
+//! - a small per-connection write buffer (`max_buf_size`): hyper stops pulling the response body
+//!   once that much is queued, so a client that does not read leaves frames in the plane's
+//!   bounded subscriber queue (where overflow becomes `stale`) instead of in this process's heap;
+//! - vectored writes, so a chunk header, a coalesced batch of events and the chunk trailer leave
+//!   in one `writev`.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tower::ServiceExt as _;
+
+/// Connection-level settings.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// hyper's per-connection buffer limit (read and write). hyper's own minimum is 8 KiB.
+    pub max_buf_size: usize,
+    /// How long open connections get to finish after shutdown starts (the plane has sealed its
+    /// streams by then, so SSE bodies end on their own; this bounds a stuck client).
+    pub shutdown_grace: Duration,
+    /// Read timeout for request headers, so an idle socket that never sends a request is closed.
+    pub header_read_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            max_buf_size: 64 * 1024,
+            shutdown_grace: Duration::from_secs(5),
+            header_read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Bind `addr`, turning the usual failures into one readable sentence.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+        io::ErrorKind::AddrInUse => format!("cannot listen on {addr}: the address is already in use"),
+        io::ErrorKind::PermissionDenied => format!("cannot listen on {addr}: permission denied"),
+        io::ErrorKind::AddrNotAvailable => format!("cannot listen on {addr}: no local interface has that address"),
+        _ => format!("cannot listen on {addr}: {e}"),
+    })
+}
+
+/// Serve `router` on `listener` until `shutdown` resolves, then let open connections finish
+/// (bounded by [`HttpConfig::shutdown_grace`]).
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    config: HttpConfig,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .max_buf_size(config.max_buf_size.max(8192))
+        .writev(true)
+        .header_read_timeout(config.header_read_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning; the listener stays up.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "set_nodelay failed");
+        }
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| router.clone().oneshot(req));
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                log_conn_error(peer, &e);
+            }
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => tracing::info!("all connections closed"),
+        () = tokio::time::sleep(config.shutdown_grace) => {
+            tracing::warn!(grace = ?config.shutdown_grace, "connections still open at the end of the grace period");
+        }
+    }
+    Ok(())
+}
+
+/// A client going away mid-response is ordinary for SSE, and a malformed request is the
+/// client's problem: neither deserves more than a debug line (clients can produce them at will).
+fn log_conn_error(peer: SocketAddr, e: &hyper::Error) {
+    let ordinary = e.is_incomplete_message() || e.is_canceled() || e.is_closed() || e.is_timeout();
+    tracing::debug!(%peer, error = %e, ordinary, "connection ended with an error");
+}

@@ -1,0 +1,483 @@
+//! End-to-end over real HTTP: a server on 127.0.0.1:0 with a temporary SQLite database, a
+//! producer driven by the test, and real SSE clients (hyper's HTTP/1.1 client, decoded with the
+//! core's `SseDecoder`).
+//!
+//! What it pins down: the response headers; `id:` lines equal to each frame's resume point;
+//! the keep-alive comment; that a client which disconnects mid-answer and reconnects with
+//! `Last-Event-ID` ends with exactly the produced text (nothing twice, nothing missing); 400 and
+//! 403 (the same 403 whether or not the stream exists); that a client which stops reading is
+//! cut off with `stale` while the server's memory stays flat; and that a disconnect releases
+//! the subscription.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+use twoplane_core::json::decode_frame;
+use twoplane_core::sse::{SseDecoder, SseEvent, STREAM_SSE_HEADERS};
+use twoplane_core::{frame_resume_point, Frame, StreamStatus, Text};
+use twoplane_server::demo::DemoDb;
+use twoplane_server::http::{sse_router, HttpCaller, SseConfig, SseStats};
+use twoplane_server::server::{self, HttpConfig};
+use twoplane_stream::{
+    authorize_with, AllowAll, Authorizer, CallbackTarget, CommitReply, DurableTarget, Plane, PlaneOptions,
+};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct TestServer {
+    addr: SocketAddr,
+    plane: Plane,
+    stats: Arc<SseStats>,
+    db: Option<DemoDb>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    async fn start(keep_alive: Duration, authorizer: Arc<dyn Authorizer>) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let db = DemoDb::open(&dir.path().join("t.db")).await.unwrap();
+        let options =
+            PlaneOptions { chars: 64, interval_ms: 50, ..PlaneOptions::default() }.with_authorizer(authorizer);
+        let plane = Plane::new(options, db.target().unwrap()).unwrap();
+        TestServer::serve(plane, Some(db), keep_alive, dir).await
+    }
+
+    async fn serve(plane: Plane, db: Option<DemoDb>, keep_alive: Duration, dir: tempfile::TempDir) -> TestServer {
+        let config = SseConfig { keep_alive, ..SseConfig::default() };
+        let (router, stats) = sse_router(plane.clone(), config);
+        let listener = server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            server::serve(listener, router, HttpConfig::default(), shutdown).await.unwrap();
+        });
+        TestServer { addr, plane, stats, db, stop: Some(stop), task, _dir: dir }
+    }
+
+    async fn open(&self, id: &str) -> twoplane_stream::StreamHandle {
+        self.db.as_ref().unwrap().insert_assistant(id).await.unwrap();
+        self.plane.open(id).await.unwrap()
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(WAIT, self.task).await.expect("server stops").unwrap();
+    }
+
+    /// Wait until no SSE body is alive (every subscription released).
+    async fn wait_released(&self, want: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        while self.stats.active() != want {
+            assert!(tokio::time::Instant::now() < deadline, "{} SSE bodies alive, want {want}", self.stats.active());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// One SSE response, read incrementally.
+struct SseClient {
+    status: hyper::StatusCode,
+    headers: hyper::HeaderMap,
+    body: Incoming,
+    decoder: SseDecoder,
+    pending: std::collections::VecDeque<SseEvent>,
+    raw: Vec<u8>,
+    ended: bool,
+    _conn: tokio::task::JoinHandle<()>,
+}
+
+impl SseClient {
+    async fn get(addr: SocketAddr, target: &str, headers: &[(&str, &str)]) -> SseClient {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
+        let conn_task = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut request = hyper::Request::get(target).header("host", addr.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = sender.send_request(request.body(Empty::<Bytes>::new()).unwrap()).await.unwrap();
+        let (parts, body) = response.into_parts();
+        SseClient {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+            decoder: SseDecoder::new(),
+            pending: Default::default(),
+            raw: Vec::new(),
+            ended: false,
+            _conn: conn_task,
+        }
+    }
+
+    /// The next event, or `None` when the body ended.
+    async fn event(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            if self.ended {
+                return None;
+            }
+            match tokio::time::timeout(WAIT, self.body.frame()).await.expect("an SSE event in time") {
+                None => {
+                    self.ended = true;
+                    let mut out = Vec::new();
+                    self.decoder.finish(&mut out);
+                    self.pending.extend(out);
+                }
+                Some(frame) => {
+                    if let Ok(data) = frame.unwrap().into_data() {
+                        self.raw.extend_from_slice(&data);
+                        let mut out = Vec::new();
+                        self.decoder.feed(&data, &mut out);
+                        self.pending.extend(out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next frame and the `id` it came with.
+    async fn frame(&mut self) -> Option<(Frame, String)> {
+        let event = self.event().await?;
+        assert_eq!(event.event, "message");
+        Some((decode_frame(&event.data).expect("a valid frame"), event.last_event_id))
+    }
+
+    async fn body_text(self) -> String {
+        String::from_utf8(self.body.collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+}
+
+/// The reader's splice (SPEC section 4, rule 5): a chunk lands at its own `from`.
+fn splice(acc: &mut Vec<u16>, frame: &Frame) {
+    if let Frame::Chunk { from, text, .. } = frame {
+        let from = *from as usize;
+        assert!(from <= acc.len(), "gap: chunk at {from} after {}", acc.len());
+        acc.truncate(from);
+        acc.extend_from_slice(text.units());
+    }
+}
+
+/// Mixed-script deltas, with one emoji split between two pushes.
+fn deltas(n: usize) -> Vec<Vec<u16>> {
+    let words = ["Hello", " wörld", " 漢字", " 🚀", " and", " ✨", " ありがとう", " x"];
+    let mut out: Vec<Vec<u16>> = (0..n).map(|i| words[i % words.len()].encode_utf16().collect()).collect();
+    let pair: Vec<u16> = "😀".encode_utf16().collect();
+    out.insert(n / 2, vec![pair[0]]);
+    out.insert(n / 2 + 1, vec![pair[1], u16::from(b'!')]);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_ids_and_the_whole_text() {
+    let server = TestServer::start(Duration::from_secs(15), Arc::new(AllowAll)).await;
+    let handle = server.open("m1").await;
+    let produced = deltas(40);
+    // Half before the subscriber joins (it gets them as one coalesced replay chunk).
+    for d in &produced[..20] {
+        handle.push_units(d).unwrap();
+    }
+    let mut client = SseClient::get(server.addr, "/api/stream?streamId=m1&from=0", &[]).await;
+    assert_eq!(client.status, 200);
+    let mut names: Vec<&str> = client.headers.keys().map(|k| k.as_str()).collect();
+    names.retain(|n| *n != "date" && *n != "transfer-encoding");
+    assert_eq!(names, STREAM_SSE_HEADERS.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    for (name, value) in STREAM_SSE_HEADERS {
+        assert_eq!(client.headers.get(name).unwrap(), value, "{name}");
+    }
+    for d in &produced[20..] {
+        handle.push_units(d).unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    handle.close().await.unwrap();
+
+    let mut acc = Vec::new();
+    let mut frames = Vec::new();
+    let mut last_id = String::new();
+    while let Some((frame, id)) = client.frame().await {
+        // Every frame with a resume point carries it as its id; the others leave it unchanged.
+        if let Some(point) = frame_resume_point(&frame) {
+            last_id = point.to_string();
+        }
+        assert_eq!(id, last_id, "{frame:?}");
+        splice(&mut acc, &frame);
+        frames.push(frame);
+    }
+    assert!(matches!(frames[0], Frame::Open { from: 0, .. }), "{:?}", frames[0]);
+    assert!(matches!(frames.last(), Some(Frame::End { status: StreamStatus::Complete, .. })));
+    assert_eq!(frames.iter().filter(|f| f.is_terminal()).count(), 1);
+    let all: Vec<u16> = produced.concat();
+    assert_eq!(Text::from_units(acc), Text::from_units(all.clone()));
+    // The raw wire: `id:` lines exactly where frames have resume points.
+    let raw = String::from_utf8(client.raw.clone()).unwrap();
+    assert!(raw.starts_with("id: 0\ndata: {\"type\":\"open\",\"streamId\":\"m1\",\"from\":0,"), "{raw}");
+    assert!(raw
+        .ends_with(&format!("id: {0}\ndata: {{\"type\":\"end\",\"seq\":{0},\"status\":\"complete\"}}\n\n", all.len())));
+    // The store agrees.
+    let stored = server.db.as_ref().unwrap().message("m1".into()).await.unwrap().unwrap();
+    assert_eq!(stored.body, String::from_utf16(&all).unwrap());
+    assert_eq!(stored.status.as_deref(), Some("complete"));
+    drop(client);
+    server.wait_released(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disconnects_and_last_event_id_resumes_give_exactly_the_produced_text() {
+    let server = TestServer::start(Duration::from_secs(15), Arc::new(AllowAll)).await;
+    let handle = Arc::new(server.open("m2").await);
+    let produced = deltas(240);
+    let all: Vec<u16> = produced.concat();
+    let producer = {
+        let handle = handle.clone();
+        let produced = produced.clone();
+        tokio::spawn(async move {
+            for d in &produced {
+                handle.push_units(d).unwrap();
+                tokio::time::sleep(Duration::from_millis(3)).await;
+            }
+            handle.close().await.unwrap();
+        })
+    };
+
+    let mut acc: Vec<u16> = Vec::new();
+    let mut last_event_id: Option<String> = None;
+    let mut connections = 0;
+    let mut chunks_seen = 0usize;
+    'outer: loop {
+        connections += 1;
+        assert!(connections < 50, "too many reconnects");
+        // `?from=0` on every reconnect, as an EventSource's URL would keep it: the header wins.
+        let headers: Vec<(&str, &str)> = last_event_id.as_deref().map(|id| ("last-event-id", id)).into_iter().collect();
+        let mut client = SseClient::get(server.addr, "/api/stream?streamId=m2&from=0", &headers).await;
+        assert_eq!(client.status, 200);
+        let (open, _) = client.frame().await.expect("open");
+        let Frame::Open { from, .. } = open else { panic!("first frame {open:?}") };
+        let expected_from: u64 = last_event_id.as_deref().map_or(0, |id| id.parse().unwrap());
+        assert_eq!(from, expected_from, "the join starts at Last-Event-ID");
+        // Reading stops after a few chunks on the first connections: the client drops the
+        // connection mid-answer.
+        let budget = if connections <= 4 { 3 + connections * 2 } else { usize::MAX };
+        let mut read = 0;
+        while let Some((frame, id)) = client.frame().await {
+            if let Frame::Chunk { from, .. } = &frame {
+                // The replay after a resume starts exactly where the header said.
+                if read == 0 && connections > 1 {
+                    assert_eq!(*from, expected_from);
+                }
+                read += 1;
+                chunks_seen += 1;
+            }
+            splice(&mut acc, &frame);
+            last_event_id = Some(id);
+            if frame.is_terminal() {
+                assert!(matches!(frame, Frame::End { status: StreamStatus::Complete, .. }), "{frame:?}");
+                break 'outer;
+            }
+            if read >= budget {
+                break;
+            }
+        }
+        drop(client);
+        // The disconnect releases the subscription.
+        server.wait_released(0).await;
+    }
+    producer.await.unwrap();
+    assert!(connections >= 5, "the stream ended before the test could disconnect ({connections} connections)");
+    assert!(chunks_seen > 10);
+    assert_eq!(Text::from_units(acc), Text::from_units(all), "resumed text equals produced text");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_comments_on_an_idle_stream() {
+    let server = TestServer::start(Duration::from_millis(40), Arc::new(AllowAll)).await;
+    let handle = server.open("idle").await;
+    let mut client = SseClient::get(server.addr, "/api/stream?streamId=idle", &[]).await;
+    let (open, id) = client.frame().await.unwrap();
+    assert!(matches!(open, Frame::Open { from: 0, seq: 0, .. }));
+    assert_eq!(id, "0");
+    // Collect raw bytes for a while: nothing but pings arrives.
+    let until = tokio::time::Instant::now() + Duration::from_millis(300);
+    while tokio::time::Instant::now() < until {
+        if let Ok(Some(frame)) = tokio::time::timeout(Duration::from_millis(20), client.body.frame()).await {
+            client.raw.extend_from_slice(&frame.unwrap().into_data().unwrap());
+        }
+    }
+    let raw = String::from_utf8(client.raw.clone()).unwrap();
+    let pings = raw.matches("\n\n: ping\n\n").count() + raw.matches(": ping\n\n: ping").count();
+    assert!(raw.matches(": ping\n\n").count() >= 3, "{raw:?}");
+    assert!(pings >= 1);
+    // Pings never come between an event's lines: every ping starts at an event boundary.
+    for (i, _) in raw.match_indices(": ping") {
+        assert!(raw[..i].ends_with("\n\n"), "{raw:?}");
+    }
+    // A frame after the pings still decodes normally.
+    handle.push("after").unwrap();
+    let (chunk, id) = client.frame().await.unwrap();
+    assert_eq!(chunk, Frame::Chunk { from: 0, seq: 5, text: "after".into() });
+    assert_eq!(id, "5");
+    drop(client);
+    server.wait_released(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_and_denials() {
+    // Only a caller with the right bearer token may read.
+    let auth = authorize_with(|caller: &HttpCaller, _stream: &str, _from: u64| {
+        caller.headers.get("authorization").is_some_and(|v| v == "Bearer good")
+    });
+    let server = TestServer::start(Duration::from_secs(15), auth).await;
+    let _handle = server.open("exists").await;
+
+    let missing = SseClient::get(server.addr, "/api/stream", &[]).await;
+    assert_eq!(missing.status, 400);
+    let empty = SseClient::get(server.addr, "/api/stream?streamId=&from=3", &[]).await;
+    assert_eq!(empty.status, 400);
+
+    // Denied: identical answers for a live stream and for one that never existed.
+    let a = SseClient::get(server.addr, "/api/stream?streamId=exists", &[]).await;
+    let b = SseClient::get(server.addr, "/api/stream?streamId=never-was", &[]).await;
+    assert_eq!((a.status.as_u16(), b.status.as_u16()), (403, 403));
+    assert_eq!(a.headers.get("content-type"), b.headers.get("content-type"));
+    assert_eq!(a.body_text().await, b.body_text().await);
+    let bad_token =
+        SseClient::get(server.addr, "/api/stream?streamId=exists", &[("authorization", "Bearer bad")]).await;
+    assert_eq!(bad_token.status, 403);
+
+    // Allowed: the live stream opens; an unknown one is `absent` (the store is the truth).
+    let auth = [("authorization", "Bearer good")];
+    let mut ok = SseClient::get(server.addr, "/api/stream?streamId=exists", &auth).await;
+    assert_eq!(ok.status, 200);
+    assert!(matches!(ok.frame().await, Some((Frame::Open { .. }, _))));
+    drop(ok);
+    let mut gone = SseClient::get(server.addr, "/api/stream?streamId=never-was", &auth).await;
+    assert_eq!(gone.status, 200);
+    assert_eq!(gone.frame().await.map(|f| f.0), Some(Frame::Absent));
+    assert_eq!(gone.frame().await, None, "nothing follows the terminal");
+    // A garbled Last-Event-ID counts as present and parses to 0, like parseInt.
+    let mut garbled =
+        SseClient::get(server.addr, "/api/stream?streamId=exists&from=7", &[auth[0], ("last-event-id", "x1")]).await;
+    assert!(matches!(garbled.frame().await, Some((Frame::Open { from: 0, .. }, _))));
+    drop(garbled);
+    server.wait_released(0).await;
+    server.stop().await;
+}
+
+/// Resident set size of this process, in bytes.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_gets_stale_and_memory_stays_bounded() {
+    // Callback mode with a small retention: the plane itself holds a bounded amount of text,
+    // so any growth would be the HTTP layer's.
+    let target = CallbackTarget::new(|_input| async { Ok(CommitReply::default()) });
+    let options = PlaneOptions {
+        retain_chars: Some(4096),
+        max_queued_frames: 64,
+        chars: 4096,
+        interval_ms: 20,
+        ..PlaneOptions::default()
+    }
+    .with_authorizer(Arc::new(AllowAll));
+    let target: Arc<dyn DurableTarget> = Arc::new(target);
+    let plane = Plane::new(options, target).unwrap();
+    let server = TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await;
+    let handle = server.plane.open("flood").await.unwrap();
+
+    // A raw client with a tiny receive buffer that sends its request and then reads nothing.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = socket.connect(server.addr).await.unwrap();
+    slow.write_all(b"GET /api/stream?streamId=flood HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while server.stats.opened.load(std::sync::atomic::Ordering::SeqCst) < 1 {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let delta = "x".repeat(1024);
+    let warm = 2_000;
+    let total = 40_000; // 40 MB of text pushed at a reader that takes none of it.
+    let mut rss_after_warmup = 0;
+    for i in 0..total {
+        handle.push(&delta).unwrap();
+        if i % 64 == 63 {
+            tokio::task::yield_now().await;
+        }
+        if i == warm {
+            rss_after_warmup = rss_bytes();
+        }
+    }
+    let growth = rss_bytes().saturating_sub(rss_after_warmup);
+    assert!(growth < 16 << 20, "RSS grew by {} KiB while a non-reading client was flooded", growth >> 10);
+
+    // The slow client now reads everything it was sent: a prefix of the text, then `stale`.
+    handle.close().await.unwrap();
+    // The server ends the response after the terminal but keeps the connection (keep-alive), so
+    // read until the chunked body's last chunk rather than EOF.
+    let mut raw = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !raw.ends_with(b"\r\n0\r\n\r\n") {
+        assert!(tokio::time::Instant::now() < deadline, "the slow client's response never ended");
+        match tokio::time::timeout(Duration::from_secs(3), slow.read(&mut buf)).await {
+            Ok(Ok(0)) | Err(_) => break,
+            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
+            Ok(Err(e)) => panic!("read: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.contains("\"type\":\"stale\""), "no stale in {} bytes", raw.len());
+    assert!(!text.contains("\"type\":\"end\""), "an overflowed subscriber must not see the end");
+    assert!(raw.len() < 8 << 20, "the slow client was sent {} bytes", raw.len());
+    drop(slow);
+    server.wait_released(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_client_that_disconnects_is_released() {
+    let server = TestServer::start(Duration::from_secs(15), Arc::new(AllowAll)).await;
+    let handle = server.open("quiet").await;
+    let mut clients = Vec::new();
+    for _ in 0..5 {
+        let mut c = SseClient::get(server.addr, "/api/stream?streamId=quiet", &[]).await;
+        assert!(matches!(c.frame().await, Some((Frame::Open { .. }, _))));
+        clients.push(c);
+    }
+    server.wait_released(5).await;
+    // Disconnect three while the stream is silent: no write will reveal it, the read side must.
+    clients.truncate(2);
+    server.wait_released(2).await;
+    // The remaining two still get frames.
+    handle.push("still here").unwrap();
+    for c in &mut clients {
+        assert!(matches!(c.frame().await, Some((Frame::Chunk { .. }, _))));
+    }
+    drop(clients);
+    server.wait_released(0).await;
+    server.stop().await;
+}

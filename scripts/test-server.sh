@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The HTTP/SSE layer and the `twoplane` binary: the Rust end-to-end test over real HTTP (headers,
+# ids, keep-alive, Last-Event-ID resumes after disconnects, 400/403, a non-reading client cut off
+# with `stale` while memory stays flat, release on disconnect), then the demo page in headless
+# Chromium (a reload mid-answer ends with the full answer, once). Installs what it needs,
+# idempotently: Debian's chromium, the npm tools of tests/demo, the wasm build of the package.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+
+say "server: cargo test -p twoplane-server"
+cargo test -p twoplane-server
+
+say "server: the browser package (wasm build)"
+bash scripts/build-wasm.sh
+
+[ -x /usr/bin/chromium ] || apt_install chromium
+npm_ci "$ROOT/tests/demo"
+
+say "server: cargo build --bin twoplane"
+cargo build -q -p twoplane-server --bin twoplane
+
+say "server: demo page in headless Chromium"
+(cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test demo.test.mjs)
