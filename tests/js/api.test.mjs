@@ -237,3 +237,9 @@ test(`${tag} encodeSseEvents: a frame getter that encodes again does not disturb
   inner = 'done';
   assert.equal(got, batch.map(template).join(''));
 });
+
+test('assembleDurableText sorts -0 and 0 as one seq, keeping input order', () => {
+  const rows = [{ seq: -0, text: 'b' }, { seq: 0, text: 'a' }, { seq: -1, text: 'z' }];
+  assert.equal(api.assembleDurableText({ body: '>' }, rows), '>zba');
+  assert.equal(api.assembleDurableText(undefined, [rows[1], rows[0]]), 'ab');
+});

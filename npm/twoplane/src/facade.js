@@ -107,12 +107,7 @@ export function buildApi(backend) {
     const n = list.length;
     if (n === 0) return out;
     const seqs = new Float64Array(n);
-    for (let i = 0; i < n; i++) {
-      const s = num(field(list[i], 'seq'));
-      // -0 and 0 are one seq in JavaScript's comparison; keep the core's total order from
-      // telling them apart.
-      seqs[i] = s === 0 ? 0 : s;
-    }
+    for (let i = 0; i < n; i++) seqs[i] = num(field(list[i], 'seq'));
     const order = backend.assemblyOrder(seqs);
     for (let i = 0; i < order.length; i++) {
       const text = field(list[order[i]], 'text');
