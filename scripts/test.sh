@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 all=(core lint)
-for part in wasm node plane redis server; do
+for part in wasm node plane redis server multi; do
   [ -x "scripts/test-$part.sh" ] && all+=("$part")
 done
 parts=("$@")

@@ -1,10 +1,21 @@
-//! `twoplane serve`: wire the database, the plane, the routes and the listener together.
+//! `twoplane serve`: wire the database, the plane, the relay, the sweeper, the routes and the
+//! listener together.
 //!
-//! Startup checks every piece of configuration before serving anything, so a bad `--db` or a
-//! port in use fails at once with one sentence ([`ServeError`]) instead of after the first
-//! request. Shutdown (SIGTERM or Ctrl-C) drains the plane first, sealing every live stream
-//! `interrupted` so readers get their `end`, and only then closes the listener and lets open
-//! connections finish.
+//! Startup checks every piece of configuration before serving anything, so a bad `--db`, an
+//! unreachable `--pg` or `--redis`, or a port in use fails at once with one sentence
+//! ([`ServeError`]) instead of after the first request.
+//!
+//! One instance (SQLite, no relay) marks at startup every message an earlier process left
+//! `streaming` as `interrupted`, as it always did. Several instances (`--pg` or `--redis`) must
+//! not: another instance may be producing those rows right now. There every row names its
+//! producer (the `host` column is mapped, written with this instance's host id), and a
+//! [`Sweeper`] holds this host's lease, releases only this host id's leftovers at start, and
+//! marks `interrupted` the rows of hosts whose lease expired. It starts before the plane can
+//! open a stream.
+//!
+//! Shutdown (SIGTERM or Ctrl-C) drains the plane first, sealing every live stream
+//! `interrupted` so readers get their `end`; then the sweeper stops and gives its lease up;
+//! only then does the listener close and open connections finish.
 
 use std::fmt;
 use std::future::Future;
@@ -15,21 +26,145 @@ use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
-use twoplane_stream::{AllowAll, Plane, PlaneOptions};
+use twoplane_redis::{connect_relay, RedisRelayOptions, Topology};
+use twoplane_stream::{
+    AllowAll, Plane, PlaneOptions, Relay, RelayErrorHook, Sweeper, SweeperHandle, SweeperOptions, DEFAULT_LEASE_TTL_MS,
+    DEFAULT_SWEEP_INTERVAL_MS,
+};
 
-use crate::demo::{self, DemoDb};
+use crate::demo::{self, redact_url, DemoDb, Pace};
 use crate::http::{sse_router, SseConfig};
 use crate::server::{self, HttpConfig};
+
+/// Where the durable plane lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// An SQLite file (WAL mode), created when missing.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection URL; the server is shared by every instance.
+    Postgres(String),
+}
+
+impl Store {
+    fn describe(&self) -> String {
+        match self {
+            Store::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Store::Postgres(url) => redact_url(url),
+        }
+    }
+}
+
+/// The Redis relay between instances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelayConfig {
+    pub url: String,
+    pub topology: Topology,
+    /// A relayed stream silent this long ends its readers with `stale` (the adapter's
+    /// `idle_timeout_ms`); `None` keeps the adapter's default.
+    pub idle_ms: Option<u64>,
+    /// A relayed join that receives nothing at all this long ends with `absent` (the adapter's
+    /// `first_frame_timeout_ms`); `None` keeps the adapter's default.
+    pub first_frame_ms: Option<u64>,
+}
 
 /// Everything `twoplane serve` is configured with.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
     pub demo: bool,
     pub listen: SocketAddr,
-    pub db: PathBuf,
+    pub store: Store,
     /// The `npm/twoplane` directory, served at `/pkg/twoplane/` (demo only).
     pub package_dir: PathBuf,
     pub keep_alive: Duration,
+    /// The relay; `None`: readers of streams hosted elsewhere get `absent`.
+    pub relay: Option<RelayConfig>,
+    /// This instance's host id (several instances only); `None`: [`default_host_id`].
+    pub host_id: Option<String>,
+    /// Lease time to live (several instances only); `None`: 15000.
+    pub lease_ttl_ms: Option<u64>,
+    /// Renew-and-sweep period (several instances only); `None`: 5000.
+    pub sweep_interval_ms: Option<u64>,
+    /// How fast the demo's model talks.
+    pub demo_pace: Pace,
+}
+
+impl ServeConfig {
+    /// Whether this instance shares its streams with others: a PostgreSQL store or a relay.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.store, Store::Postgres(_)) || self.relay.is_some()
+    }
+
+    /// The combinations that cannot work, refused with the flag names a user typed.
+    pub fn check(&self) -> Result<(), ServeError> {
+        let bad = |m: String| Err(ServeError(m));
+        if !self.is_shared() {
+            let given: Vec<&str> = [
+                (self.host_id.is_some(), "--host-id"),
+                (self.lease_ttl_ms.is_some(), "--lease-ttl-ms"),
+                (self.sweep_interval_ms.is_some(), "--sweep-interval-ms"),
+            ]
+            .into_iter()
+            .filter_map(|(set, name)| set.then_some(name))
+            .collect();
+            if !given.is_empty() {
+                let verb = if given.len() == 1 { "applies" } else { "apply" };
+                return bad(format!(
+                    "{} only {verb} to several instances sharing one database: add --pg URL or --redis URL",
+                    given.join(", ")
+                ));
+            }
+        }
+        if let Some(id) = &self.host_id {
+            if id.trim().is_empty() || id.len() > 200 || id.chars().any(char::is_control) {
+                return bad(format!(
+                    "--host-id {id:?} is not usable: it must be 1 to 200 printable characters, unique among running instances"
+                ));
+            }
+        }
+        let (ttl, interval) = self.lease();
+        if interval == 0 {
+            return bad("--sweep-interval-ms must be at least 1".into());
+        }
+        if interval.saturating_mul(2) > ttl {
+            return bad(format!(
+                "--sweep-interval-ms {interval} must be at most half of --lease-ttl-ms {ttl}: the lease is renewed once \
+                 per sweep interval, and one late renewal must not let other instances take this host for dead"
+            ));
+        }
+        if let Some(relay) = &self.relay {
+            if relay.idle_ms == Some(0) || relay.first_frame_ms == Some(0) {
+                return bad("--relay-idle-ms and --relay-first-frame-ms must be at least 1".into());
+            }
+        }
+        if let Store::Postgres(url) = &self.store {
+            if let Err(e) = url.parse::<tokio_postgres::Config>() {
+                return bad(format!("--pg {} is not a PostgreSQL connection URL: {e}", redact_url(url)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lease time to live and the sweep interval, defaults applied.
+    fn lease(&self) -> (u64, u64) {
+        (self.lease_ttl_ms.unwrap_or(DEFAULT_LEASE_TTL_MS), self.sweep_interval_ms.unwrap_or(DEFAULT_SWEEP_INTERVAL_MS))
+    }
+}
+
+/// A host id unique among running processes: `<hostname>-<pid>-<random>`. Readable in the
+/// `host` column (which machine, which process), and unique even when a pid is reused.
+pub fn default_host_id() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    // RandomState is seeded from the OS per process: randomness without a dependency.
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    format!("{hostname}-{}-{:08x}", std::process::id(), h.finish() as u32)
 }
 
 /// A configuration or startup failure, phrased for the person who typed the command.
@@ -79,42 +214,120 @@ pub struct Running {
     pub addr: SocketAddr,
     pub plane: Plane,
     pub stats: Arc<crate::http::SseStats>,
+    /// This instance's host id when it shares its database (`None`: one instance).
+    pub host_id: Option<String>,
+    sweeper: Option<SweeperHandle>,
     listener: tokio::net::TcpListener,
     router: Router,
 }
 
-/// Open the database, build the plane and bind the listener; fails with a readable sentence.
+/// Open the database, connect the relay, bind the listener, start the sweeper and build the
+/// plane; fails with a readable sentence.
 pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
-    let db = DemoDb::open(&config.db).await.map_err(ServeError)?;
-    let swept = db.sweep_streaming().await.map_err(ServeError)?;
-    if swept > 0 {
-        tracing::warn!(count = swept, "messages left streaming by an earlier run were marked interrupted");
+    config.check()?;
+    let shared = config.is_shared();
+    let db = match &config.store {
+        Store::Sqlite(path) => DemoDb::open_sqlite(path, shared).await,
+        Store::Postgres(url) => DemoDb::open_postgres(url).await,
+    }
+    .map_err(ServeError)?;
+    if !shared {
+        let swept = db.sweep_streaming().await.map_err(ServeError)?;
+        if swept > 0 {
+            tracing::warn!(count = swept, "messages left streaming by an earlier run were marked interrupted");
+        }
+    }
+    // One hook for every relay failure, whether the plane saw it (publish, attach, frames) or
+    // the adapter's background writer did after `publish` returned.
+    let relay_hook: RelayErrorHook = Arc::new(|info, error| {
+        tracing::warn!(stream_id = %info.stream_id, phase = info.phase.as_str(), error = %error, "relay error");
+    });
+    let relay = match &config.relay {
+        Some(relay) => Some(connect_redis(relay, relay_hook.clone()).await?),
+        None => None,
+    };
+    let listener = server::bind(config.listen).await.map_err(ServeError)?;
+    let addr = listener.local_addr().map_err(|e| ServeError(format!("cannot read the listening address: {e}")))?;
+
+    let host_id = shared.then(|| config.host_id.clone().unwrap_or_else(default_host_id));
+    // Before the plane exists, so it is covered from its first stream: the lease is taken and
+    // this host id's leftovers from an earlier process are released.
+    let sweeper = match &host_id {
+        Some(id) => Some(start_sweeper(config, &db, id).await?),
+        None => None,
+    };
+    let mut options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    options.host_id = host_id.clone();
+    if let Some(relay) = relay {
+        options.relay = Some(relay);
+        options.on_relay_error = Some(relay_hook);
     }
     let target = db.target().map_err(ServeError)?;
-    let options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
-    let plane = Plane::new(options, target).map_err(|e| ServeError(format!("cannot build the stream plane: {e}")))?;
+    let plane = match Plane::new(options, target) {
+        Ok(plane) => plane,
+        Err(e) => {
+            if let Some(sweeper) = sweeper {
+                let _ = sweeper.stop(true).await;
+            }
+            return Err(ServeError(format!("cannot build the stream plane: {e}")));
+        }
+    };
     let sse = SseConfig { keep_alive: config.keep_alive, ..SseConfig::default() };
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     let mut router = Router::new().route("/healthz", get(|| async { "ok\n" })).merge(sse_routes);
     if config.demo {
         check_package_dir(&config.package_dir);
-        router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package_dir));
+        router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package_dir, config.demo_pace));
     }
-    let listener = server::bind(config.listen).await.map_err(ServeError)?;
-    let addr = listener.local_addr().map_err(|e| ServeError(format!("cannot read the listening address: {e}")))?;
-    Ok(Running { addr, plane, stats, listener, router })
+    Ok(Running { addr, plane, stats, host_id, sweeper, listener, router })
+}
+
+async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<dyn Relay>, ServeError> {
+    let mut options = RedisRelayOptions { on_error: Some(hook), ..RedisRelayOptions::default() };
+    if let Some(ms) = relay.idle_ms {
+        options.idle_timeout_ms = ms;
+    }
+    if let Some(ms) = relay.first_frame_ms {
+        options.first_frame_timeout_ms = ms;
+    }
+    connect_relay(&relay.url, relay.topology, options, None).await.map_err(|e| {
+        // The adapter names the URL it dialed; a password in it stays out of the message.
+        let message = e.to_string().replace(&relay.url, &redact_url(&relay.url));
+        ServeError(format!("cannot start the Redis relay: {message}"))
+    })
+}
+
+async fn start_sweeper(config: &ServeConfig, db: &DemoDb, host_id: &str) -> Result<SweeperHandle, ServeError> {
+    let (lease_ttl_ms, interval_ms) = config.lease();
+    let options = SweeperOptions { lease_ttl_ms, interval_ms, ..SweeperOptions::new(host_id) };
+    let tables = db.tables();
+    let sweeper = match &config.store {
+        Store::Sqlite(path) => Sweeper::sqlite(path, &tables, options),
+        Store::Postgres(url) => Sweeper::postgres(url, &tables, options).await,
+    }
+    .map_err(|e| ServeError(format!("cannot start the host lease sweeper: {e}")))?;
+    sweeper.start().await.map_err(|e| ServeError(format!("cannot take the host lease: {e}")))
 }
 
 impl Running {
-    /// Serve until `shutdown` resolves; then drain the plane and close.
+    /// Serve until `shutdown` resolves; then drain the plane, give the lease up, and close.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
         let plane = self.plane.clone();
+        let sweeper = self.sweeper;
         let drained = async move {
             shutdown.await;
             let report = plane.drain().await;
             tracing::info!(sealed = report.sealed.len(), failed = report.failed.len(), "stream plane drained");
             for (id, e) in &report.failed {
                 tracing::warn!(stream_id = %id, error = %e, "a stream's final seal did not land");
+            }
+            // After the drain, so nothing of this host is left streaming when the lease goes; a
+            // seal that failed above is released by the next sweep of any instance.
+            if let Some(sweeper) = sweeper {
+                match sweeper.stop(true).await {
+                    Ok(()) => tracing::info!("host lease released"),
+                    Err(e) => tracing::warn!(error = %e, "cannot release the host lease; it will expire on its own"),
+                }
             }
         };
         server::serve(self.listener, self.router, HttpConfig::default(), drained)
@@ -129,7 +342,9 @@ pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Res
     tracing::info!(
         addr = %running.addr,
         url = %format!("http://{}/", running.addr),
-        db = %config.db.display(),
+        store = %config.store.describe(),
+        relay = %config.relay.as_ref().map_or("none", |r| r.topology.as_str()),
+        host = %running.host_id.as_deref().unwrap_or("-"),
         demo = config.demo,
         "listening"
     );

@@ -4,7 +4,8 @@
 //! - [`http`]: the SSE endpoint, mountable in any axum app ([`http::sse_router`]).
 //! - [`server`]: the accept loop with the socket settings SSE needs (no Nagle, a bounded
 //!   per-connection buffer, vectored writes) and graceful shutdown.
-//! - [`app`]: `twoplane serve`: database, plane, routes, signals.
+//! - [`app`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
+//!   plane, Redis relay, host-lease sweeper, routes, signals.
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
 
 pub mod app;

@@ -61,6 +61,65 @@ fn bad_configuration_is_one_clear_line() {
     assert_one_line_error(&err, "already in use");
 }
 
+#[test]
+fn multi_instance_flags_are_checked_before_anything_starts() {
+    // Mutually exclusive stores, and relay settings without a relay: usage errors.
+    let (code, err) = run(&["serve", "--db", "x.db", "--pg", "postgresql://u@127.0.0.1/db"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'--db <DB>' cannot be used with '--pg <URL>'"), "{err}");
+    for flag in [["--relay", "log"], ["--relay-idle-ms", "100"], ["--relay-first-frame-ms", "100"]] {
+        let (code, err) = run(&["serve", flag[0], flag[1]]);
+        assert_eq!(code, 2, "{flag:?}: {err}");
+        assert!(err.contains("--redis <URL>"), "{err}");
+    }
+    let (code, err) = run(&["serve", "--redis", "redis://127.0.0.1:1/", "--relay", "pubsub"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("possible values: log, broadcast"), "{err}");
+    let (code, err) = run(&["serve", "--demo-tokens-per-second", "5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--demo"), "{err}");
+
+    // Settings that only mean something with several instances, and a lease that cannot hold.
+    let (code, err) = run(&["serve", "--listen", "127.0.0.1:0", "--host-id", "A", "--lease-ttl-ms", "9000"]);
+    assert_eq!(code, 1);
+    assert_one_line_error(&err, "--host-id, --lease-ttl-ms only apply to several instances sharing one database");
+    let pg = "postgresql://u@127.0.0.1:1/db";
+    let (code, err) = run(&["serve", "--pg", pg, "--lease-ttl-ms", "1000", "--sweep-interval-ms", "600"]);
+    assert_eq!(code, 1);
+    assert_one_line_error(&err, "--sweep-interval-ms 600 must be at most half of --lease-ttl-ms 1000");
+    let (code, err) = run(&["serve", "--pg", pg, "--sweep-interval-ms", "9000"]);
+    assert_eq!(code, 1);
+    assert_one_line_error(&err, "at most half of --lease-ttl-ms 15000");
+    let (code, err) = run(&["serve", "--pg", pg, "--host-id", " "]);
+    assert_eq!(code, 1);
+    assert_one_line_error(&err, "--host-id \" \" is not usable");
+
+    // Servers that are not there: one sentence each, with any password hidden.
+    let (code, err) = run(&["serve", "--listen", "127.0.0.1:0", "--pg", "postgresql://u:secret@127.0.0.1:1/db"]);
+    assert_eq!(code, 1);
+    assert_one_line_error(&err, "cannot use PostgreSQL at postgresql://u:***@127.0.0.1:1/db");
+    assert!(!err.contains("secret"), "{err}");
+    let (code, err) = run(&["serve", "--pg", "not a url"]);
+    assert_eq!(code, 1);
+    assert_one_line_error(&err, "is not a PostgreSQL connection URL");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let (code, err) =
+        run(&["serve", "--listen", "127.0.0.1:0", "--db", db.to_str().unwrap(), "--redis", "redis://:pw@127.0.0.1:1/"]);
+    assert_eq!(code, 1);
+    assert_one_line_error(&err, "cannot start the Redis relay");
+    assert!(!err.contains(":pw@"), "{err}");
+}
+
+#[test]
+fn demo_answer_prints_exactly_what_the_demo_produces() {
+    let out = Command::new(BIN).args(["demo-answer", "--prompt", " why? ", "--seed", "42"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text, twoplane_server::demo::answer::answer_text("why?", 42));
+    assert!(text.contains("why?"), "{text}");
+}
+
 fn http(addr: &str, request: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

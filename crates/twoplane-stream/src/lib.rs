@@ -54,7 +54,7 @@ pub use options::{
     DEFAULT_RETAIN_CHARS, DEFAULT_RETRY_BACKOFF_MS,
 };
 pub use plane::{DrainReport, Plane, StreamHandle};
-pub use postgres::PostgresTarget;
+pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use sqlite::SqliteTarget;
 pub use subscription::Subscription;

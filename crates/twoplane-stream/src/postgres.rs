@@ -24,6 +24,11 @@ use crate::target::{
 };
 use crate::verdict;
 
+/// The PostgreSQL advisory lock (`pg_advisory_xact_lock`) under which twoplane creates tables:
+/// hold it in the transaction of your own `CREATE ... IF NOT EXISTS` statements when several
+/// instances may start at once. The bytes of "twoplane" as a big-endian integer.
+pub const PG_SCHEMA_LOCK_KEY: i64 = 0x7477_6f70_6c61_6e65;
+
 pub struct PostgresTarget {
     url: String,
     sql: MappedSql,
@@ -169,15 +174,25 @@ impl PostgresTarget {
         guard.as_mut().ok_or_else(|| PlaneError::store("postgres: no connection"))
     }
 
-    /// Create the chunk table and its index if they do not exist (the core's DDL).
+    /// Create the chunk table and its index if they do not exist (the core's DDL). Safe when
+    /// several instances start at once: the statements run in one transaction under the
+    /// advisory lock [`PG_SCHEMA_LOCK_KEY`].
     pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
         let ddl = stream_chunk_table_ddl(&self.tables, Dialect::Postgres)?;
         let mut guard = self.conn.lock().await;
         let conn = self.ensure(&mut guard).await?;
+        // PostgreSQL's CREATE ... IF NOT EXISTS checks and creates in two steps: two instances
+        // starting together can both find nothing, and the slower one then fails on the
+        // catalog's unique index. The transaction-scoped lock makes the second creator wait
+        // for the first to commit, after which it finds the table and does nothing.
+        let tx = conn.client.transaction().await.map_err(db_err("creating the chunk table"))?;
+        tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({PG_SCHEMA_LOCK_KEY})"))
+            .await
+            .map_err(db_err("taking the schema lock"))?;
         for statement in &ddl {
-            conn.client.batch_execute(statement).await.map_err(db_err("creating the chunk table"))?;
+            tx.batch_execute(statement).await.map_err(db_err("creating the chunk table"))?;
         }
-        Ok(())
+        tx.commit().await.map_err(db_err("creating the chunk table"))
     }
 }
 

@@ -123,3 +123,24 @@ async fn postgres_reconnects_after_losing_its_connection() {
     assert_eq!(db.message(t.message(), "r1").await.unwrap().body, "before after");
     t.drop_all(&db).await;
 }
+
+/// Instances that start together all create the chunk table at once; every one must succeed
+/// (PostgreSQL's CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent twin).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_concurrent_chunk_table_creation() {
+    let Some(db) = connect().await else { return };
+    for round in 0..5 {
+        let name = format!("twoplane_race_{}_{round}", std::process::id());
+        let tables =
+            StreamTables { message: format!("{name}_m"), chunks: format!("{name}_c"), columns: Default::default() };
+        let mut targets = Vec::new();
+        for _ in 0..6 {
+            targets.push(PostgresTarget::connect(&db.url, &tables).await.unwrap());
+        }
+        let results = futures::future::join_all(targets.iter().map(|t| t.create_chunk_table())).await;
+        for r in results {
+            r.expect("every concurrent creator succeeds");
+        }
+        db.exec(&format!("DROP TABLE IF EXISTS \"{name}_c\"")).await;
+    }
+}

@@ -42,6 +42,21 @@ pub fn seed_of(prompt: &str) -> u64 {
     prompt.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// The generator behind the answer to `prompt` with `seed`. The answer's text is drawn from it
+/// first ([`compose`]); the token cuts and the pacing continue from the same generator, so they
+/// never change the text.
+pub fn rng_for(prompt: &str, seed: u64) -> Rng {
+    Rng::new(seed_of(prompt.trim()) ^ seed)
+}
+
+/// The text the demo's model produces for `prompt` with `seed`: a pure function, and the one
+/// place the rule lives. `POST /api/chat {"prompt", "seed"}` streams exactly this text, `twoplane
+/// demo-answer` prints it, and the multi-instance test compares every reader against it, so a
+/// test knows what was produced without asking the producing process (which it may have killed).
+pub fn answer_text(prompt: &str, seed: u64) -> String {
+    compose(prompt, &mut rng_for(prompt, seed))
+}
+
 const OPENERS: &[&str] = &[
     "Good question.",
     "Here is how I would think about it.",
@@ -184,6 +199,14 @@ mod tests {
             split += tokenize(&answer, &mut rng).iter().filter(|t| !t.is_well_formed()).count();
         }
         assert!(split > 0);
+    }
+
+    #[test]
+    fn the_answer_is_a_function_of_prompt_and_seed() {
+        assert_eq!(answer_text("q", 7), answer_text(" q ", 7), "the prompt is trimmed first");
+        assert_ne!(answer_text("q", 7), answer_text("q", 8));
+        let mut rng = rng_for("q", 7);
+        assert_eq!(compose("q", &mut rng), answer_text("q", 7));
     }
 
     #[test]

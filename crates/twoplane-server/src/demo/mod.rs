@@ -1,15 +1,24 @@
 //! `--demo`: a chat whose answers come from a simulated model, streamed by the plane and
-//! checkpointed into SQLite.
+//! checkpointed into SQLite or PostgreSQL.
 //!
 //! The message table is the application's (`messages`); the plane writes its chunk rows and the
 //! final compaction into it. `GET /api/messages` is the durable view a page renders first: each
-//! message's body assembled from `body` plus its chunk rows, read in one transaction so a
+//! message's body assembled from `body` plus its chunk rows, read from one snapshot so a
 //! compaction (which moves chunk text into `body`) is never seen half-done. A page that finds a
 //! message still `streaming` joins its stream at exactly the durable length, which is what makes
 //! a reload mid-answer show every character once.
+//!
+//! With several instances on one PostgreSQL, `POST /api/chat` starts the answer on the instance
+//! that received it, and `GET /api/messages` and `GET /api/stream` work on every instance (the
+//! view reads the shared store; the stream comes through the relay). An answer is a pure
+//! function of its prompt and seed ([`answer::answer_text`]); the request may name the seed, so
+//! a test knows the produced text without asking the producer.
 
 pub mod answer;
+mod db;
 
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,16 +31,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use twoplane_core::sql::{quote_ident, stream_chunk_table_ddl, Dialect, StreamTables};
-use twoplane_core::{assemble_durable_text, ChunkRow, Text, STREAM_STATUS_STREAMING};
-use twoplane_stream::{DurableTarget, Plane, PlaneError, SqliteTarget, StreamHandle};
+use twoplane_core::STREAM_STATUS_STREAMING;
+use twoplane_stream::{Plane, StreamHandle};
 
-use answer::Rng;
+pub use db::{redact_url, tables, tables_with_host, DemoDb, MessageView, CHUNK_TABLE, HOST_COLUMN, MESSAGE_TABLE};
 
-/// The application's message table.
-pub const MESSAGE_TABLE: &str = "messages";
-/// The plane's chunk table.
-pub const CHUNK_TABLE: &str = "message_chunks";
 /// Prompts longer than this are refused (the page caps its input lower).
 const MAX_PROMPT_CHARS: usize = 2000;
 
@@ -39,187 +43,27 @@ const INDEX_HTML: &str = include_str!("../../assets/index.html");
 const APP_JS: &str = include_str!("../../assets/app.js");
 const APP_CSS: &str = include_str!("../../assets/app.css");
 
-/// The tables the plane writes.
-pub fn tables() -> StreamTables {
-    StreamTables { message: MESSAGE_TABLE.into(), chunks: CHUNK_TABLE.into(), columns: Default::default() }
+/// How fast the simulated model emits tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Pace {
+    /// 20 to 50 tokens per second, like a hosted model on a good day.
+    #[default]
+    Natural,
+    /// About this many tokens per second (each gap drawn between half and one and a half of the
+    /// mean): tests slow an answer down so that something can happen in its middle.
+    TokensPerSecond(u32),
 }
 
-/// The demo's database: the plane's SQLite target, whose one connection also serves the
-/// demo's own reads and inserts (serialized with the checkpoints, which a demo can afford).
-#[derive(Clone)]
-pub struct DemoDb {
-    target: Arc<SqliteTarget>,
-}
-
-/// One message as the page sees it.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct MessageView {
-    pub id: String,
-    pub role: String,
-    /// The durable text: `body` followed by the chunk rows in `seq` order.
-    pub body: String,
-    pub status: Option<String>,
-    pub seq: i64,
-}
-
-impl DemoDb {
-    /// Open or create the database at `path` and make sure the tables exist.
-    pub async fn open(path: &Path) -> Result<DemoDb, String> {
-        let shown = path.display().to_string();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            if !parent.is_dir() {
-                return Err(format!("cannot use database {shown}: the directory {} does not exist", parent.display()));
+impl Pace {
+    /// The gap before the next token, drawn from the answer's generator.
+    fn gap(self, rng: &mut answer::Rng) -> Duration {
+        match self {
+            Pace::Natural => Duration::from_millis(rng.between(20, 50)),
+            Pace::TokensPerSecond(n) => {
+                let mean_us = 1_000_000 / u64::from(n.max(1));
+                Duration::from_micros(rng.between(mean_us / 2, mean_us + mean_us / 2))
             }
         }
-        if path.is_dir() {
-            return Err(format!("cannot use database {shown}: it is a directory"));
-        }
-        let target =
-            SqliteTarget::open(path, &tables()).map_err(|e| format!("cannot use database {shown}: {}", cause(&e)))?;
-        let db = DemoDb { target: Arc::new(target) };
-        db.target
-            .with_connection(|conn| {
-                let message = quote_ident(MESSAGE_TABLE)?;
-                conn.execute_batch(&format!(
-                    "CREATE TABLE IF NOT EXISTS {message} (id TEXT PRIMARY KEY, role TEXT, \
-                     body TEXT NOT NULL DEFAULT '', status TEXT, seq INTEGER NOT NULL DEFAULT 0)"
-                ))
-                .map_err(store_err)?;
-                for ddl in stream_chunk_table_ddl(&tables(), Dialect::Sqlite)? {
-                    conn.execute(&ddl, []).map_err(store_err)?;
-                }
-                Ok(())
-            })
-            .await
-            .map_err(|e| format!("cannot use database {shown}: {}", cause(&e)))?;
-        Ok(db)
-    }
-
-    /// The plane's durable target.
-    pub fn target(&self) -> Result<Arc<dyn DurableTarget>, String> {
-        Ok(self.target.clone())
-    }
-
-    /// Mark messages an earlier process left `streaming` (it died without draining) as
-    /// `interrupted`; their text stays readable from body plus chunk rows.
-    pub async fn sweep_streaming(&self) -> Result<usize, String> {
-        self.target
-            .with_connection(|conn| {
-                conn.execute("UPDATE messages SET status = 'interrupted' WHERE status = ?1", [STREAM_STATUS_STREAMING])
-                    .map_err(store_err)
-            })
-            .await
-            .map_err(|e| format!("cannot sweep unfinished messages: {}", cause(&e)))
-    }
-
-    /// Insert the user's message and an empty assistant row ready for `open`.
-    pub async fn insert_exchange(&self, user: MessageView, assistant_id: String) -> Result<(), PlaneError> {
-        self.target
-            .with_connection(move |conn| {
-                let tx = conn.transaction().map_err(store_err)?;
-                tx.execute(
-                    "INSERT INTO messages (id, role, body, status, seq) VALUES (?1, 'user', ?2, 'complete', ?3)",
-                    rusqlite::params![user.id, user.body, user.seq],
-                )
-                .map_err(store_err)?;
-                tx.execute(
-                    "INSERT INTO messages (id, role, body, status, seq) VALUES (?1, 'assistant', '', NULL, 0)",
-                    [&assistant_id],
-                )
-                .map_err(store_err)?;
-                tx.commit().map_err(store_err)
-            })
-            .await
-    }
-
-    /// Insert an empty assistant row, ready for [`Plane::open`] (tests and benchmarks drive
-    /// their own producers with it).
-    pub async fn insert_assistant(&self, id: &str) -> Result<(), PlaneError> {
-        let id = id.to_owned();
-        self.target
-            .with_connection(move |conn| {
-                conn.execute(
-                    "INSERT INTO messages (id, role, body, status, seq) VALUES (?1, 'assistant', '', NULL, 0)",
-                    [&id],
-                )
-                .map(drop)
-                .map_err(store_err)
-            })
-            .await
-    }
-
-    /// Every message in creation order, with durable text assembled, from one snapshot.
-    pub async fn messages(&self) -> Result<Vec<MessageView>, PlaneError> {
-        self.target.with_connection(|conn| read_messages(conn, None)).await
-    }
-
-    /// One message's durable view.
-    pub async fn message(&self, id: String) -> Result<Option<MessageView>, PlaneError> {
-        self.target.with_connection(move |conn| Ok(read_messages(conn, Some(&id))?.pop())).await
-    }
-}
-
-fn read_messages(conn: &mut rusqlite::Connection, only: Option<&str>) -> Result<Vec<MessageView>, PlaneError> {
-    // One transaction: body and chunk rows from the same snapshot.
-    let tx = conn.transaction().map_err(store_err)?;
-    let mut out = Vec::new();
-    {
-        let mut rows = tx
-            .prepare_cached(
-                "SELECT id, role, body, status, seq FROM messages WHERE (?1 IS NULL OR id = ?1) ORDER BY rowid",
-            )
-            .map_err(store_err)?;
-        let mut chunks = tx
-            .prepare_cached(r#"SELECT "seq", "text" FROM "message_chunks" WHERE "streamId" = ?1 ORDER BY "seq""#)
-            .map_err(store_err)?;
-        let list = rows
-            .query_map([only], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, i64>(4)?,
-                ))
-            })
-            .map_err(store_err)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(store_err)?;
-        for (id, role, body, status, seq) in list {
-            let rows = chunks
-                .query_map([&id], |r| {
-                    let seq: i64 = r.get(0)?;
-                    let text: Option<String> = r.get(1)?;
-                    Ok(ChunkRow { seq: u64::try_from(seq).unwrap_or(0), text: text.map(Text::from) })
-                })
-                .map_err(store_err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(store_err)?;
-            let body_text = body.map(Text::from);
-            let durable = assemble_durable_text(body_text.as_ref(), &rows);
-            out.push(MessageView {
-                id,
-                role: role.unwrap_or_default(),
-                // Table text is well-formed (the plane refuses lone surrogates for tables).
-                body: durable.to_string_lossy(),
-                status,
-                seq,
-            });
-        }
-    }
-    tx.commit().map_err(store_err)?;
-    Ok(out)
-}
-
-fn store_err(e: rusqlite::Error) -> PlaneError {
-    PlaneError::store("sqlite").with_source(e)
-}
-
-/// The most useful sentence in a plane error: its cause when there is one.
-fn cause(e: &PlaneError) -> String {
-    match std::error::Error::source(e) {
-        Some(source) => source.to_string(),
-        None => e.message().to_owned(),
     }
 }
 
@@ -227,13 +71,36 @@ fn cause(e: &PlaneError) -> String {
 struct DemoState {
     plane: Plane,
     db: DemoDb,
-    ids: Arc<AtomicU64>,
+    pace: Pace,
+    ids: Arc<IdSource>,
+}
+
+/// Message ids: unique across restarts on one database and across instances sharing it.
+struct IdSource {
+    /// Random per process: two instances that create a message in the same millisecond with the
+    /// same counter value still differ.
+    tag: u32,
+    counter: AtomicU64,
+}
+
+impl IdSource {
+    fn new() -> IdSource {
+        // RandomState is seeded from the OS per process: randomness without a dependency.
+        let mut h = RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        IdSource { tag: h.finish() as u32, counter: AtomicU64::new(0) }
+    }
+
+    fn next(&self, prefix: &str) -> String {
+        let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        format!("{prefix}-{ms:x}-{:08x}-{}", self.tag, self.counter.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 /// The demo's routes: the page, the browser package, `POST /api/chat`, `GET /api/messages`.
 /// The SSE endpoint is mounted separately ([`crate::http::sse_router`]).
-pub fn routes(plane: Plane, db: DemoDb, package_dir: &Path) -> Router {
-    let state = DemoState { plane, db, ids: Arc::new(AtomicU64::new(0)) };
+pub fn routes(plane: Plane, db: DemoDb, package_dir: &Path, pace: Pace) -> Router {
+    let state = DemoState { plane, db, pace, ids: Arc::new(IdSource::new()) };
     let package = tower_http::services::ServeDir::new(package_dir);
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
@@ -252,12 +119,17 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 #[derive(Deserialize)]
 struct ChatRequest {
     prompt: String,
+    /// The answer's seed; a random one when missing. The answer is
+    /// [`answer::answer_text`]`(prompt, seed)`.
+    seed: Option<u64>,
 }
 
 #[derive(Serialize)]
 struct ChatResponse {
     user: MessageView,
     assistant: MessageView,
+    /// The seed the answer is produced from (so any answer can be reproduced).
+    seed: u64,
 }
 
 #[derive(Serialize)]
@@ -269,28 +141,27 @@ fn json_error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(serde_json::json!({ "error": message.into() }))).into_response()
 }
 
-fn new_id(state: &DemoState, prefix: &str) -> String {
-    // Time plus a per-process counter: unique across restarts on the same database.
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    format!("{prefix}-{ms:x}-{}", state.ids.fetch_add(1, Ordering::Relaxed))
-}
-
 async fn chat(State(state): State<DemoState>, body: Result<Json<ChatRequest>, JsonRejection>) -> Response {
     let Ok(Json(request)) = body else {
-        return json_error(StatusCode::BAD_REQUEST, "expected a JSON body {\"prompt\": \"...\"}");
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "expected a JSON body {\"prompt\": \"...\"} (and optionally \"seed\": a non-negative integer)",
+        );
     };
     let prompt = request.prompt.trim().to_owned();
     if prompt.is_empty() || prompt.chars().count() > MAX_PROMPT_CHARS {
         return json_error(StatusCode::BAD_REQUEST, format!("the prompt must have 1 to {MAX_PROMPT_CHARS} characters"));
     }
+    let seed = request.seed.unwrap_or_else(rand_seed);
     let user = MessageView {
-        id: new_id(&state, "u"),
+        id: state.ids.next("u"),
         role: "user".into(),
         seq: prompt.encode_utf16().count() as i64,
         body: prompt.clone(),
         status: Some("complete".into()),
+        host: None,
     };
-    let assistant_id = new_id(&state, "a");
+    let assistant_id = state.ids.next("a");
     if let Err(e) = state.db.insert_exchange(user.clone(), assistant_id.clone()).await {
         tracing::error!(error = %e, "cannot store the exchange");
         return json_error(StatusCode::INTERNAL_SERVER_ERROR, "cannot store the message");
@@ -302,16 +173,18 @@ async fn chat(State(state): State<DemoState>, body: Result<Json<ChatRequest>, Js
             return json_error(StatusCode::SERVICE_UNAVAILABLE, format!("cannot start the answer: {}", e.kind()));
         }
     };
-    tracing::info!(stream_id = %assistant_id, prompt_chars = prompt.chars().count(), "answer started");
-    tokio::spawn(produce(handle, prompt));
+    tracing::info!(stream_id = %assistant_id, prompt_chars = prompt.chars().count(), seed, "answer started");
+    tokio::spawn(produce(handle, prompt, seed, state.pace));
+    let host = state.db.tables().columns.host.map(|_| state.plane.host_token().to_owned());
     let assistant = MessageView {
         id: assistant_id,
         role: "assistant".into(),
         body: String::new(),
         status: Some(STREAM_STATUS_STREAMING.into()),
         seq: 0,
+        host,
     };
-    (StatusCode::CREATED, Json(ChatResponse { user, assistant })).into_response()
+    (StatusCode::CREATED, Json(ChatResponse { user, assistant, seed })).into_response()
 }
 
 async fn messages(State(state): State<DemoState>) -> Response {
@@ -324,14 +197,16 @@ async fn messages(State(state): State<DemoState>) -> Response {
     }
 }
 
-/// The simulated model: push the answer's tokens at 20 to 50 per second, then seal.
-async fn produce(handle: StreamHandle, prompt: String) {
-    let mut rng = Rng::new(answer::seed_of(&prompt) ^ rand_seed());
+/// The simulated model: push the answer's tokens at `pace`, then seal.
+async fn produce(handle: StreamHandle, prompt: String, seed: u64, pace: Pace) {
+    // The text is drawn first from the generator ([`answer::answer_text`] draws exactly the
+    // same); the cuts and the gaps come after, so they cannot change it.
+    let mut rng = answer::rng_for(&prompt, seed);
     let text = answer::compose(&prompt, &mut rng);
     let tokens = answer::tokenize(&text, &mut rng);
     let started = tokio::time::Instant::now();
     for token in &tokens {
-        tokio::time::sleep(Duration::from_millis(rng.between(20, 50))).await;
+        tokio::time::sleep(pace.gap(&mut rng)).await;
         if handle.is_sealed() {
             // Drained (shutdown) or cancelled: the seal already ended the stream.
             tracing::info!(stream_id = handle.stream_id(), "answer stopped early");
@@ -354,7 +229,10 @@ async fn produce(handle: StreamHandle, prompt: String) {
     }
 }
 
-/// Variety between two identical prompts (tests compare against the store, not a fixed text).
+/// Variety between two identical prompts when the request names no seed. Kept below 2^53 so
+/// that a page (JavaScript numbers) can send it back unchanged.
 fn rand_seed() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.finish() & ((1 << 53) - 1)
 }

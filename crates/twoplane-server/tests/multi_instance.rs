@@ -1,0 +1,1063 @@
+//! Several `twoplane serve --demo` processes sharing one PostgreSQL and one Redis, driven over
+//! real HTTP on loopback. Needs both servers: `bash scripts/test-multi.sh` starts them (Debian's
+//! packages, on 127.0.0.1), builds the binary and runs this file; `cargo test` alone skips it
+//! (it is `#[ignore]`d, and says why).
+//!
+//! The log topology (three instances A, B, C):
+//! 1. Answers are produced on A; SSE readers join on B and C at random moments and at random
+//!    offsets (anywhere between 0 and the durable length `/api/messages` shows them), some drop
+//!    their connection and resume with `Last-Event-ID`, some join again after a `stale`; Redis is
+//!    killed and restarted in the middle. Every reader must end with exactly the produced text,
+//!    which the test knows without asking A: the demo's answer is a pure function of the prompt
+//!    and the seed the request names (`answer_text`).
+//! 2. More answers on A, one on B; A is killed with SIGKILL in the middle. The sweeper of B or C
+//!    must mark A's rows `interrupted` within a few lease times to live, and must not touch B's
+//!    answer, which completes. For A's answers: the store (body plus chunk rows) is a prefix of
+//!    the produced text, its chunk rows tile it exactly (nothing duplicated), it holds at least
+//!    every length any reader was told was durable (nothing lost), and every reader's text, and
+//!    its splice with the final store text, is a prefix of the produced text.
+//!    An instance D started meanwhile must not touch the live rows of A or B.
+//! 3. SIGTERM on B, C and D: each exits cleanly and gives its lease up.
+//!
+//! The broadcast topology (two instances): readers that join behind the live position end with
+//! `stale` (pub/sub has no history) and converge on the store; every reader ends with the
+//! produced text.
+//!
+//! Every random choice comes from one seed, printed first (`TWOPLANE_MULTI_SEED=N` replays the
+//! same plan; the machine's timing still varies). Each scenario uses a fresh database. Every wait
+//! is bounded, the processes are killed if the test fails, and their logs are kept under
+//! `target/tmp/multi-instance/` (the tails are printed on failure).
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use serde_json::Value;
+use tokio_postgres::NoTls;
+use twoplane_core::json::decode_frame;
+use twoplane_core::reader::StopReason;
+use twoplane_core::sse::{SseDecoder, SseEvent};
+use twoplane_core::{splice_stream_text, Frame, ReaderAction, Text, TextReader};
+use twoplane_server::demo::answer::{answer_text, Rng};
+
+const BIN: &str = env!("CARGO_BIN_EXE_twoplane");
+const LEASE_TTL_MS: u64 = 2_000;
+const SWEEP_INTERVAL_MS: u64 = 500;
+/// Slow enough that an answer (about 90 to 200 tokens) lasts several seconds, so Redis restarts
+/// and a producer dies in its middle.
+const TOKENS_PER_SECOND: u32 = 25;
+/// How long one SSE event or HTTP answer may take before the test calls it a hang.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How often a reader that lost the live leg re-reads the store (the demo page uses 400 ms).
+const STORE_POLL: Duration = Duration::from_millis(200);
+
+/// The scenarios restart the one Redis and would disturb each other: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+// ------------------------------------------------------------------------------------------
+// Environment
+
+struct Env {
+    pg_url: String,
+    redis_url: String,
+    seed: u64,
+}
+
+fn env() -> Env {
+    let var = |name: &str| match std::env::var(name) {
+        Ok(v) if !v.is_empty() => v,
+        _ => panic!("{name} is not set: run `bash scripts/test-multi.sh`, which starts PostgreSQL and Redis"),
+    };
+    // One seed for the whole run, whichever scenario asks first.
+    static SEED: OnceLock<u64> = OnceLock::new();
+    let seed = *SEED.get_or_init(|| match std::env::var("TWOPLANE_MULTI_SEED") {
+        Ok(s) => s.trim().parse().unwrap_or_else(|_| panic!("TWOPLANE_MULTI_SEED={s:?} is not an integer")),
+        Err(_) => {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 & 0xFFFF_FFFF
+        }
+    });
+    Env { pg_url: var("TWOPLANE_PG_URL"), redis_url: var("TWOPLANE_REDIS_URL"), seed }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A uniform fraction in [0, 1).
+fn fraction(rng: &mut Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn ms(rng: &mut Rng, lo: u64, hi: u64) -> Duration {
+    Duration::from_millis(rng.between(lo, hi))
+}
+
+// ------------------------------------------------------------------------------------------
+// A fresh database per scenario
+
+struct Database {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+/// `url` with its database name replaced.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.find('?') {
+        Some(q) => (&url[..q], &url[q..]),
+        None => (url, ""),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let path_start = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);
+    format!("{}/{name}{query}", &base[..path_start])
+}
+
+async fn pg(url: &str) -> tokio_postgres::Client {
+    let (client, connection) =
+        tokio_postgres::connect(url, NoTls).await.unwrap_or_else(|e| panic!("connect {url}: {e}"));
+    tokio::spawn(connection);
+    client
+}
+
+impl Database {
+    async fn create(admin_url: &str, label: &str, seed: u64) -> Database {
+        let admin = pg(admin_url).await;
+        // Databases of earlier runs that failed (and were kept for inspection) go first.
+        let old = admin
+            .query("SELECT datname::text FROM pg_database WHERE datname LIKE 'twoplane_multi_%'", &[])
+            .await
+            .unwrap();
+        for row in old {
+            let name: String = row.get(0);
+            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
+        }
+        let name = format!("twoplane_multi_{label}_{}_{seed}", std::process::id());
+        admin.batch_execute(&format!("CREATE DATABASE \"{name}\"")).await.unwrap();
+        Database { admin_url: admin_url.to_owned(), url: with_database(admin_url, &name), name }
+    }
+
+    async fn drop_it(self) {
+        let admin = pg(&self.admin_url).await;
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name)).await.unwrap();
+    }
+}
+
+/// A message row and its chunk rows, straight from PostgreSQL.
+#[derive(Debug)]
+struct StoredRow {
+    body: String,
+    seq: i64,
+    status: Option<String>,
+    host: Option<String>,
+    /// (seq, text) in `seq` order.
+    chunks: Vec<(i64, String)>,
+}
+
+async fn stored_row(client: &tokio_postgres::Client, id: &str) -> StoredRow {
+    let row = client
+        .query_one("SELECT body, seq, status, host FROM messages WHERE id = $1", &[&id])
+        .await
+        .unwrap_or_else(|e| panic!("message {id}: {e}"));
+    let chunks = client
+        .query(r#"SELECT "seq", "text" FROM "message_chunks" WHERE "streamId" = $1 ORDER BY "seq""#, &[&id])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    StoredRow { body: row.get(0), seq: row.get(1), status: row.get(2), host: row.get(3), chunks }
+}
+
+fn units(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+/// The chunk rows must tile the text after the body exactly: each row starts where the previous
+/// ended (no overlap: nothing duplicated; no hole: nothing lost), and the `seq` column names the
+/// end. Returns the assembled text.
+fn check_tiling(id: &str, row: &StoredRow, failures: &mut Vec<String>) -> Text {
+    let mut text = Text::from(row.body.as_str());
+    for (seq, chunk) in &row.chunks {
+        let start = text.len() as i64;
+        if *seq != start + units(chunk) as i64 {
+            failures.push(format!("{id}: chunk row ending at {seq} holds {} units after {start}", units(chunk)));
+        }
+        text.push_str(chunk);
+    }
+    if row.seq != text.len() as i64 {
+        failures.push(format!("{id}: seq column {} but body plus chunks hold {}", row.seq, text.len()));
+    }
+    text
+}
+
+// ------------------------------------------------------------------------------------------
+// The instances
+
+struct Instance {
+    name: String,
+    child: Option<Child>,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Instance {
+    fn spawn(name: &str, args: &[String], log_dir: &Path) -> (String, Child, PathBuf) {
+        let log = log_dir.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(BIN)
+            .arg("serve")
+            .args(args)
+            .env("RUST_LOG", "info,twoplane_redis=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        (name.to_owned(), child, log)
+    }
+
+    /// Wait for the `listening addr=` line of a spawned instance.
+    fn ready(name: String, mut child: Child, log: PathBuf) -> Instance {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(rest) = text.split("listening addr=").nth(1) {
+                let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
+                return Instance { name, child: Some(child), addr, log };
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("instance {name} exited during startup ({status}):\n{text}");
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("instance {name} did not start within 30 s:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM, then wait (bounded) for the exit.
+    fn terminate(&mut self) -> Result<ExitStatus, String> {
+        let Some(mut child) = self.child.take() else { return Err(format!("{} is not running", self.name)) };
+        // SAFETY: signalling the child this test spawned, by its pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{} did not exit within 15 s of SIGTERM", self.name));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Start instances together (so their schema creation races, as it does in a deployment).
+fn start_all(specs: &[(&str, Vec<String>)], log_dir: &Path) -> Vec<Instance> {
+    let spawned: Vec<_> = specs.iter().map(|(name, args)| Instance::spawn(name, args, log_dir)).collect();
+    spawned.into_iter().map(|(name, child, log)| Instance::ready(name, child, log)).collect()
+}
+
+fn serve_args(db: &Database, redis: &str, relay: &str, host: &str) -> Vec<String> {
+    [
+        "--demo",
+        "--listen",
+        "127.0.0.1:0",
+        "--pg",
+        &db.url,
+        "--redis",
+        redis,
+        "--relay",
+        relay,
+        "--host-id",
+        host,
+        "--lease-ttl-ms",
+        &LEASE_TTL_MS.to_string(),
+        "--sweep-interval-ms",
+        &SWEEP_INTERVAL_MS.to_string(),
+        "--relay-idle-ms",
+        "1500",
+        "--relay-first-frame-ms",
+        "2000",
+        "--keep-alive-ms",
+        "1000",
+        "--demo-tokens-per-second",
+        &TOKENS_PER_SECOND.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// HTTP
+
+async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<String>) -> Result<(u16, Value), String> {
+    let call = async {
+        let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+        let conn = tokio::spawn(conn);
+        let mut request = hyper::Request::builder().method(method).uri(path).header("host", addr.to_string());
+        if body.is_some() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).map_err(|e| e.to_string())?;
+        let response = sender.send_request(request).await.map_err(|e| format!("{method} {path}: {e}"))?;
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        conn.abort();
+        let value = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{method} {path}: {status} {}: {e}", String::from_utf8_lossy(&bytes)))?;
+        Ok((status, value))
+    };
+    tokio::time::timeout(EVENT_TIMEOUT, call).await.map_err(|_| format!("{method} {path} on {addr} timed out"))?
+}
+
+/// `POST /api/chat` with a seed; returns the assistant's message id.
+async fn ask(addr: SocketAddr, prompt: &str, seed: u64) -> String {
+    let body = serde_json::json!({ "prompt": prompt, "seed": seed }).to_string();
+    let (status, value) = http(addr, "POST", "/api/chat", Some(body)).await.unwrap();
+    assert_eq!(status, 201, "{value}");
+    assert_eq!(value["seed"].as_u64(), Some(seed), "{value}");
+    value["assistant"]["id"].as_str().unwrap().to_owned()
+}
+
+/// One message as `GET /api/messages` on `addr` shows it: (status, durable text).
+async fn durable_view(addr: SocketAddr, id: &str) -> Result<(String, String), String> {
+    let (status, value) = http(addr, "GET", "/api/messages", None).await?;
+    if status != 200 {
+        return Err(format!("GET /api/messages on {addr}: {status} {value}"));
+    }
+    let messages = value["messages"].as_array().ok_or("no messages array")?;
+    let m = messages.iter().find(|m| m["id"] == id).ok_or_else(|| format!("message {id} missing on {addr}"))?;
+    Ok((m["status"].as_str().unwrap_or("").to_owned(), m["body"].as_str().unwrap_or("").to_owned()))
+}
+
+/// One SSE response, read event by event.
+struct Sse {
+    body: Incoming,
+    decoder: SseDecoder,
+    pending: std::collections::VecDeque<SseEvent>,
+    ended: bool,
+    conn: tokio::task::JoinHandle<()>,
+}
+
+impl Sse {
+    async fn get(addr: SocketAddr, path: &str, last_event_id: Option<&str>) -> Result<Sse, String> {
+        let open = async {
+            let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| e.to_string())?;
+            let conn = tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            let mut request = hyper::Request::get(path).header("host", addr.to_string());
+            if let Some(id) = last_event_id {
+                request = request.header("last-event-id", id);
+            }
+            let response = sender
+                .send_request(request.body(Full::new(Bytes::new())).map_err(|e| e.to_string())?)
+                .await
+                .map_err(|e| format!("GET {path}: {e}"))?;
+            if response.status() != 200 {
+                return Err(format!("GET {path} on {addr}: {}", response.status()));
+            }
+            Ok(Sse {
+                body: response.into_body(),
+                decoder: SseDecoder::new(),
+                pending: Default::default(),
+                ended: false,
+                conn,
+            })
+        };
+        tokio::time::timeout(EVENT_TIMEOUT, open).await.map_err(|_| format!("GET {path} on {addr} timed out"))?
+    }
+
+    /// The next event; `None` when the body ended.
+    async fn event(&mut self) -> Result<Option<SseEvent>, String> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Ok(Some(e));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            let next = tokio::time::timeout(EVENT_TIMEOUT, self.body.frame())
+                .await
+                .map_err(|_| format!("no SSE event within {EVENT_TIMEOUT:?}"))?;
+            let mut out = Vec::new();
+            match next {
+                None => {
+                    self.ended = true;
+                    self.decoder.finish(&mut out);
+                }
+                Some(Err(e)) => return Err(format!("the SSE body failed: {e}")),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.decoder.feed(&data, &mut out);
+                    }
+                }
+            }
+            self.pending.extend(out);
+        }
+    }
+}
+
+impl Drop for Sse {
+    fn drop(&mut self) {
+        self.conn.abort();
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Readers
+
+#[derive(Clone, Debug)]
+struct ReaderPlan {
+    label: String,
+    stream_id: String,
+    addr: SocketAddr,
+    start_after: Duration,
+    /// Join at this fraction of the durable length the store shows.
+    offset: f64,
+    /// Join at 0 right away, without reading the store first: what the page does with the
+    /// assistant message `POST /api/chat` returns (the only way to meet pub/sub live).
+    immediate: bool,
+    /// Drop the connection after this many frames and resume with `Last-Event-ID`.
+    reconnect_after: Option<usize>,
+    /// After a `stale` or `absent` while the stream is still live, join again at the durable
+    /// length (what a reload does) this many times; after that, follow the store only.
+    rejoins: usize,
+}
+
+#[derive(Debug)]
+struct ReaderLog {
+    plan: ReaderPlan,
+    /// Each live leg: the join offset, the text held when it stopped, and why it stopped.
+    legs: Vec<(usize, Text, StopReason)>,
+    /// Whether the join offset was strictly below the durable length the reader saw.
+    behind: Vec<bool>,
+    /// The largest durable length any frame announced (`durable`, or `end`'s seq).
+    max_durable: u64,
+    reconnected: bool,
+    frames: usize,
+    final_status: String,
+    final_store: Text,
+    /// `spliceStreamText(final store, this reader's text)`.
+    rendered: Text,
+}
+
+async fn run_reader(plan: ReaderPlan, deadline: Instant) -> Result<ReaderLog, String> {
+    tokio::time::sleep(plan.start_after).await;
+    let sid = Text::from(plan.stream_id.as_str());
+    let mut log = ReaderLog {
+        plan: plan.clone(),
+        legs: Vec::new(),
+        behind: Vec::new(),
+        max_durable: 0,
+        reconnected: false,
+        frames: 0,
+        final_status: String::new(),
+        final_store: Text::new(),
+        rendered: Text::new(),
+    };
+    let mut last: Option<TextReader> = None;
+    let mut rejoins_left = plan.rejoins;
+    let mut reconnect_after = plan.reconnect_after;
+    let (status, body) = loop {
+        if Instant::now() > deadline {
+            return Err(format!("{}: still not sealed at the deadline", plan.label));
+        }
+        let (status, body) = if plan.immediate && log.legs.is_empty() {
+            ("streaming".to_owned(), String::new())
+        } else {
+            durable_view(plan.addr, &plan.stream_id).await?
+        };
+        if status != "streaming" {
+            break (status, body);
+        }
+        let first = log.legs.is_empty();
+        if !first {
+            if rejoins_left == 0 {
+                tokio::time::sleep(STORE_POLL).await;
+                continue;
+            }
+            rejoins_left -= 1;
+        }
+        let store = Text::from(body.as_str());
+        let from = if first { (store.len() as f64 * plan.offset) as usize } else { store.len() };
+        log.behind.push(from < store.len());
+        let mut reader = TextReader::new(sid.clone(), Text::from_slice(&store.units()[..from]));
+        let path = format!("/api/stream?streamId={}&from={from}", plan.stream_id);
+        let mut sse = Sse::get(plan.addr, &path, None).await?;
+        let mut in_connection = 0;
+        let reason = loop {
+            let Some(event) = sse.event().await.map_err(|e| format!("{}: {e}", plan.label))? else {
+                return Err(format!("{}: the SSE body ended without a terminal frame", plan.label));
+            };
+            let frame =
+                decode_frame(&event.data).map_err(|e| format!("{}: bad frame {:?}: {e}", plan.label, event.data))?;
+            // The id of the last event processed (not the decoder's, which may be ahead of it).
+            let last_id = event.last_event_id.clone();
+            log.frames += 1;
+            in_connection += 1;
+            match &frame {
+                Frame::Durable { seq } | Frame::End { seq, .. } => log.max_durable = log.max_durable.max(*seq),
+                _ => {}
+            }
+            if let ReaderAction::Stop(reason) = reader.feed(&frame) {
+                break reason;
+            }
+            if reconnect_after.is_some_and(|n| in_connection >= n) {
+                // What an EventSource does after a dropped connection: resume from the id of
+                // the last event it processed.
+                reconnect_after = None;
+                log.reconnected = true;
+                drop(sse);
+                sse = Sse::get(plan.addr, &path, Some(&last_id)).await?;
+                in_connection = 0;
+            }
+        };
+        if matches!(reason, StopReason::Gap | StopReason::ForeignStream | StopReason::Malformed) {
+            return Err(format!(
+                "{}: the reader stopped on {} (the server must never send that)",
+                plan.label,
+                reason.as_str()
+            ));
+        }
+        log.legs.push((from, reader.text().clone(), reason));
+        last = Some(reader);
+        if reason == StopReason::End {
+            // The seal is the compaction and it landed before `end` went out: the store says so.
+            let (status, body) = durable_view(plan.addr, &plan.stream_id).await?;
+            if status == "streaming" {
+                return Err(format!("{}: `end` received but the store still says streaming", plan.label));
+            }
+            break (status, body);
+        }
+    };
+    log.final_status = status;
+    log.final_store = Text::from(body.as_str());
+    log.rendered = match &last {
+        Some(reader) => reader.rendered(&sid, log.final_store.units()),
+        None => log.final_store.clone(),
+    };
+    Ok(log)
+}
+
+fn is_prefix(a: &Text, of: &Text) -> bool {
+    a.len() <= of.len() && a.units() == &of.units()[..a.len()]
+}
+
+/// A short description of where two texts part, for failure messages.
+fn diverge(a: &Text, b: &Text) -> String {
+    let at = a.units().iter().zip(b.units()).take_while(|(x, y)| x == y).count();
+    format!("lengths {} and {}, first difference at {at}", a.len(), b.len())
+}
+
+struct Answer {
+    id: String,
+    produced: Text,
+    readers: Vec<ReaderPlan>,
+}
+
+fn plan_readers(
+    rng: &mut Rng,
+    answer: &mut Answer,
+    nodes: &[(&str, SocketAddr)],
+    count: usize,
+    start_within_ms: u64,
+    rejoin: bool,
+) {
+    for i in 0..count {
+        let (node, addr) = nodes[i % nodes.len()];
+        let plan = ReaderPlan {
+            label: format!("{} reader {i} on {node}", answer.id),
+            stream_id: answer.id.clone(),
+            addr,
+            start_after: ms(rng, 0, start_within_ms),
+            offset: fraction(rng),
+            immediate: false,
+            reconnect_after: (rng.below(10) < 4).then(|| rng.between(2, 40) as usize),
+            rejoins: if rejoin && rng.below(2) == 0 { rng.between(1, 3) as usize } else { 0 },
+        };
+        answer.readers.push(plan);
+    }
+}
+
+/// A reader that joins at 0 the moment the answer is created, as the page that asked does.
+fn plan_immediate(answer: &mut Answer, node: &str, addr: SocketAddr) {
+    answer.readers.push(ReaderPlan {
+        label: format!("{} immediate reader on {node}", answer.id),
+        stream_id: answer.id.clone(),
+        addr,
+        start_after: Duration::ZERO,
+        offset: 0.0,
+        immediate: true,
+        reconnect_after: None,
+        rejoins: 0,
+    });
+}
+
+fn spawn_readers(answers: &[Answer], deadline: Instant) -> Vec<tokio::task::JoinHandle<Result<ReaderLog, String>>> {
+    answers
+        .iter()
+        .flat_map(|a| a.readers.iter().cloned())
+        .map(|plan| tokio::spawn(run_reader(plan, deadline)))
+        .collect()
+}
+
+async fn collect(
+    handles: Vec<tokio::task::JoinHandle<Result<ReaderLog, String>>>,
+    failures: &mut Vec<String>,
+) -> Vec<ReaderLog> {
+    let mut logs = Vec::new();
+    for h in handles {
+        match h.await {
+            Ok(Ok(log)) => logs.push(log),
+            Ok(Err(e)) => failures.push(e),
+            Err(e) => failures.push(format!("a reader task failed: {e}")),
+        }
+    }
+    logs
+}
+
+/// Every leg of every reader holds a prefix of the produced text (nothing duplicated, nothing
+/// out of place, at every stop, not just the last).
+fn check_legs(log: &ReaderLog, produced: &Text, failures: &mut Vec<String>) {
+    for (from, text, reason) in &log.legs {
+        if !is_prefix(text, produced) {
+            failures.push(format!(
+                "{}: the leg joined at {from} (stopped on {}) holds text that is not a prefix of the produced text ({})",
+                log.plan.label,
+                reason.as_str(),
+                diverge(text, produced)
+            ));
+        }
+    }
+}
+
+fn summary(logs: &[ReaderLog]) -> String {
+    let mut ends = 0;
+    let mut stales = 0;
+    let mut absents = 0;
+    for log in logs {
+        for (_, _, reason) in &log.legs {
+            match reason {
+                StopReason::End => ends += 1,
+                StopReason::Stale => stales += 1,
+                StopReason::Absent => absents += 1,
+                _ => {}
+            }
+        }
+    }
+    let reconnects = logs.iter().filter(|l| l.reconnected).count();
+    let legs: usize = logs.iter().map(|l| l.legs.len()).sum();
+    let frames: usize = logs.iter().map(|l| l.frames).sum();
+    format!(
+        "{} readers, {legs} live legs ({ends} ended with end, {stales} stale, {absents} absent), {reconnects} \
+         Last-Event-ID resumes, {frames} frames",
+        logs.len()
+    )
+}
+
+fn report(failures: Vec<String>, instances: &[&Instance]) {
+    if failures.is_empty() {
+        return;
+    }
+    let mut out = String::new();
+    for inst in instances {
+        let _ = writeln!(out, "---- last lines of {} ({}):\n{}", inst.name, inst.log.display(), inst.log_tail(40));
+    }
+    let _ = writeln!(out, "---- {} failure(s):", failures.len());
+    for f in &failures {
+        let _ = writeln!(out, "  {f}");
+    }
+    panic!("{out}");
+}
+
+fn restart_redis() -> Result<(), String> {
+    let script = repo_root().join("scripts/redis.sh");
+    let out = Command::new("bash").arg(&script).arg("restart").output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("redis.sh restart failed: {}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+fn log_dir(scenario: &str, seed: u64) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("multi-instance").join(format!("{seed}-{scenario}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// ------------------------------------------------------------------------------------------
+// The log topology: three instances, a Redis restart, a SIGKILL
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis on loopback: run `bash scripts/test-multi.sh`"]
+async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
+    let _serial = SERIAL.lock().await;
+    let env = env();
+    println!("multi-instance seed: {} (rerun with TWOPLANE_MULTI_SEED={})", env.seed, env.seed);
+    let mut rng = Rng::new(env.seed);
+    let db = Database::create(&env.pg_url, "log", env.seed).await;
+    let dir = log_dir("log", env.seed);
+    let specs: Vec<(&str, Vec<String>)> =
+        ["A", "B", "C"].iter().map(|h| (*h, serve_args(&db, &env.redis_url, "log", h))).collect();
+    let mut instances = start_all(&specs, &dir);
+    let (a, b, c) = (instances[0].addr, instances[1].addr, instances[2].addr);
+    println!("instances: A {a} (pid {}), B {b}, C {c}; logs in {}", instances[0].pid(), dir.display());
+    let store = pg(&db.url).await;
+    let mut failures = Vec::new();
+    let readers_on = [("B", b), ("C", c)];
+
+    // ---- 1. Answers on A, readers on B and C, Redis restarted in the middle.
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs(60);
+    let mut answers = Vec::new();
+    let mut handles = Vec::new();
+    for i in 0..3 {
+        let seed = rng.next_u64() >> 12;
+        let prompt = format!("multi-instance answer {i}");
+        let id = ask(a, &prompt, seed).await;
+        let mut answer = Answer { id, produced: Text::from(answer_text(&prompt, seed).as_str()), readers: Vec::new() };
+        plan_immediate(&mut answer, "C", c);
+        plan_readers(&mut rng, &mut answer, &readers_on, 6, 4_000, true);
+        // Each answer's readers start counting from its creation.
+        handles.extend(spawn_readers(std::slice::from_ref(&answer), deadline));
+        answers.push(answer);
+        tokio::time::sleep(ms(&mut rng, 0, 300)).await;
+    }
+    let restart_at = ms(&mut rng, 1_200, 2_500);
+    tokio::time::sleep(restart_at.saturating_sub(t0.elapsed())).await;
+    let restarted = tokio::task::spawn_blocking(restart_redis).await.unwrap();
+    println!("phase 1: Redis restarted {:?} after the first answer started: {restarted:?}", t0.elapsed());
+    if let Err(e) = restarted {
+        failures.push(e);
+    }
+    let logs = collect(handles, &mut failures).await;
+    println!("phase 1: {} ({:?})", summary(&logs), t0.elapsed());
+    for answer in &answers {
+        let row = stored_row(&store, &answer.id).await;
+        let text = check_tiling(&answer.id, &row, &mut failures);
+        if row.status.as_deref() != Some("complete") || text != answer.produced || !row.chunks.is_empty() {
+            failures.push(format!(
+                "{}: stored {:?} with {} chunk rows, want complete and compacted ({})",
+                answer.id,
+                row.status,
+                row.chunks.len(),
+                diverge(&text, &answer.produced)
+            ));
+        }
+        if row.host.as_deref() != Some("A") {
+            failures.push(format!("{}: host column {:?}, want A", answer.id, row.host));
+        }
+    }
+    for log in &logs {
+        let answer = answers.iter().find(|a| a.id == log.plan.stream_id).unwrap();
+        check_legs(log, &answer.produced, &mut failures);
+        if log.final_status != "complete" || log.rendered != answer.produced {
+            failures.push(format!(
+                "{}: ended {} with text unequal to the produced text ({})",
+                log.plan.label,
+                log.final_status,
+                diverge(&log.rendered, &answer.produced)
+            ));
+        }
+    }
+    let relayed_ends = logs.iter().filter(|l| l.legs.iter().any(|(_, _, r)| *r == StopReason::End)).count();
+    if relayed_ends == 0 {
+        failures.push("phase 1: no reader on B or C got its `end` through the relay: the live leg never worked".into());
+    }
+
+    // ---- 2. More answers on A and one on B; A is killed with SIGKILL in the middle.
+    let t1 = Instant::now();
+    let deadline = t1 + Duration::from_secs(60);
+    let mut handles = Vec::new();
+    let mut doomed = Vec::new();
+    for i in 0..2 {
+        let seed = rng.next_u64() >> 12;
+        let prompt = format!("multi-instance doomed answer {i}");
+        let id = ask(a, &prompt, seed).await;
+        let mut answer = Answer { id, produced: Text::from(answer_text(&prompt, seed).as_str()), readers: Vec::new() };
+        plan_readers(&mut rng, &mut answer, &readers_on, 6, 4_000, true);
+        handles.extend(spawn_readers(std::slice::from_ref(&answer), deadline));
+        doomed.push(answer);
+    }
+    let survivor_seed = rng.next_u64() >> 12;
+    let survivor_prompt = "multi-instance answer produced on B";
+    let mut survivor = Answer {
+        id: ask(b, survivor_prompt, survivor_seed).await,
+        produced: Text::from(answer_text(survivor_prompt, survivor_seed).as_str()),
+        readers: Vec::new(),
+    };
+    plan_readers(&mut rng, &mut survivor, &[("C", c), ("B", b), ("C", c)], 4, 3_000, false);
+    handles.extend(spawn_readers(std::slice::from_ref(&survivor), deadline));
+    // An instance that starts while others produce must leave their rows alone: at startup it
+    // releases only its own host id's leftovers.
+    let late_args = serve_args(&db, &env.redis_url, "log", "D");
+    let (name, child, log) = Instance::spawn("D", &late_args, &dir);
+    // Waiting for it blocks; the readers keep the runtime's workers.
+    instances.push(tokio::task::spawn_blocking(move || Instance::ready(name, child, log)).await.unwrap());
+    let d = instances[3].addr;
+    for answer in doomed.iter().chain([&survivor]) {
+        match durable_view(d, &answer.id).await {
+            Ok((status, _)) if status == "streaming" => {}
+            Ok((status, _)) => failures.push(format!("{}: {status} right after D started, want streaming", answer.id)),
+            Err(e) => failures.push(e),
+        }
+    }
+    let kill_at = ms(&mut rng, 1_200, 2_000);
+    tokio::time::sleep(kill_at.saturating_sub(t1.elapsed())).await;
+    instances[0].kill();
+    let killed = Instant::now();
+    println!("phase 2: A killed with SIGKILL {:?} after its answers started", t1.elapsed());
+
+    // The sweeper of B or C marks A's rows within a few lease times to live.
+    let mut swept_after = None;
+    let mut pending: Vec<&Answer> = doomed.iter().collect();
+    while !pending.is_empty() && killed.elapsed() < Duration::from_millis(5 * LEASE_TTL_MS) {
+        let mut still = Vec::new();
+        for answer in pending {
+            match durable_view(b, &answer.id).await {
+                Ok((status, _)) if status == "streaming" => still.push(answer),
+                Ok((status, _)) => {
+                    if status != "interrupted" && status != "complete" {
+                        failures.push(format!("{}: swept to {status:?}, want interrupted", answer.id));
+                    }
+                }
+                Err(e) => {
+                    failures.push(e);
+                }
+            }
+        }
+        pending = still;
+        if pending.is_empty() {
+            swept_after = Some(killed.elapsed());
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    match swept_after {
+        Some(t) => println!("phase 2: A's rows released {t:?} after the kill (lease {LEASE_TTL_MS} ms)"),
+        None => failures.push(format!("A's rows still streaming {} ms after the kill", 5 * LEASE_TTL_MS)),
+    }
+    let logs = collect(handles, &mut failures).await;
+    println!("phase 2: {} ({:?})", summary(&logs), t1.elapsed());
+    for answer in &doomed {
+        let row = stored_row(&store, &answer.id).await;
+        let text = check_tiling(&answer.id, &row, &mut failures);
+        let readers: Vec<&ReaderLog> = logs.iter().filter(|l| l.plan.stream_id == answer.id).collect();
+        let max_durable = readers.iter().map(|l| l.max_durable).max().unwrap_or(0);
+        println!(
+            "phase 2: {} {:?}: store holds {} of {} units in {} chunk rows; readers were told {max_durable} was durable",
+            answer.id,
+            row.status,
+            text.len(),
+            answer.produced.len(),
+            row.chunks.len()
+        );
+        if row.host.as_deref() != Some("A") {
+            failures.push(format!("{}: host column {:?}, want A", answer.id, row.host));
+        }
+        if row.status.as_deref() == Some("complete") {
+            // It finished before the kill: the full checks apply.
+            if text != answer.produced {
+                failures.push(format!("{}: complete but {}", answer.id, diverge(&text, &answer.produced)));
+            }
+        } else if row.status.as_deref() != Some("interrupted") {
+            failures.push(format!("{}: status {:?} after the sweep, want interrupted", answer.id, row.status));
+        }
+        if !is_prefix(&text, &answer.produced) {
+            failures.push(format!(
+                "{}: the store's text is not a prefix of the produced text ({})",
+                answer.id,
+                diverge(&text, &answer.produced)
+            ));
+        }
+        if (text.len() as u64) < max_durable {
+            failures.push(format!(
+                "{}: the store holds {} units but a reader was told {max_durable} were durable (lost from the store)",
+                answer.id,
+                text.len()
+            ));
+        }
+        for log in readers {
+            check_legs(log, &answer.produced, &mut failures);
+            if log.final_store != text {
+                failures.push(format!("{}: read a final store text unlike the database's", log.plan.label));
+            }
+            // The durable plane completes the reader: the splice of the final store text and the
+            // reader's text is a prefix of the produced text, and at least the store's text.
+            if !is_prefix(&log.rendered, &answer.produced) || log.rendered.len() < text.len() {
+                failures.push(format!(
+                    "{}: spliceStreamText(store, reader) is not a prefix of the produced text holding the store ({})",
+                    log.plan.label,
+                    diverge(&log.rendered, &answer.produced)
+                ));
+            }
+            if splice_stream_text(text.units(), log.rendered.units()) != log.rendered {
+                failures.push(format!("{}: the rendering does not extend the store's text", log.plan.label));
+            }
+        }
+    }
+    // B's answer is untouched by the sweep (B's lease is live) and completes.
+    let row = stored_row(&store, &survivor.id).await;
+    let text = check_tiling(&survivor.id, &row, &mut failures);
+    if row.status.as_deref() != Some("complete") || text != survivor.produced || row.host.as_deref() != Some("B") {
+        failures.push(format!(
+            "{}: B's answer stored {:?} by {:?}, want complete by B ({})",
+            survivor.id,
+            row.status,
+            row.host,
+            diverge(&text, &survivor.produced)
+        ));
+    }
+    for log in logs.iter().filter(|l| l.plan.stream_id == survivor.id) {
+        check_legs(log, &survivor.produced, &mut failures);
+        if log.rendered != survivor.produced {
+            failures.push(format!("{}: {}", log.plan.label, diverge(&log.rendered, &survivor.produced)));
+        }
+    }
+    // Phase 1's answers were sealed before the kill: the sweep leaves them alone.
+    for answer in &answers {
+        let row = stored_row(&store, &answer.id).await;
+        if row.status.as_deref() != Some("complete") {
+            failures.push(format!("{}: was complete, now {:?}", answer.id, row.status));
+        }
+    }
+
+    // ---- 3. SIGTERM on B, C and D: clean exits, leases given up.
+    for inst in &mut instances[1..] {
+        match inst.terminate() {
+            Ok(status) if status.success() => {}
+            Ok(status) => failures.push(format!("{} exited with {status} after SIGTERM", inst.name)),
+            Err(e) => failures.push(e),
+        }
+    }
+    let leases = store.query("SELECT host, expires_at FROM twoplane_hosts ORDER BY host", &[]).await.unwrap();
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    for row in leases {
+        let (host, expires): (String, i64) = (row.get(0), row.get(1));
+        if expires > now_ms {
+            failures.push(format!("the lease of {host} is still live after its instance stopped"));
+        }
+    }
+    drop(store);
+    let refs: Vec<&Instance> = instances.iter().collect();
+    report(failures, &refs);
+    drop(instances);
+    db.drop_it().await;
+}
+
+// ------------------------------------------------------------------------------------------
+// The broadcast topology: late joiners are `stale` and read the store
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis on loopback: run `bash scripts/test-multi.sh`"]
+async fn broadcast_late_joiners_fall_back_to_the_store() {
+    let _serial = SERIAL.lock().await;
+    let env = env();
+    let seed = env.seed ^ 0xB0AD_CA57;
+    println!("broadcast: seed {} (rerun with TWOPLANE_MULTI_SEED={})", env.seed, env.seed);
+    let mut rng = Rng::new(seed);
+    let db = Database::create(&env.pg_url, "broadcast", env.seed).await;
+    let dir = log_dir("broadcast", env.seed);
+    let specs: Vec<(&str, Vec<String>)> =
+        ["D", "E"].iter().map(|h| (*h, serve_args(&db, &env.redis_url, "broadcast", h))).collect();
+    let mut instances = start_all(&specs, &dir);
+    let (d, e) = (instances[0].addr, instances[1].addr);
+    let store = pg(&db.url).await;
+    let mut failures = Vec::new();
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut answers = Vec::new();
+    let mut handles = Vec::new();
+    for i in 0..2 {
+        let seed = rng.next_u64() >> 12;
+        let prompt = format!("broadcast answer {i}");
+        let id = ask(d, &prompt, seed).await;
+        let mut answer = Answer { id, produced: Text::from(answer_text(&prompt, seed).as_str()), readers: Vec::new() };
+        plan_immediate(&mut answer, "E", e);
+        plan_immediate(&mut answer, "E", e);
+        plan_readers(&mut rng, &mut answer, &[("E", e)], 6, 3_000, false);
+        handles.extend(spawn_readers(std::slice::from_ref(&answer), deadline));
+        answers.push(answer);
+    }
+    let logs = collect(handles, &mut failures).await;
+    println!("broadcast: {}", summary(&logs));
+    for answer in &answers {
+        let row = stored_row(&store, &answer.id).await;
+        let text = check_tiling(&answer.id, &row, &mut failures);
+        if row.status.as_deref() != Some("complete") || text != answer.produced {
+            failures.push(format!("{}: stored {:?}, {}", answer.id, row.status, diverge(&text, &answer.produced)));
+        }
+    }
+    let mut late = 0;
+    for log in &logs {
+        let answer = answers.iter().find(|a| a.id == log.plan.stream_id).unwrap();
+        check_legs(log, &answer.produced, &mut failures);
+        if log.rendered != answer.produced {
+            failures.push(format!("{}: {}", log.plan.label, diverge(&log.rendered, &answer.produced)));
+        }
+        // Pub/sub has no history: a join behind the live position cannot be served live.
+        if let (Some(true), Some((from, _, reason))) = (log.behind.first(), log.legs.first()) {
+            late += 1;
+            if *reason == StopReason::End {
+                failures.push(format!("{}: joined behind at {from} yet was served to the end live", log.plan.label));
+            }
+        }
+    }
+    println!("broadcast: {late} readers joined behind the live position and fell back to the store");
+    for inst in &mut instances {
+        match inst.terminate() {
+            Ok(status) if status.success() => {}
+            Ok(status) => failures.push(format!("{} exited with {status} after SIGTERM", inst.name)),
+            Err(e) => failures.push(e),
+        }
+    }
+    drop(store);
+    let refs: Vec<&Instance> = instances.iter().collect();
+    report(failures, &refs);
+    drop(instances);
+    db.drop_it().await;
+}

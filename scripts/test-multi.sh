@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Several instances end to end (crates/twoplane-server/tests/multi_instance.rs): three
+# `twoplane serve --demo` processes sharing one PostgreSQL database and one Redis, producers on
+# one, SSE readers on the others joining at random offsets and moments (some resuming with
+# Last-Event-ID), Redis restarted mid-stream, the producing instance killed with SIGKILL
+# mid-stream and its rows released by the others' sweepers; then the broadcast topology, whose
+# late joiners fall back to the store. Every reader must end with the produced text, or after
+# the kill with a prefix the store completes; the store's chunk rows must tile the text exactly.
+#
+# PostgreSQL and Redis run on 127.0.0.1, started by scripts/pg.sh and scripts/redis.sh (Debian
+# packages, installed when missing) and left running; each run creates a fresh database. The
+# plan is random from one seed, printed first: TWOPLANE_MULTI_SEED=N replays it. The test run is
+# bounded (a few tens of seconds; killed after 240 s). Extra arguments go to the test binary.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+
+pg_env=$("$ROOT/scripts/pg.sh" start)
+redis_env=$("$ROOT/scripts/redis.sh" start)
+eval "$pg_env"
+eval "$redis_env"
+export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
+echo "test-multi.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" >&2
+
+say "multi: cargo build (the twoplane binary and the test)"
+cargo build -q -p twoplane-server --bin twoplane --test multi_instance
+
+say "multi: several instances on one PostgreSQL and one Redis"
+# --ignored: plain `cargo test` skips this file, since it needs the two servers started above.
+timeout 240 cargo test -q -p twoplane-server --test multi_instance -- --ignored --nocapture --test-threads=1 "$@"
