@@ -98,8 +98,10 @@ pub fn events_of_json_array(json: &[u16], ids: &[f64]) -> Option<Vec<u16>> {
 pub fn encode_sse_json<'e>(env: &'e Env, json: JsString, ids: Float64Array, count: f64) -> Result<JsString<'e>, Kind> {
     let bad =
         || err(ErrorKind::InvalidArgument, "expected the JSON text of an array with one resume point per element");
-    let count =
-        twoplane_core::jsnum::as_offset(count).and_then(|c| usize::try_from(c).ok()).filter(|&c| c <= ids.len()).ok_or_else(bad)?;
+    let count = twoplane_core::jsnum::as_offset(count)
+        .and_then(|c| usize::try_from(c).ok())
+        .filter(|&c| c <= ids.len())
+        .ok_or_else(bad)?;
     let units = units_of(&json)?;
     let out = events_of_json_array(&units, &ids[..count]).ok_or_else(bad)?;
     js_string(env, &out)

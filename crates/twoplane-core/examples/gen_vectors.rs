@@ -183,53 +183,230 @@ fn conform_case(name: &str, stream_id: &str, from: f64, calls: Vec<Call>) -> Jso
 
 fn conform_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     use Call::{End, Fail, Feed};
-    let open = |from: u64, seq: u64| j(&format!(r#"{{"type":"open","streamId":"s","from":{from},"seq":{seq},"durableSeq":0,"ended":false}}"#));
+    let open = |from: u64, seq: u64| {
+        j(&format!(r#"{{"type":"open","streamId":"s","from":{from},"seq":{seq},"durableSeq":0,"ended":false}}"#))
+    };
     let chunk = |from: u64, text: &str| frame_value(&Frame::chunk(from, Text::from(text)).unwrap());
     let mut cases = vec![
-        conform_case("open passes and sets the position", "s", 2.0, vec![Feed(open(2, 5)), Feed(chunk(2, "abc")), Feed(j(r#"{"type":"end","seq":5,"status":"complete"}"#))]),
+        conform_case(
+            "open passes and sets the position",
+            "s",
+            2.0,
+            vec![Feed(open(2, 5)), Feed(chunk(2, "abc")), Feed(j(r#"{"type":"end","seq":5,"status":"complete"}"#))],
+        ),
         conform_case("open may start below the request", "s", 4.0, vec![Feed(open(1, 5)), Feed(chunk(1, "bcde"))]),
         conform_case("second open is absorbed", "s", 0.0, vec![Feed(open(0, 0)), Feed(open(0, 0))]),
-        conform_case("open after a synthesized open is absorbed", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(open(0, 2))]),
-        conform_case("open for another stream", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"t","from":0,"seq":0,"durableSeq":0,"ended":false}"#))]),
-        conform_case("open with a non-string stream id", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":7,"from":0,"seq":0,"durableSeq":0}"#))]),
-        conform_case("open missing its stream id", "s", 0.0, vec![Feed(j(r#"{"type":"open","from":0,"seq":0,"durableSeq":0}"#))]),
-        conform_case("open with fractional from", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":0.5,"seq":1,"durableSeq":0}"#))]),
-        conform_case("open with string offsets", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":"0","seq":0,"durableSeq":0}"#))]),
-        conform_case("open with negative from", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":-1,"seq":0,"durableSeq":0}"#))]),
-        conform_case("open with seq below from", "s", 5.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":3,"seq":2,"durableSeq":0}"#))]),
-        conform_case("open with missing durableSeq", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"s","from":0,"seq":0}"#))]),
+        conform_case(
+            "open after a synthesized open is absorbed",
+            "s",
+            0.0,
+            vec![Feed(chunk(0, "ab")), Feed(open(0, 2))],
+        ),
+        conform_case(
+            "open for another stream",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","streamId":"t","from":0,"seq":0,"durableSeq":0,"ended":false}"#))],
+        ),
+        conform_case(
+            "open with a non-string stream id",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","streamId":7,"from":0,"seq":0,"durableSeq":0}"#))],
+        ),
+        conform_case(
+            "open missing its stream id",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","from":0,"seq":0,"durableSeq":0}"#))],
+        ),
+        conform_case(
+            "open with fractional from",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","streamId":"s","from":0.5,"seq":1,"durableSeq":0}"#))],
+        ),
+        conform_case(
+            "open with string offsets",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","streamId":"s","from":"0","seq":0,"durableSeq":0}"#))],
+        ),
+        conform_case(
+            "open with negative from",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","streamId":"s","from":-1,"seq":0,"durableSeq":0}"#))],
+        ),
+        conform_case(
+            "open with seq below from",
+            "s",
+            5.0,
+            vec![Feed(j(r#"{"type":"open","streamId":"s","from":3,"seq":2,"durableSeq":0}"#))],
+        ),
+        conform_case(
+            "open with missing durableSeq",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","streamId":"s","from":0,"seq":0}"#))],
+        ),
         conform_case("open past the request", "s", 2.0, vec![Feed(open(3, 9))]),
-        conform_case("open with a lone surrogate id", "s", 0.0, vec![Feed(j(r#"{"type":"open","streamId":"\ud800x","from":0,"seq":0,"durableSeq":0}"#))]),
+        conform_case(
+            "open with a lone surrogate id",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"open","streamId":"\ud800x","from":0,"seq":0,"durableSeq":0}"#))],
+        ),
         conform_case("chunk synthesizes open", "s", 3.0, vec![Feed(chunk(3, "xy")), Feed(chunk(5, "z"))]),
-        conform_case("chunk replay is absorbed", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(chunk(0, "abc")), Feed(chunk(1, "bc")), Feed(chunk(0, "a"))]),
+        conform_case(
+            "chunk replay is absorbed",
+            "s",
+            0.0,
+            vec![Feed(chunk(0, "abc")), Feed(chunk(0, "abc")), Feed(chunk(1, "bc")), Feed(chunk(0, "a"))],
+        ),
         conform_case("chunk overlap passes whole", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(chunk(1, "bcde"))]),
         conform_case("chunk gap", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(chunk(3, "d"))]),
         conform_case("chunk gap before any open", "s", 2.0, vec![Feed(chunk(3, "d"))]),
-        conform_case("chunk with a short text", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#))]),
+        conform_case(
+            "chunk with a short text",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#))],
+        ),
         conform_case("chunk with no text", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":3}"#))]),
-        conform_case("chunk with a numeric text", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":1,"text":5}"#))]),
-        conform_case("chunk with string offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":"0","seq":"1","text":"a"}"#))]),
-        conform_case("chunk with fractional offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0.5,"seq":1.5,"text":"a"}"#))]),
-        conform_case("chunk with negative from", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":-1,"seq":0,"text":"a"}"#))]),
-        conform_case("chunk with huge offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":1e300,"seq":1e300,"text":""}"#))]),
-        conform_case("chunk with array offsets", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":[1,null,2],"seq":{},"text":"a"}"#))]),
+        conform_case(
+            "chunk with a numeric text",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":0,"seq":1,"text":5}"#))],
+        ),
+        conform_case(
+            "chunk with string offsets",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":"0","seq":"1","text":"a"}"#))],
+        ),
+        conform_case(
+            "chunk with fractional offsets",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":0.5,"seq":1.5,"text":"a"}"#))],
+        ),
+        conform_case(
+            "chunk with negative from",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":-1,"seq":0,"text":"a"}"#))],
+        ),
+        conform_case(
+            "chunk with huge offsets",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":1e300,"seq":1e300,"text":""}"#))],
+        ),
+        conform_case(
+            "chunk with array offsets",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":[1,null,2],"seq":{},"text":"a"}"#))],
+        ),
         conform_case("empty chunk at the position is absorbed", "s", 2.0, vec![Feed(chunk(2, ""))]),
-        conform_case("chunk spanning a surrogate pair", "s", 0.0, vec![Feed(chunk(0, "a😀")), Feed(j(r#"{"type":"chunk","from":2,"seq":4,"text":"\ude00b"}"#))]),
-        conform_case("durable passes within the prefix", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(j(r#"{"type":"durable","seq":2}"#)), Feed(j(r#"{"type":"durable","seq":3}"#))]),
-        conform_case("durable rewinding is dropped", "s", 0.0, vec![Feed(chunk(0, "abc")), Feed(j(r#"{"type":"durable","seq":3}"#)), Feed(j(r#"{"type":"durable","seq":2}"#))]),
-        conform_case("durable past the position is dropped", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":3}"#))]),
-        conform_case("durable non-integer is dropped", "s", 0.0, vec![Feed(j(r#"{"type":"durable","seq":"1"}"#)), Feed(j(r#"{"type":"durable"}"#)), Feed(j(r#"{"type":"durable","seq":0.5}"#))]),
+        conform_case(
+            "chunk spanning a surrogate pair",
+            "s",
+            0.0,
+            vec![Feed(chunk(0, "a😀")), Feed(j(r#"{"type":"chunk","from":2,"seq":4,"text":"\ude00b"}"#))],
+        ),
+        conform_case(
+            "durable passes within the prefix",
+            "s",
+            0.0,
+            vec![
+                Feed(chunk(0, "abc")),
+                Feed(j(r#"{"type":"durable","seq":2}"#)),
+                Feed(j(r#"{"type":"durable","seq":3}"#)),
+            ],
+        ),
+        conform_case(
+            "durable rewinding is dropped",
+            "s",
+            0.0,
+            vec![
+                Feed(chunk(0, "abc")),
+                Feed(j(r#"{"type":"durable","seq":3}"#)),
+                Feed(j(r#"{"type":"durable","seq":2}"#)),
+            ],
+        ),
+        conform_case(
+            "durable past the position is dropped",
+            "s",
+            0.0,
+            vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":3}"#))],
+        ),
+        conform_case(
+            "durable non-integer is dropped",
+            "s",
+            0.0,
+            vec![
+                Feed(j(r#"{"type":"durable","seq":"1"}"#)),
+                Feed(j(r#"{"type":"durable"}"#)),
+                Feed(j(r#"{"type":"durable","seq":0.5}"#)),
+            ],
+        ),
         conform_case("durable synthesizes open", "s", 4.0, vec![Feed(j(r#"{"type":"durable","seq":4}"#))]),
-        conform_case("end at the position", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"end","seq":2,"status":"complete"}"#)), Feed(chunk(2, "c")), End, Fail]),
-        conform_case("end below the position with an error", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"end","seq":1,"status":"error","error":"boom","extra":[1]}"#))]),
+        conform_case(
+            "end at the position",
+            "s",
+            0.0,
+            vec![
+                Feed(chunk(0, "ab")),
+                Feed(j(r#"{"type":"end","seq":2,"status":"complete"}"#)),
+                Feed(chunk(2, "c")),
+                End,
+                Fail,
+            ],
+        ),
+        conform_case(
+            "end below the position with an error",
+            "s",
+            0.0,
+            vec![
+                Feed(chunk(0, "ab")),
+                Feed(j(r#"{"type":"end","seq":1,"status":"error","error":"boom","extra":[1]}"#)),
+            ],
+        ),
         conform_case("end synthesizes open", "s", 3.0, vec![Feed(j(r#"{"type":"end","seq":3,"status":"cancelled"}"#))]),
-        conform_case("end outruns the delivered text", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":1}"#)), Feed(j(r#"{"type":"end","seq":4,"status":"complete"}"#))]),
+        conform_case(
+            "end outruns the delivered text",
+            "s",
+            0.0,
+            vec![
+                Feed(chunk(0, "ab")),
+                Feed(j(r#"{"type":"durable","seq":1}"#)),
+                Feed(j(r#"{"type":"end","seq":4,"status":"complete"}"#)),
+            ],
+        ),
         conform_case("end malformed", "s", 0.0, vec![Feed(j(r#"{"type":"end","seq":-1,"status":"complete"}"#))]),
-        conform_case("end with a string seq", "s", 0.0, vec![Feed(j(r#"{"type":"end","seq":"2","status":"complete"}"#))]),
+        conform_case(
+            "end with a string seq",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"end","seq":"2","status":"complete"}"#))],
+        ),
         conform_case("end with no seq", "s", 0.0, vec![Feed(j(r#"{"type":"end","status":"complete"}"#))]),
-        conform_case("stale passes bare", "s", 0.0, vec![Feed(j(r#"{"type":"stale","floorSeq":9,"durableSeq":3}"#)), Feed(chunk(0, "a"))]),
+        conform_case(
+            "stale passes bare",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"stale","floorSeq":9,"durableSeq":3}"#)), Feed(chunk(0, "a"))],
+        ),
         conform_case("absent passes bare", "s", 0.0, vec![Feed(j(r#"{"type":"absent"}"#)), End]),
-        conform_case("stale after open", "s", 0.0, vec![Feed(open(0, 0)), Feed(j(r#"{"type":"stale","floorSeq":0,"durableSeq":0}"#))]),
+        conform_case(
+            "stale after open",
+            "s",
+            0.0,
+            vec![Feed(open(0, 0)), Feed(j(r#"{"type":"stale","floorSeq":0,"durableSeq":0}"#))],
+        ),
         conform_case("unknown type", "s", 0.0, vec![Feed(j(r#"{"type":"chunky"}"#))]),
         conform_case("missing type", "s", 0.0, vec![Feed(j(r#"{"seq":1}"#))]),
         conform_case("numeric type", "s", 0.0, vec![Feed(j(r#"{"type":3}"#))]),
@@ -239,10 +416,30 @@ fn conform_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         conform_case("frame that is an array", "s", 0.0, vec![Feed(j(r#"[{"type":"absent"}]"#))]),
         conform_case("source ends without a terminal", "s", 0.0, vec![Feed(chunk(0, "ab")), End, End]),
         conform_case("source ends before anything", "s", 7.0, vec![End]),
-        conform_case("source fails", "s", 0.0, vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":2}"#)), Fail, Fail, End]),
-        conform_case("extra fields survive", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0,"seq":1,"text":"a","meta":{"k":[1,2]}}"#))]),
-        conform_case("everything after a violation is dropped", "s", 0.0, vec![Feed(j(r#"{"type":"bogus"}"#)), Feed(chunk(0, "a")), End, Fail]),
-        conform_case("integer-valued floats are integers", "s", 0.0, vec![Feed(j(r#"{"type":"chunk","from":0.0,"seq":2e0,"text":"ab"}"#))]),
+        conform_case(
+            "source fails",
+            "s",
+            0.0,
+            vec![Feed(chunk(0, "ab")), Feed(j(r#"{"type":"durable","seq":2}"#)), Fail, Fail, End],
+        ),
+        conform_case(
+            "extra fields survive",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":0,"seq":1,"text":"a","meta":{"k":[1,2]}}"#))],
+        ),
+        conform_case(
+            "everything after a violation is dropped",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"bogus"}"#)), Feed(chunk(0, "a")), End, Fail],
+        ),
+        conform_case(
+            "integer-valued floats are integers",
+            "s",
+            0.0,
+            vec![Feed(j(r#"{"type":"chunk","from":0.0,"seq":2e0,"text":"ab"}"#))],
+        ),
     ];
     cases.extend(generated_conform_cases());
 
@@ -277,11 +474,21 @@ fn generated_conform_cases() -> Vec<JsonValue> {
             }
         }
         let total = produced.len() as u64;
-        truth.push(Frame::End { seq: rng.below(total + 1), status: twoplane_core::StreamStatus::Complete, error: None });
+        truth.push(Frame::End {
+            seq: rng.below(total + 1),
+            status: twoplane_core::StreamStatus::Complete,
+            error: None,
+        });
         let join = rng.below(total + 1);
         let mut relayed: Vec<Frame> = Vec::new();
         if rng.chance(50) {
-            relayed.push(Frame::Open { stream_id: "s".into(), from: join.saturating_sub(rng.below(3)), seq: total, durable_seq: 0, ended: false });
+            relayed.push(Frame::Open {
+                stream_id: "s".into(),
+                from: join.saturating_sub(rng.below(3)),
+                seq: total,
+                durable_seq: 0,
+                ended: false,
+            });
         }
         for f in &truth {
             match rng.below(10) {
@@ -349,21 +556,70 @@ fn reader_case(name: &str, stream_id: &str, durable: Text, frames: Vec<JsonValue
 
 fn reader_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     let chunk = |from: u64, text: &str| frame_value(&Frame::chunk(from, Text::from(text)).unwrap());
-    let open = |id: &str, from: u64| j(&format!(r#"{{"type":"open","streamId":"{id}","from":{from},"seq":{from},"durableSeq":{from},"ended":false}}"#));
+    let open = |id: &str, from: u64| {
+        j(&format!(
+            r#"{{"type":"open","streamId":"{id}","from":{from},"seq":{from},"durableSeq":{from},"ended":false}}"#
+        ))
+    };
     let mut cases = vec![
-        reader_case("seeded with the durable text", "s", Text::from("Hel"), vec![open("s", 3), chunk(3, "lo"), j(r#"{"type":"end","seq":5,"status":"complete"}"#), chunk(5, "!")]),
-        reader_case("splices at the chunk's own offset", "s", Text::from("ab"), vec![open("s", 1), chunk(1, "bcd"), chunk(3, "de")]),
-        reader_case("a replay inside the text changes nothing", "s", Text::from("abcd"), vec![open("s", 4), chunk(0, "ab"), chunk(2, "cd")]),
+        reader_case(
+            "seeded with the durable text",
+            "s",
+            Text::from("Hel"),
+            vec![open("s", 3), chunk(3, "lo"), j(r#"{"type":"end","seq":5,"status":"complete"}"#), chunk(5, "!")],
+        ),
+        reader_case(
+            "splices at the chunk's own offset",
+            "s",
+            Text::from("ab"),
+            vec![open("s", 1), chunk(1, "bcd"), chunk(3, "de")],
+        ),
+        reader_case(
+            "a replay inside the text changes nothing",
+            "s",
+            Text::from("abcd"),
+            vec![open("s", 4), chunk(0, "ab"), chunk(2, "cd")],
+        ),
         reader_case("a gap stops the reader", "s", Text::from("ab"), vec![open("s", 2), chunk(3, "x"), chunk(2, "c")]),
         reader_case("an open for another stream stops it", "s", Text::from(""), vec![open("t", 0), chunk(0, "x")]),
-        reader_case("stale stops it", "s", Text::from(""), vec![j(r#"{"type":"stale","floorSeq":5,"durableSeq":5}"#), chunk(0, "x")]),
+        reader_case(
+            "stale stops it",
+            "s",
+            Text::from(""),
+            vec![j(r#"{"type":"stale","floorSeq":5,"durableSeq":5}"#), chunk(0, "x")],
+        ),
         reader_case("absent stops it", "s", Text::from(""), vec![j(r#"{"type":"absent"}"#)]),
-        reader_case("durable carries no text", "s", Text::from("a"), vec![open("s", 1), j(r#"{"type":"durable","seq":1}"#), chunk(1, "b")]),
-        reader_case("a malformed chunk stops it", "s", Text::from(""), vec![j(r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#)]),
-        reader_case("a non-numeric offset stops it", "s", Text::from(""), vec![j(r#"{"type":"chunk","from":"0","seq":1,"text":"a"}"#)]),
+        reader_case(
+            "durable carries no text",
+            "s",
+            Text::from("a"),
+            vec![open("s", 1), j(r#"{"type":"durable","seq":1}"#), chunk(1, "b")],
+        ),
+        reader_case(
+            "a malformed chunk stops it",
+            "s",
+            Text::from(""),
+            vec![j(r#"{"type":"chunk","from":0,"seq":3,"text":"ab"}"#)],
+        ),
+        reader_case(
+            "a non-numeric offset stops it",
+            "s",
+            Text::from(""),
+            vec![j(r#"{"type":"chunk","from":"0","seq":1,"text":"a"}"#)],
+        ),
         reader_case("an unknown frame stops it", "s", Text::from(""), vec![j(r#"{"type":"bogus"}"#)]),
-        reader_case("surrogate halves join across chunks", "s", Text::from_units(vec![0x61, 0xD83D]), vec![open("s", 2), j(r#"{"type":"chunk","from":2,"seq":3,"text":"\ude00"}"#), chunk(3, "漢")]),
-        reader_case("a lone surrogate survives", "s", Text::from(""), vec![j(r#"{"type":"chunk","from":0,"seq":2,"text":"\udc00\ud800"}"#)]),
+        reader_case(
+            "surrogate halves join across chunks",
+            "s",
+            Text::from_units(vec![0x61, 0xD83D]),
+            vec![open("s", 2), j(r#"{"type":"chunk","from":2,"seq":3,"text":"\ude00"}"#), chunk(3, "漢")],
+        ),
+        reader_case(
+            "a lone surrogate survives",
+            "s",
+            Text::from(""),
+            vec![j(r#"{"type":"chunk","from":0,"seq":2,"text":"\udc00\ud800"}"#)],
+        ),
     ];
     // Generated: a true production, delivered across reconnects from the reader's own resume
     // point, with 8% of chunks replaying an overlap.
@@ -386,7 +642,13 @@ fn reader_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
             if end <= join {
                 continue;
             }
-            let start = if first { join } else if rng.chance(8) { from.saturating_sub(rng.below(4)) } else { *from };
+            let start = if first {
+                join
+            } else if rng.chance(8) {
+                from.saturating_sub(rng.below(4))
+            } else {
+                *from
+            };
             first = false;
             let text = Text::from_slice(produced.slice(start as usize, end as usize).unwrap());
             frames.push(frame_value(&Frame::chunk(start, text).unwrap()));
@@ -425,13 +687,17 @@ fn text_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     assert_eq!(splice[0].get("expected"), Some(&s("abz")));
 
     let assemble_inputs: Vec<JsonValue> = vec![
-        j(r#"{"message":{"body":"B:"},"chunks":[{"seq":5,"text":"c"},{"seq":2,"text":"a"},{"seq":5,"text":"d"},{"seq":3}]}"#),
+        j(
+            r#"{"message":{"body":"B:"},"chunks":[{"seq":5,"text":"c"},{"seq":2,"text":"a"},{"seq":5,"text":"d"},{"seq":3}]}"#,
+        ),
         j(r#"{"message":null,"chunks":[]}"#),
         j(r#"{"message":{},"chunks":[{"seq":1,"text":"x"}]}"#),
         j(r#"{"message":{"body":"only"}}"#),
         j(r#"{"chunks":[{"seq":10,"text":"b"},{"seq":4,"text":"a"}]}"#),
         j(r#"{"message":{"body":"\ud83d"},"chunks":[{"seq":2,"text":"\ude00"}]}"#),
-        j(r#"{"message":{"body":""},"chunks":[{"seq":3,"text":"a"},{"seq":3,"text":"b"},{"seq":3,"text":"c"},{"seq":1,"text":"z"}]}"#),
+        j(
+            r#"{"message":{"body":""},"chunks":[{"seq":3,"text":"a"},{"seq":3,"text":"b"},{"seq":3,"text":"c"},{"seq":1,"text":"z"}]}"#,
+        ),
     ];
     let assemble: Vec<JsonValue> = assemble_inputs
         .into_iter()
@@ -454,7 +720,9 @@ fn text_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
 
     let chunk_id: Vec<JsonValue> = [("m1", 42.0), ("", 0.0), ("a:b", 7.0), ("漢😀", 9007199254740991.0)]
         .into_iter()
-        .map(|(id, seq)| obj(vec![("streamId", s(id)), ("seq", n(seq)), ("expected", t(stream_chunk_id_units(&utf16(id), seq)))]))
+        .map(|(id, seq)| {
+            obj(vec![("streamId", s(id)), ("seq", n(seq)), ("expected", t(stream_chunk_id_units(&utf16(id), seq)))])
+        })
         .chain(std::iter::once({
             let id = Text::from_units(vec![0xD800]);
             let expected = stream_chunk_id_units(id.units(), 3.0);
@@ -502,12 +770,22 @@ fn codec_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         frames.push(Frame::chunk(i as u64 * 7, text.clone()).unwrap());
     }
     frames.push(Frame::Open { stream_id: Text::from("m-1 \"x\""), from: 0, seq: 12, durable_seq: 8, ended: false });
-    frames.push(Frame::Open { stream_id: Text::from_units(vec![0xDBFF]), from: 9007199254740991, seq: 9007199254740991, durable_seq: 0, ended: true });
+    frames.push(Frame::Open {
+        stream_id: Text::from_units(vec![0xDBFF]),
+        from: 9007199254740991,
+        seq: 9007199254740991,
+        durable_seq: 0,
+        ended: true,
+    });
     frames.push(Frame::Durable { seq: 512 });
     for st in twoplane_core::StreamStatus::ALL {
         frames.push(Frame::End { seq: 3, status: st, error: None });
     }
-    frames.push(Frame::End { seq: 3, status: twoplane_core::StreamStatus::Error, error: Some(Text::from_units(vec![0x62, 0xD800, 0x0A])) });
+    frames.push(Frame::End {
+        seq: 3,
+        status: twoplane_core::StreamStatus::Error,
+        error: Some(Text::from_units(vec![0x62, 0xD800, 0x0A])),
+    });
     frames.push(Frame::Stale { floor_seq: 1024, durable_seq: 512 });
     frames.push(Frame::Absent);
     let encode: Vec<JsonValue> = frames
@@ -543,11 +821,7 @@ fn codec_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         .map(|(input, kind)| {
             let err = json::decode_frame(input).expect_err(input);
             assert_eq!(err.kind().as_str(), kind, "{input}");
-            obj(vec![
-                ("input", s(input)),
-                ("kind", s(kind)),
-                ("field", err.field_name().map_or(JsonValue::Null, s)),
-            ])
+            obj(vec![("input", s(input)), ("kind", s(kind)), ("field", err.field_name().map_or(JsonValue::Null, s))])
         })
         .collect();
     vec![("encode", encode), ("decodeErrors", decode_errors)]
@@ -570,10 +844,16 @@ fn sse_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         ("retry digits only", vec![b"retry: 1500\n\nretry: 15x\ndata: a\n\n".to_vec()]),
         ("empty data dispatches nothing", vec![b"event: e\n\ndata: after\n\n".to_vec()]),
         ("no space after colon", vec![b"data:tight\n\ndata:  two spaces\n\n".to_vec()]),
-        ("utf-8 split across reads", vec![vec![b'd', b'a', b't', b'a', b':', b' ', 0xF0, 0x9F], vec![0x98, 0x80, b'\n', b'\n']]),
+        (
+            "utf-8 split across reads",
+            vec![vec![b'd', b'a', b't', b'a', b':', b' ', 0xF0, 0x9F], vec![0x98, 0x80, b'\n', b'\n']],
+        ),
         ("invalid utf-8 is replaced", vec![vec![b'd', b'a', b't', b'a', b':', 0xFF, b'\n', b'\n']]),
         ("incomplete event at the end is dropped", vec![b"data: done\n\ndata: partial".to_vec()]),
-        ("escaped lone surrogate in frame json", vec![b"id: 1\ndata: {\"type\":\"chunk\",\"from\":0,\"seq\":1,\"text\":\"\\ud800\"}\n\n".to_vec()]),
+        (
+            "escaped lone surrogate in frame json",
+            vec![b"id: 1\ndata: {\"type\":\"chunk\",\"from\":0,\"seq\":1,\"text\":\"\\ud800\"}\n\n".to_vec()],
+        ),
     ];
     let decode: Vec<JsonValue> = streams
         .into_iter()
@@ -588,10 +868,7 @@ fn sse_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
                 .iter()
                 .map(|e| obj(vec![("event", s(&e.event)), ("data", s(&e.data)), ("id", s(&e.last_event_id))]))
                 .collect();
-            let chunks_json = chunks
-                .iter()
-                .map(|c| arr(c.iter().map(|b| n(*b as f64)).collect()))
-                .collect();
+            let chunks_json = chunks.iter().map(|c| arr(c.iter().map(|b| n(*b as f64)).collect())).collect();
             obj(vec![
                 ("name", s(name)),
                 ("chunks", arr(chunks_json)),
@@ -660,7 +937,9 @@ fn request_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
 fn ddl_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     let tables: Vec<JsonValue> = vec![
         j(r#"{"message":"messages","chunks":"message_chunks"}"#),
-        j(r#"{"message":"msg","chunks":"chunks","columns":{"chunkKey":"cid","chunkStream":"mid","chunkSeq":"end","chunkText":"slice"}}"#),
+        j(
+            r#"{"message":"msg","chunks":"chunks","columns":{"chunkKey":"cid","chunkStream":"mid","chunkSeq":"end","chunkText":"slice"}}"#,
+        ),
         j(r#"{"message":"m","chunks":"bad\"name"}"#),
         j(r#"{"message":"m","chunks":"c","columns":{"chunkText":"t\"x"}}"#),
         j(r#"{"message":"m","chunks":""}"#),
@@ -691,7 +970,9 @@ fn ddl_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     }
     assert_eq!(
         cases[0].get("expected").and_then(|e| e.as_array()).and_then(|a| a.first()),
-        Some(&s(r#"CREATE TABLE IF NOT EXISTS "message_chunks" ("id" TEXT PRIMARY KEY, "streamId" TEXT NOT NULL, "seq" INTEGER NOT NULL, "text" TEXT NOT NULL)"#))
+        Some(&s(
+            r#"CREATE TABLE IF NOT EXISTS "message_chunks" ("id" TEXT PRIMARY KEY, "streamId" TEXT NOT NULL, "seq" INTEGER NOT NULL, "text" TEXT NOT NULL)"#
+        ))
     );
     vec![("cases", cases)]
 }

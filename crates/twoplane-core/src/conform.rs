@@ -18,11 +18,24 @@ use crate::text::Text;
 /// One incoming frame, reduced to what the rules read.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ConformInput {
-    Open { stream_id_matches: bool, from: f64, seq: f64, durable_seq: f64 },
+    Open {
+        stream_id_matches: bool,
+        from: f64,
+        seq: f64,
+        durable_seq: f64,
+    },
     /// `text_len` is `None` when `text` is not a string.
-    Chunk { from: f64, seq: f64, text_len: Option<f64> },
-    Durable { seq: f64 },
-    End { seq: f64 },
+    Chunk {
+        from: f64,
+        seq: f64,
+        text_len: Option<f64>,
+    },
+    Durable {
+        seq: f64,
+    },
+    End {
+        seq: f64,
+    },
     Stale,
     Absent,
     /// A `type` that is none of the six (or a value that is not a frame at all).
@@ -307,8 +320,8 @@ impl Conform {
                     return self.violate(Violation::EndMalformed);
                 }
                 if seq > self.pos {
-                    // Durable never exceeds produced, so the relay lost text: the reader is short
-                    // and must not be told it has everything.
+                    // A seal can only claim text that was produced, so this relay dropped some on
+                    // the way; passing the `end` would tell the reader its text is complete.
                     return self.violate(Violation::EndOutruns { seq, pos: self.pos });
                 }
                 self.done = true;
@@ -544,9 +557,15 @@ mod tests {
     #[test]
     fn numeric_rules_follow_javascript_numbers() {
         let mut c = Conform::new(0.0);
-        assert_eq!(c.feed(ConformInput::Chunk { from: 0.0, seq: 2.0, text_len: None }), Verdict::Violation(Violation::ChunkSpan));
+        assert_eq!(
+            c.feed(ConformInput::Chunk { from: 0.0, seq: 2.0, text_len: None }),
+            Verdict::Violation(Violation::ChunkSpan)
+        );
         let mut c = Conform::new(0.0);
-        assert_eq!(c.feed(ConformInput::Chunk { from: 0.5, seq: 2.5, text_len: Some(2.0) }), Verdict::Violation(Violation::ChunkSpan));
+        assert_eq!(
+            c.feed(ConformInput::Chunk { from: 0.5, seq: 2.5, text_len: Some(2.0) }),
+            Verdict::Violation(Violation::ChunkSpan)
+        );
         let mut c = Conform::new(0.0);
         assert_eq!(c.feed(ConformInput::Durable { seq: f64::NAN }), Verdict::Drop);
         assert_eq!(c.feed(ConformInput::Durable { seq: 0.0 }), Verdict::OpenThenPass);
@@ -566,7 +585,9 @@ mod tests {
     impl Frame {
         fn clone_with_durable(&self, d: u64) -> Frame {
             match self.clone() {
-                Frame::Open { stream_id, from, seq, ended, .. } => Frame::Open { stream_id, from, seq, durable_seq: d, ended },
+                Frame::Open { stream_id, from, seq, ended, .. } => {
+                    Frame::Open { stream_id, from, seq, durable_seq: d, ended }
+                }
                 other => other,
             }
         }

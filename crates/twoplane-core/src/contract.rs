@@ -112,16 +112,8 @@ pub fn sse_scenario(data: &[u8]) -> Result<(), String> {
 /// prefix of the produced text, an `end` that conform passes means the whole text arrived, and
 /// conform's output is a legal subscription.
 pub fn relay_scenario(data: &[u8]) -> Result<(), String> {
-    const PIECES: [&[u16]; 8] = [
-        &[0x61],
-        &[0x62, 0x63],
-        &[0x6F22],
-        &[0xD83D, 0xDE00],
-        &[0xD800],
-        &[0xDC00],
-        &[0x20, 0x3042],
-        &[0xD83D],
-    ];
+    const PIECES: [&[u16]; 8] =
+        [&[0x61], &[0x62, 0x63], &[0x6F22], &[0xD83D, 0xDE00], &[0xD800], &[0xDC00], &[0x20, 0x3042], &[0xD83D]];
     let mut b = Bytes { data, at: 0 };
     let mut produced = Text::new();
     let mut truth = Vec::new();
@@ -161,7 +153,13 @@ pub fn relay_scenario(data: &[u8]) -> Result<(), String> {
             }
             4 => {
                 let from = b.below(total + 1) as u64;
-                relayed.push(Frame::Open { stream_id: "s".into(), from, seq: total as u64, durable_seq: 0, ended: false });
+                relayed.push(Frame::Open {
+                    stream_id: "s".into(),
+                    from,
+                    seq: total as u64,
+                    durable_seq: 0,
+                    ended: false,
+                });
                 relayed.push(f.clone());
             }
             _ => relayed.push(f.clone()),

@@ -34,9 +34,10 @@ impl StreamStatus {
     }
 
     pub fn parse(s: &str) -> Result<Self> {
-        StreamStatus::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| {
-            Error::field(ErrorKind::InvalidStatus, "status", format!("unknown stream status {s:?}"))
-        })
+        StreamStatus::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| Error::field(ErrorKind::InvalidStatus, "status", format!("unknown stream status {s:?}")))
     }
 }
 

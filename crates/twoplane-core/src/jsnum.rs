@@ -66,8 +66,16 @@ fn decimal_digits_value(digits: &[u8]) -> f64 {
 fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
-        '\u{0009}' | '\u{000B}' | '\u{000C}' | '\u{0020}' | '\u{00A0}' | '\u{FEFF}'
-            | '\u{000A}' | '\u{000D}' | '\u{2028}' | '\u{2029}'
+        '\u{0009}'
+            | '\u{000B}'
+            | '\u{000C}'
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{FEFF}'
+            | '\u{000A}'
+            | '\u{000D}'
+            | '\u{2028}'
+            | '\u{2029}'
     ) || (c.is_whitespace() && is_space_separator(c))
 }
 

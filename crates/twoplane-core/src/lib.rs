@@ -11,8 +11,8 @@ pub mod conform;
 pub mod contract;
 pub mod error;
 pub mod frame;
-pub mod json;
 pub mod jsnum;
+pub mod json;
 pub mod jsview;
 pub mod reader;
 pub mod request;
@@ -25,10 +25,10 @@ pub use conform::{Conform, ConformInput, Verdict, Violation};
 pub use error::{Error, ErrorKind, Result};
 pub use frame::{frame_resume_point, Frame, FrameKind, StreamStatus, STREAM_STATUS_STREAMING};
 pub use reader::{Reader, ReaderAction, TextReader};
-pub use splice::{assemble_durable_text, splice_stream_text, stream_chunk_id, ChunkRow};
-pub use text::Text;
 pub use request::{stream_request_from_http, subscribe_url, StreamRequest};
+pub use splice::{assemble_durable_text, splice_stream_text, stream_chunk_id, ChunkRow};
 pub use sql::{
     stream_chunk_table_ddl, Dialect, HostLeaseSql, MappedSql, StreamColumns, StreamTables, DEFAULT_HOST_LEASE_TABLE,
 };
 pub use sse::{SseDecoder, SseEvent, STREAM_SSE_HEADERS};
+pub use text::Text;

@@ -21,9 +21,16 @@ use crate::text::Text;
 /// not a number is NaN.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ReaderInput {
-    Open { stream_id_matches: bool, from: f64 },
+    Open {
+        stream_id_matches: bool,
+        from: f64,
+    },
     /// `text_len` is `None` when `text` is not a string.
-    Chunk { from: f64, seq: f64, text_len: Option<f64> },
+    Chunk {
+        from: f64,
+        seq: f64,
+        text_len: Option<f64>,
+    },
     Durable,
     End,
     Stale,

@@ -3,8 +3,8 @@
 //! Guarantees:
 //! - Every identifier is double-quoted, and a name that cannot be quoted safely (one holding `"`
 //!   or NUL, or an empty one) is refused with [`ErrorKind::InvalidIdentifier`] instead of escaped:
-//!   a table mapping is application configuration, and a name that needs escaping is a mistake
-//!   worth failing on loudly.
+//!   names come from the application's configuration, where a quote character is a typo to
+//!   report at startup, not something to paper over with escaping.
 //! - [`MappedSql::new`] checks every name once; after that no method can fail, so a checkpoint
 //!   never discovers a bad mapping halfway through a stream.
 //! - Values never appear in SQL text: they travel as numbered parameters ([`SqlValue`]).
@@ -129,7 +129,7 @@ pub struct ResolvedColumns {
     pub chunk_key: String,
     /// Chunk to message reference. Default `streamId`.
     pub chunk_stream: String,
-    /// The chunk's end offset, the ordering key. Default `seq`.
+    /// Where the chunk's text ends (rows are assembled in this order). Default `seq`.
     pub chunk_seq: String,
     /// The chunk's slice of text. Default `text`.
     pub chunk_text: String,
@@ -148,7 +148,10 @@ pub fn quote_ident(name: &str) -> Result<String> {
     if name.is_empty() || name.contains('"') || name.contains('\0') {
         return Err(Error::new(
             ErrorKind::InvalidIdentifier,
-            format!("table or column name {} cannot be used: names must be non-empty and hold no '\"' or NUL", json_quoted(name)),
+            format!(
+                "table or column name {} cannot be used: names must be non-empty and hold no '\"' or NUL",
+                json_quoted(name)
+            ),
         ));
     }
     Ok(format!("\"{name}\""))
@@ -245,7 +248,7 @@ impl MappedSql {
         // With a host column the open write is the compare-and-swap half of the single-flight
         // guard: it claims the row only while no producer holds it, and the host read-back names
         // the winner. A NULL status counts as free (no comparison matches NULL, so it is named).
-        // Without one it is the plain flip the open probe already vetted.
+        // Without one the open probe has already checked the row, so a plain update follows.
         let mark_streaming = match &host {
             Some(h) => format!(
                 "UPDATE {message} SET {status} = {}, {h} = {} WHERE {key} = {} AND ({status} IS NULL OR {status} <> {})",
@@ -370,7 +373,8 @@ impl MappedSql {
 
     /// The seal, to run in one transaction: write the whole body, `seq` = its UTF-16 length, the
     /// status (and the error, NULL when there is none, if an error column is mapped), then delete
-    /// the stream's chunk rows. It also repairs any checkpoint that failed along the way.
+    /// the stream's chunk rows. Since the body is written whole, a checkpoint that failed earlier is
+    /// made good here as well.
     ///
     /// `body_len_utf16` is passed rather than derived because the caller holds the produced text
     /// as UTF-16 and already knows its length; `body` is its UTF-8 form for the driver.

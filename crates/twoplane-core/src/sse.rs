@@ -26,8 +26,8 @@ pub const STREAM_SSE_HEADERS: [(&str, &str); 4] = [
     ("x-accel-buffering", "no"),
 ];
 
-/// A comment event: ignored by every client, but it keeps intermediaries from reaping an idle
-/// connection while a model thinks.
+/// A comment line that clients skip; sent while the model is quiet so that proxies and load
+/// balancers do not close the connection for inactivity.
 pub const KEEP_ALIVE_COMMENT: &str = ": ping\n\n";
 
 /// How often [`KEEP_ALIVE_COMMENT`] is sent by default.

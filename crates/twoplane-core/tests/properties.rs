@@ -71,7 +71,13 @@ fn subscription(deltas: &[Text], durable: &[usize], k: usize, from: usize) -> Ve
     let seq = produced.len();
     let d = if k == 0 { 0 } else { durable[k - 1] };
     let from = from.min(seq);
-    let mut frames = vec![Frame::Open { stream_id: "s".into(), from: from as u64, seq: seq as u64, durable_seq: d as u64, ended: false }];
+    let mut frames = vec![Frame::Open {
+        stream_id: "s".into(),
+        from: from as u64,
+        seq: seq as u64,
+        durable_seq: d as u64,
+        ended: false,
+    }];
     if seq > from {
         frames.push(Frame::chunk(from as u64, Text::from_slice(&produced.units()[from..])).unwrap());
     }

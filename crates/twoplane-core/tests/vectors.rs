@@ -125,7 +125,8 @@ fn text_vectors() {
         assert_eq!(&got, text(case, "expected"));
     }
     for case in cases(&file, "assemble") {
-        let mut out = case.get("message").and_then(|m| m.get("body")).and_then(JsonValue::as_text).cloned().unwrap_or_default();
+        let mut out =
+            case.get("message").and_then(|m| m.get("body")).and_then(JsonValue::as_text).cloned().unwrap_or_default();
         let chunks = case.get("chunks").and_then(JsonValue::as_array).unwrap_or(&[]);
         let seqs: Vec<f64> = chunks.iter().map(|c| jsview::number(c.get("seq"))).collect();
         for i in assembly_order(&seqs) {

@@ -1,9 +1,9 @@
 //! The escape hatch: persist checkpoints however the application likes.
 //!
 //! Guarantees: the callback receives owned inputs (`'static` futures), text as UTF-16 exactly as
-//! produced, and it is retried on error, so it must be idempotent under a repeated `(from, seq)`
-//! and under a re-cover (after a lost acknowledgement the next `from` can lag what it already
-//! applied). Returning the applied length in [`CommitReply::seq`] lets the plane resynchronize
+//! produced. A failed call is tried again, so applying the same `(from, seq)` twice must be
+//! harmless, and so must a slice that starts before what the callback already stored (when an
+//! acknowledgement was lost, the plane does not know the earlier slice landed). Returning the applied length in [`CommitReply::seq`] lets the plane resynchronize
 //! instead; returning `None` means "the slice as sent is applied". Close bodies may be trimmed
 //! (`body_from > 0`) when the plane was built with `retain_chars`.
 

@@ -1,8 +1,8 @@
 //! The checkpoint driver: one task per hosted stream moves its durable position.
 //!
 //! Guarantees:
-//! - Single flight: one task per stream, so at most one write is in flight and a slow store
-//!   degrades to fewer, larger checkpoints, never to a queue of them.
+//! - Single flight: one task per stream, so at most one write is in flight; when the store is
+//!   slow, each write simply carries more text, and writes never pile up behind each other.
 //! - A round starts when the undurable text reaches `chars`, when the interval timer fires, or
 //!   when a flush asks; a failed commit is retried `retries` times with doubling backoff, then
 //!   the stream stalls to the interval cadence (text keeps flowing to subscribers meanwhile).
@@ -178,9 +178,9 @@ impl LiveStream {
             };
             self.advance(&mut st, confirmed, &mut fx);
             if st.durable < slice.to {
-                // The slice's `from` was stale (an earlier lost acknowledgement the read-back had
-                // not yet seen): the guarded statements made it a no-op, and the next round
-                // re-covers from the confirmed length.
+                // The store was already past this slice's start (an earlier write landed but its
+                // acknowledgement was lost), so the guard skipped it; the next round writes again
+                // from the length the store confirmed.
                 let err = PlaneError::store(format!(
                     "stream {}: the store confirmed {} of {}; re-covering from there",
                     self.id, st.durable, slice.to

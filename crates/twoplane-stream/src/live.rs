@@ -55,7 +55,7 @@ struct Waiter {
 }
 
 pub(crate) struct State {
-    /// Retained text; `buf[0]` sits at offset `buf_from`.
+    /// The text still held in memory; its first unit is at offset `buf_from` of the stream.
     pub buf: Vec<u16>,
     pub buf_from: u64,
     /// Produced length.
@@ -392,7 +392,7 @@ fn resolve_waiters(st: &mut State) {
 }
 
 /// Reject the waiters whose prefix ends in `(lo, hi]`: the round that carried their text did not
-/// land it. Later waiters keep waiting for a later round.
+/// land it. Waiters for more text than that stay queued for the next round.
 fn reject_waiters_between(st: &mut State, lo: u64, hi: u64, err: &PlaneError) {
     settle_waiters(st, |at| (at > lo && at <= hi).then(|| Err(err.clone())));
 }

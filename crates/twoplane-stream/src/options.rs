@@ -31,7 +31,8 @@ pub struct CheckpointErrorInfo<'a> {
 }
 
 /// Called when a checkpoint exhausted its retries or a seal failed (default: `tracing::warn!`).
-/// The stream keeps streaming: this is a durability stall, and it must not vanish.
+/// Readers still get every delta meanwhile; only the store falls behind, which is exactly why the
+/// failure has to be reported rather than swallowed.
 pub type CheckpointErrorHook = Arc<dyn Fn(CheckpointErrorInfo<'_>, &PlaneError) + Send + Sync>;
 
 /// Everything configurable about a plane. Build with struct update syntax over `default()`.
@@ -48,7 +49,7 @@ pub struct PlaneOptions {
     /// Text kept below the durable length for late joiners. Callback mode only (default 65536);
     /// table mode keeps everything for compaction and refuses this option.
     pub retain_chars: Option<u64>,
-    /// How long a sealed stream stays joinable. Default 30000.
+    /// After the seal, how long late subscribers can still join (and get `end`). Default 30000.
     pub linger_ms: u64,
     /// Per-subscriber queue bound; overflow drops that subscriber with `stale`. Default 1024.
     pub max_queued_frames: usize,
@@ -180,7 +181,9 @@ impl Config {
             }
             Some(_) => {
                 if !topology.publish && !topology.attach {
-                    return Err(bad("the relay implements neither publish nor attach: which topology is this?"));
+                    return Err(bad(
+                        "the relay reports neither publish nor attach, so it cannot carry frames either way",
+                    ));
                 }
                 if !topology.attach && options.relay_attach_timeout_ms.is_some() {
                     return Err(bad("relay_attach_timeout_ms does nothing: the relay does not attach"));

@@ -112,7 +112,7 @@ impl Plane {
         self.shared.live().keys().cloned().collect()
     }
 
-    /// Open a stream on an existing message row. Must be called inside a tokio runtime (the
+    /// Start producing into a message row the application already inserted. Must be called inside a tokio runtime (the
     /// stream's checkpoint driver is spawned on it).
     pub async fn open(&self, stream_id: &str) -> Result<StreamHandle, PlaneError> {
         let shared = &self.shared;

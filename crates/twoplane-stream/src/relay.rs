@@ -4,11 +4,12 @@
 //! - `publish` is called, in order and synchronously, with every `chunk`, `durable` and `end`
 //!   the producer fans out; a failure (an error or a panic) is reported to the relay hook and
 //!   never reaches the producer or its checkpoints.
-//! - `attach` is consulted only after the authorizer allowed the subscription and only when the
-//!   stream is not hosted here; it is bounded by the attach timeout, and a timeout, an error or
+//! - `attach` is asked only for streams this process does not produce, and only once the
+//!   authorizer said yes; it is bounded by the attach timeout, and a timeout, an error or
 //!   `None` is the ordinary `absent` answer.
-//! - An attached source is untrusted: every frame runs through the core's conform pass, so a
-//!   broken relay costs a reader the live leg (one legal `stale`), never corrupted text.
+//! - An attached source is untrusted: every frame runs through the core's conform pass, so the
+//!   worst a faulty relay can do is send a reader to the store (one legal `stale`); it cannot put
+//!   wrong text in front of one.
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ pub struct RelayTopology {
     pub attach: bool,
 }
 
-/// A cross-process transport for the live plane. Never consulted for the durable plane.
+/// Carries live frames between processes. Checkpoints never go through it.
 #[async_trait]
 pub trait Relay: Send + Sync {
     fn topology(&self) -> RelayTopology;

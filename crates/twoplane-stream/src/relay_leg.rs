@@ -96,8 +96,8 @@ fn deliver(cfg: &Config, stream_id: &str, out: Conformed, conform: &mut RelayCon
             Offer::Accepted => {}
             Offer::Stop => return false,
             Offer::Full => {
-                // The same bound as a local reader: one that stops draining costs itself the
-                // live leg, never unbounded memory.
+                // Relayed readers get the same queue limit as local ones: falling behind ends
+                // this reader with `stale` instead of growing memory.
                 for stale in conform.fail().frames {
                     queue.finish(stale);
                 }

@@ -1,7 +1,7 @@
 //! Diagnostics hooks, contained.
 //!
 //! Guarantees: a hook runs outside every plane lock, and a panicking hook is caught and logged,
-//! so a diagnostic can never wedge a stream, a checkpoint driver or a relay reader.
+//! so a hook that errors or panics cannot stall a stream, a checkpoint driver or a relay reader.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

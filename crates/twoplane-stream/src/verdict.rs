@@ -18,8 +18,9 @@ pub(crate) fn openable(stream_id: &str, row: Option<(Option<i64>, Option<String>
     match seq {
         None => {
             return Err(PlaneError::open_refused(format!(
-                "stream {stream_id}: the length column is NULL; it must be NOT NULL DEFAULT 0 (it is \
-                 compare-and-swapped on every checkpoint, and no comparison matches NULL)"
+                "stream {stream_id}: the row's length is NULL; declare that column NOT NULL DEFAULT 0, \
+                 because each checkpoint updates it only where it equals the previous length, and \
+                 NULL equals nothing"
             )))
         }
         Some(0) => {}
@@ -31,7 +32,8 @@ pub(crate) fn openable(stream_id: &str, row: Option<(Option<i64>, Option<String>
     }
     if status.as_deref() == Some(STREAM_STATUS_STREAMING) {
         return Err(PlaneError::open_refused(format!(
-            "stream {stream_id}: the row is already {STREAM_STATUS_STREAMING}; another producer holds it"
+            "stream {stream_id}: its status is already {STREAM_STATUS_STREAMING}, so a producer is \
+             writing it (if that producer died, the sweeper releases the row once its lease ends)"
         )));
     }
     Ok(())
@@ -43,7 +45,7 @@ pub(crate) fn open_winner(stream_id: &str, host: Option<String>, token: &str) ->
         return Ok(());
     }
     Err(PlaneError::open_refused(format!(
-        "stream {stream_id}: another producer won the open race (the row's host is {host:?})"
+        "stream {stream_id}: a producer on host {host:?} claimed the row first; this open stands down"
     )))
 }
 

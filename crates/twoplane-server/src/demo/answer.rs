@@ -72,7 +72,7 @@ const SENTENCES: &[&str] = &[
     "Losing the live plane costs latency, never correctness: the store is always a prefix of the answer.",
     "A slow reader is told to read the store instead of holding the server's memory hostage.",
     "Checkpoints are coarse on purpose: one row every few hundred characters is cheap for any database.",
-    "The splice is mechanical: two prefixes of one string merge by taking the longer one.",
+    "Merging is easy because both planes hold the start of the same text: keep whichever is longer.",
     "Emoji are two code units each, which is exactly where careless offset arithmetic breaks.",
     "Chinese and Japanese characters are one code unit but three bytes, another place where counts disagree.",
     "Every frame carries its own offsets, so a reader can tell a replay from a gap without guessing.",
