@@ -1,6 +1,7 @@
 // Benchmark (not a test) of the npm package over its WebAssembly build, in Node:
 // - ns per frame of StreamRelayConform.feed and StreamReader.push over a long generated stream,
-//   against plain-JavaScript implementations of SPEC sections 3 and 4 written here;
+//   against plain-JavaScript implementations of SPEC section 3 (tests/js/model.mjs, the
+//   differential test's model) and section 4 (written here);
 // - StreamReader's ns per frame at 1,000, 10,000 and 100,000 deltas (flat is the target), beside
 //   the plain reader and the plain reader that re-splices the whole text per delta (what the
 //   replaced React hook does on every render).
@@ -12,6 +13,10 @@
 // Targets: conform at most 1.5x the plain JavaScript per frame; the reader flat in the deltas.
 
 // ---------------------------------------------------------------- the generated stream
+
+// The plain-JavaScript conform baseline is the model the differential test checks against
+// every backend, so the benchmark measures against a model known to agree with them.
+import { ModelConform } from '../../tests/js/model.mjs';
 
 function rng(seed) {
   let s = BigInt(seed);
@@ -49,74 +54,6 @@ function generate(deltas, seed = 42) {
 }
 
 // ---------------------------------------------------------------- plain JavaScript baselines
-
-/** SPEC section 3, straight from the text. */
-class PlainConform {
-  constructor(streamId, from, onViolation) {
-    this.streamId = streamId;
-    this.from = from;
-    this.onViolation = onViolation;
-    this.pos = from;
-    this.lastDurable = 0;
-    this.opened = false;
-    this.done = false;
-  }
-
-  feed(frame) {
-    if (this.done) return [];
-    switch (frame?.type) {
-      case 'open': {
-        if (this.opened) return [];
-        if (frame.streamId !== this.streamId || !Number.isInteger(frame.from) || !Number.isInteger(frame.seq) ||
-          !Number.isInteger(frame.durableSeq) || frame.from < 0 || frame.seq < frame.from) {
-          return this.violate(`relay open for ${JSON.stringify(frame.streamId)} at ${frame.from} is malformed`);
-        }
-        if (frame.from > this.from) return this.violate(`relay open at ${frame.from} cannot serve the requested ${this.from}`);
-        this.opened = true;
-        this.pos = frame.from;
-        return [frame];
-      }
-      case 'chunk': {
-        if (!Number.isInteger(frame.from) || !Number.isInteger(frame.seq) || frame.from < 0 ||
-          typeof frame.text !== 'string' || frame.text.length !== frame.seq - frame.from) {
-          return this.violate(`relay chunk ${frame.from}→${frame.seq} does not span exactly its offsets`);
-        }
-        if (frame.from > this.pos) return this.violate(`relay chunk at ${frame.from} leaves a gap after ${this.pos}`);
-        if (frame.seq <= this.pos) return [];
-        this.pos = frame.seq;
-        return this.opened ? [frame] : [this.synthOpen(), frame];
-      }
-      case 'durable': {
-        if (!Number.isInteger(frame.seq) || frame.seq < this.lastDurable || frame.seq > this.pos) return [];
-        this.lastDurable = frame.seq;
-        return this.opened ? [frame] : [this.synthOpen(), frame];
-      }
-      case 'end': {
-        if (!Number.isInteger(frame.seq) || frame.seq < 0) return this.violate(`relay end at ${frame.seq} is malformed`);
-        if (frame.seq > this.pos) return this.violate(`relay end at ${frame.seq} outruns the ${this.pos} characters delivered`);
-        this.done = true;
-        return this.opened ? [frame] : [this.synthOpen(), frame];
-      }
-      case 'stale':
-      case 'absent':
-        this.done = true;
-        return [frame];
-      default:
-        return this.violate(`relay frame of unknown type ${JSON.stringify(frame?.type)}`);
-    }
-  }
-
-  synthOpen() {
-    this.opened = true;
-    return { type: 'open', streamId: this.streamId, from: this.from, seq: this.from, durableSeq: this.from, ended: false };
-  }
-
-  violate(reason) {
-    this.onViolation?.(reason);
-    this.done = true;
-    return [{ type: 'stale', floorSeq: this.pos, durableSeq: this.lastDurable }];
-  }
-}
 
 /** SPEC section 4, straight from the text: one string, spliced at each chunk's `from`. */
 class PlainReader {
@@ -250,12 +187,12 @@ export function runBench(tp, { clock, log, sizes = [1_000, 10_000, 100_000] }) {
   // Warm everything up on the long stream first, so the JIT has settled before any timed run
   // (otherwise the first, shortest runs measure the compiler).
   measure(3, conformRun(tp.StreamRelayConform, long.frames));
-  measure(3, conformRun(PlainConform, long.frames));
+  measure(3, conformRun(ModelConform, long.frames));
   measure(3, readerRun(tp, long.frames, long.produced));
   measure(3, plainReaderRun(long.frames, long.produced, false));
 
   const pkg = measure(9, conformRun(tp.StreamRelayConform, long.frames));
-  const plain = measure(9, conformRun(PlainConform, long.frames));
+  const plain = measure(9, conformRun(ModelConform, long.frames));
   results.conform = { twoplane: pkg, plain, ratio: pkg / plain };
   log(`conform over ${long.frames.length} frames (100,000 deltas, 8% overlaps), ns per frame:`);
   log(`  twoplane ${pkg.toFixed(1)}   plain JavaScript ${plain.toFixed(1)}   ratio ${(pkg / plain).toFixed(2)}x (target <= 1.5x)`);

@@ -107,6 +107,8 @@ export async function startServer({ staticRoots = {} } = {}) {
     '/pages/': path.join(BROWSER_DIR, 'pages'),
     '/twoplane/': path.join(BROWSER_DIR, 'node_modules/twoplane'),
     '/bench/': path.join(REPO, 'bench/js'),
+    // bench/js/core.mjs imports the plain-JavaScript model of the Node tests.
+    '/tests/js/': path.join(REPO, 'tests/js'),
     ...staticRoots,
   };
   const state = { scenario: null, connections: [], open: new Set() };
