@@ -18,7 +18,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::plane_with;
 use rusqlite::{Connection, OptionalExtension};
-use tokio_postgres::NoTls;
 use twoplane_core::splice::{assemble_durable_text, ChunkRow};
 use twoplane_core::Text;
 use twoplane_stream::*;
@@ -118,12 +117,7 @@ struct Postgres {
 }
 
 async fn postgres() -> Option<Postgres> {
-    let Ok(url) = std::env::var("TWOPLANE_PG_URL") else {
-        eprintln!("skipped: TWOPLANE_PG_URL not set");
-        return None;
-    };
-    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect to TWOPLANE_PG_URL");
-    tokio::spawn(connection);
+    let (url, client) = common::pg::connect().await?;
     Some(Postgres { url, client })
 }
 
@@ -147,19 +141,11 @@ impl Db for Postgres {
     }
 
     async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)> {
-        self.client
-            .query(&format!("SELECT seq, text FROM \"{table}\" WHERE \"streamId\" = $1 ORDER BY seq"), &[&id])
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
+        common::pg::chunks(&self.client, table, id).await
     }
 
     async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
-        let target = PostgresTarget::connect(&self.url, tables).await.unwrap();
-        target.create_chunk_table().await.unwrap();
-        Arc::new(target)
+        common::pg::target(&self.url, tables).await
     }
 
     async fn sweeper(&self, tables: &StreamTables, options: SweeperOptions) -> Sweeper {

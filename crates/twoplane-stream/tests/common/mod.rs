@@ -2,6 +2,7 @@
 //! on every frame it receives, and small constructors.
 #![allow(dead_code)]
 
+pub mod pg;
 pub mod sql;
 
 use std::sync::Arc;
