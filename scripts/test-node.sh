@@ -5,7 +5,7 @@
 # BACKEND=napi (twoplane/node, the addon), BACKEND=wasm (twoplane/wasm, the wasm build in Node)
 # and BACKEND=default (the package's Node default entry, routed). Each run replays the shared
 # vectors, the API behaviour and bad-input tests, the differential property test (addon vs wasm
-# vs a plain-JavaScript model of SPEC section 3) and the entry-point tests. The Node entries'
+# vs a plain-JavaScript model of docs/contract.md §3) and the entry-point tests. The Node entries'
 # type declarations are compiled against a usage file (tsc from tests/browser, which
 # build-wasm.sh installs).
 set -euo pipefail

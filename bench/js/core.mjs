@@ -1,6 +1,6 @@
 // Benchmark (not a test) of the npm package over its WebAssembly build, in Node:
 // - ns per frame of StreamRelayConform.feed and StreamReader.push over a long generated stream,
-//   against plain-JavaScript implementations of SPEC section 3 (tests/js/model.mjs, the
+//   against plain-JavaScript implementations of docs/contract.md §3 (tests/js/model.mjs, the
 //   differential test's model) and section 4 (written here);
 // - StreamReader's ns per frame at 1,000, 10,000 and 100,000 deltas (flat is the target), beside
 //   the plain reader and the plain reader that re-splices the whole text per delta (what the
@@ -55,7 +55,7 @@ function generate(deltas, seed = 42) {
 
 // ---------------------------------------------------------------- plain JavaScript baselines
 
-/** SPEC section 4, straight from the text: one string, spliced at each chunk's `from`. */
+/** docs/contract.md §4, straight from the text: one string, spliced at each chunk's `from`. */
 class PlainReader {
   constructor(streamId, durable) {
     this.streamId = streamId;

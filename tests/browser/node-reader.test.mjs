@@ -222,7 +222,7 @@ test('reader: a refusal stops it without reconnecting; a dead server is retried 
   assert.equal(retrying.connections, n, 'close() cancels the pending reconnect');
 });
 
-test('reader: the subscribe URL follows SPEC section 4', async () => {
+test('reader: the subscribe URL follows docs/contract.md §4', async () => {
   const seen = [];
   const fetch = async (url, init) => {
     seen.push([url, init.headers.get('last-event-id')]);

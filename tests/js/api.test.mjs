@@ -68,7 +68,7 @@ test(`${tag} StreamRelayConform: a synthesized open and a terminating stale have
   assert.equal(JSON.stringify(stale), JSON.stringify([{ type: 'stale', floorSeq: 6, durableSeq: 5 }]));
 });
 
-test(`${tag} StreamRelayConform: onViolation is called synchronously, once, with SPEC's reason`, () => {
+test(`${tag} StreamRelayConform: onViolation is called synchronously, once, with the contract's reason`, () => {
   const log = [];
   const c = new api.StreamRelayConform('s', 0, (reason) => log.push(['report', reason]));
   c.feed({ type: 'chunk', from: 0, seq: 2, text: 'ab' });
@@ -94,7 +94,7 @@ test(`${tag} StreamRelayConform: onViolation is called synchronously, once, with
   assert.equal(reasons.at(-1), 'relay chunk 0\u21921e+21 does not span exactly its offsets');
 });
 
-// The decision for an onViolation that throws (SPEC is silent; the replaced code let it escape
+// The decision for an onViolation that throws (docs/contract.md is silent; the replaced code let it escape
 // mid-pass, leaving the pass still live): the exception reaches the caller of feed/end, the pass
 // is already terminated, and the stale that call owed is returned by the next call, once.
 // So a driver that does `catch { deliver(conform.fail()) }` still delivers exactly one terminal.
@@ -131,7 +131,7 @@ test(`${tag} encodeSseEvent / encodeSseEvents equal JSON.stringify + template fo
     { type: 'end', seq: 0, status: 'error', error: 'boom\ud800\n' },
     { type: 'stale', floorSeq: 1, durableSeq: 1 },
     { type: 'absent' },
-    // Shapes the SPEC order does not cover: extras, other key orders, odd numbers, nesting.
+    // Shapes the contract's key order does not cover: extras, other key orders, odd numbers, nesting.
     { seq: 5, type: 'chunk', from: 4, text: 'x', meta: { n: [1, '\udfff', null] } },
     { type: 'durable', seq: 1e21 },
     { type: 'durable', seq: -0 },

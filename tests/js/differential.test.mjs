@@ -1,6 +1,6 @@
 // Differential property test of the relay conform pass: thousands of seeded random sessions,
 // plausible and hostile, are fed to StreamRelayConform over the Node addon, over the wasm build,
-// and to the plain-JavaScript model written from SPEC section 3 (model.mjs). Every call must give
+// and to the plain-JavaScript model written from docs/contract.md §3 (model.mjs). Every call must give
 // the same frames (an accepted frame is the very object fed in; synthesized frames are equal key
 // for key, -0 and NaN included) and the same violation reasons, reported during the same call.
 //
@@ -63,7 +63,7 @@ function compare(session, results, seed) {
   }
 }
 
-test(`conform: napi, wasm and the SPEC model agree on ${CASES} random sessions (base seed ${BASE})`, () => {
+test(`conform: napi, wasm and the contract's model agree on ${CASES} random sessions (base seed ${BASE})`, () => {
   let frames = 0;
   let violations = 0;
   let passed = 0;

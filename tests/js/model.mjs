@@ -1,6 +1,6 @@
-// A plain-JavaScript model of the relay conform pass, written from SPEC section 3 alone (no
+// A plain-JavaScript model of the relay conform pass, written from docs/contract.md §3 alone (no
 // backend, no facade code). It is the third opinion in the differential test and the baseline of
-// the Node benchmark. Where SPEC leaves a detail open it follows the contract's own words:
+// the Node benchmark. Where docs/contract.md leaves a detail open it follows the contract's own words:
 // a value that is not a frame object is "an unknown type", whose reason quotes
 // `JSON.stringify(frame.type)` ("undefined" when there is none).
 

@@ -1,4 +1,4 @@
-//! The numeric conform pass (SPEC section 3) as a JavaScript class. JavaScript keeps the frame
+//! The numeric conform pass (docs/contract.md §3) as a JavaScript class. JavaScript keeps the frame
 //! objects; per frame it passes the kind code and the numbers the rules read, and gets a verdict
 //! code back (0 drop, 1 pass, 2 synthesized open then pass, 3 violation, 4 terminate). The
 //! violation itself is remembered here so the reason text is built only when one happened.

@@ -1,4 +1,4 @@
-//! The reader state machine (SPEC section 4) as a JavaScript class over numbers: JavaScript keeps
+//! The reader state machine (docs/contract.md §4) as a JavaScript class over numbers: JavaScript keeps
 //! the accumulated text and applies the action code (0 ignore, 1 splice at `at()`, 2 stop).
 
 use napi_derive::napi;

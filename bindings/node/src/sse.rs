@@ -1,4 +1,4 @@
-//! The batch SSE encoder's native half (SPEC section 5). JavaScript serializes the frames with one
+//! The batch SSE encoder's native half (docs/contract.md §5). JavaScript serializes the frames with one
 //! `JSON.stringify(frames)` call and passes their resume points; this cuts the array text into
 //! its elements and writes each as one event, `id: <resume point>\n` (when the frame has one)
 //! then `data: <element JSON>\n\n`, in a single pass.

@@ -1,4 +1,4 @@
-//! The relay conform pass (SPEC section 3): untrusted frames from a relay are checked against the
+//! The relay conform pass (docs/contract.md §3): untrusted frames from a relay are checked against the
 //! prefix actually delivered, and every violation becomes one legal `stale`.
 //!
 //! The decision needs only numbers, so the primary API, [`Conform`], takes a [`ConformInput`] of
@@ -89,8 +89,8 @@ impl Verdict {
     }
 }
 
-/// Which rule a relay broke. Its [`reason`](Violation::reason) is the exact text of SPEC
-/// section 3.
+/// Which rule a relay broke. Its [`reason`](Violation::reason) is the exact text given in
+/// docs/contract.md §3.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Violation {
     OpenMalformed,

@@ -1,4 +1,4 @@
-//! The six frames of the wire (SPEC section 1) and the statuses a stream ends with.
+//! The six frames of the wire (docs/contract.md §1) and the statuses a stream ends with.
 //!
 //! Offsets are `u64` code-unit positions that the JSON codec keeps within `0..=2^53-1`, so every
 //! frame this crate produces or accepts round-trips through JavaScript exactly. A decoded or
@@ -167,7 +167,7 @@ pub fn check_chunk_span(from: u64, seq: u64, text_len: usize) -> Result<()> {
     Ok(())
 }
 
-/// The SSE `id:` of a frame (SPEC section 2): `open` gives `from`; `chunk`, `durable` and `end`
+/// The SSE `id:` of a frame (docs/contract.md §2): `open` gives `from`; `chunk`, `durable` and `end`
 /// give `seq`; `stale` and `absent` give nothing.
 pub fn frame_resume_point(frame: &Frame) -> Option<u64> {
     match frame {

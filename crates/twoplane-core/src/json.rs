@@ -8,7 +8,7 @@
 //!   strings are Rust `String`s, which cannot hold a lone surrogate.)
 //! - **Bytes match JavaScript.** [`write_json_string`] and [`encode_frame`] produce exactly the
 //!   bytes of ES2019 `JSON.stringify` for the same string or frame object, with the frame keys in
-//!   the order of SPEC section 1, so SSE `data:` lines compare byte for byte with a JavaScript
+//!   the order of docs/contract.md §1, so SSE `data:` lines compare byte for byte with a JavaScript
 //!   producer's.
 //! - **Parsing is strict RFC 8259**, as `JSON.parse` is: no comments, trailing commas, leading
 //!   zeros, raw control characters, non-standard escapes or trailing garbage. Duplicate object keys
@@ -521,7 +521,7 @@ fn push_u64(out: &mut String, mut n: u64) {
     }
 }
 
-/// A frame as `JSON.stringify` writes the same object, keys in the order of SPEC section 1.
+/// A frame as `JSON.stringify` writes the same object, keys in the order of docs/contract.md §1.
 pub fn encode_frame(frame: &Frame) -> String {
     let mut out = String::new();
     encode_frame_into(&mut out, frame);

@@ -1,4 +1,4 @@
-//! The client-side reader (SPEC section 4) as a state machine over numbers.
+//! The client-side reader (docs/contract.md §4) as a state machine over numbers.
 //!
 //! [`Reader`] decides, frame by frame, what to do to the accumulator; it never holds text, so a
 //! JavaScript reader passes numbers in and keeps its strings. Its guarantees:

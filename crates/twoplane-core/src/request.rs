@@ -1,4 +1,4 @@
-//! Subscribe requests over HTTP (SPEC sections 4 and 5): reading `streamId` and the join offset
+//! Subscribe requests over HTTP (docs/contract.md §4 and §5): reading `streamId` and the join offset
 //! out of a GET, and building the URL a reader subscribes with.
 //!
 //! Guarantees:

@@ -1,4 +1,4 @@
-//! The pure text functions of SPEC section 2: splicing a live tail onto durable text, assembling
+//! The pure text functions of docs/contract.md §2: splicing a live tail onto durable text, assembling
 //! durable text from a message body and its chunk rows, and the chunk row id.
 //!
 //! Both planes hold prefixes of one produced text (invariant P), so merging two of them is taking

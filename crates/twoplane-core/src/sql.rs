@@ -1,4 +1,4 @@
-//! The durable plane's SQL (SPEC section 6), for SQLite and Postgres, in one place.
+//! The durable plane's SQL (docs/contract.md §6), for SQLite and Postgres, in one place.
 //!
 //! Guarantees:
 //! - Every identifier is double-quoted, and a name that cannot be quoted safely (one holding `"`

@@ -1,4 +1,4 @@
-//! Server-sent events (SPEC section 5): the response headers, the encoder that turns frames into
+//! Server-sent events (docs/contract.md §5): the response headers, the encoder that turns frames into
 //! events, and an incremental decoder that follows the WHATWG event-stream parsing rules.
 //!
 //! Guarantees:

@@ -17,7 +17,7 @@
 //! - a frame of another generation means the stream id was produced again: `stale`;
 //! - anything else (`open`, `stale`, `absent`) never comes from a producer: an error.
 //!
-//! Deliberately the same rules the conform pass checks (SPEC section 3), applied before it.
+//! Deliberately the same rules the conform pass checks (docs/contract.md §3), applied before it.
 
 use twoplane_core::Frame;
 

@@ -145,7 +145,7 @@ async fn run(
 }
 
 fn conform_had_to_step_in(errors: &[(RelayPhase, String)]) -> Vec<&String> {
-    // The conform pass's own reasons (SPEC section 3); the adapters' say "relay lost text".
+    // The conform pass's own reasons (docs/contract.md §3); the adapters' say "relay lost text".
     errors
         .iter()
         .map(|(_, m)| m)

@@ -1,4 +1,4 @@
-//! The SSE endpoint (SPEC section 5): `GET <path>?streamId=<id>&from=<n>` answered with a
+//! The SSE endpoint (docs/contract.md §5): `GET <path>?streamId=<id>&from=<n>` answered with a
 //! plane subscription encoded as server-sent events.
 //!
 //! Guarantees:
@@ -44,7 +44,7 @@ pub const STREAM_PATH: &str = "/api/stream";
 /// Settings of the SSE endpoint.
 #[derive(Clone, Debug)]
 pub struct SseConfig {
-    /// Interval of the `: ping` comment. Default 15 s (SPEC section 5).
+    /// Interval of the `: ping` comment. Default 15 s (docs/contract.md §5).
     pub keep_alive: Duration,
     /// A batch stops growing at this many bytes; the rest goes in the next write. Bounds the
     /// memory one connection can hold between the subscription and the socket.
@@ -128,7 +128,7 @@ where
 
 async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>>, request: Request) -> Response {
     let headers = request.headers();
-    // A header that is not valid UTF-8 still counts as present (SPEC: present wins, even
+    // A header that is not valid UTF-8 still counts as present (docs/contract.md §5: present wins, even
     // empty); its garbage parses to offset 0, as `parseInt` would.
     let last_event_id = headers.get("last-event-id").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     let target = request.uri().path_and_query().map_or("", |pq| pq.as_str());
@@ -211,7 +211,7 @@ impl SseBody {
             }
         }
         if terminal {
-            // Nothing follows a terminal (SPEC section 1): end the body after this write and
+            // Nothing follows a terminal (docs/contract.md §1): end the body after this write and
             // release the subscription now.
             self.done = true;
             self.subscription = None;

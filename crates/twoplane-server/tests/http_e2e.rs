@@ -165,7 +165,7 @@ impl SseClient {
     }
 }
 
-/// The reader's splice (SPEC section 4, rule 5): a chunk lands at its own `from`.
+/// The reader's splice (docs/contract.md §4, rule 5): a chunk lands at its own `from`.
 fn splice(acc: &mut Vec<u16>, frame: &Frame) {
     if let Frame::Chunk { from, text, .. } = frame {
         let from = *from as usize;

@@ -1,4 +1,4 @@
-//! twoplane-stream: the native stream plane on tokio (SPEC sections 6 and 7).
+//! twoplane-stream: the native stream plane on tokio (docs/contract.md §6 and §7).
 //!
 //! A response is produced as many small deltas. [`Plane::open`] hosts a stream; every
 //! [`StreamHandle::push`] goes straight to subscribers as a `chunk` frame (the live plane), and a

@@ -1,7 +1,7 @@
 //! An in-memory model of the mapped tables: the reference the SQL targets are tested against,
 //! and a store for tests, demos and benchmarks.
 //!
-//! Guarantees: it applies exactly the semantics of the SPEC section 6 statements (the chunk
+//! Guarantees: it applies exactly the semantics of the docs/contract.md §6 statements (the chunk
 //! insert and the compare-and-swap both guarded by `seq = from`, a deterministic chunk id that
 //! absorbs a replay, compaction as a whole-row overwrite that drops the chunks, the open
 //! precondition and the host compare-and-swap), in UTF-16, keeping every code unit. It also

@@ -1,4 +1,4 @@
-//! Plane options, their defaults (SPEC section 7), and the construction-time check.
+//! Plane options, their defaults (docs/contract.md §7), and the construction-time check.
 //!
 //! Guarantees: [`PlaneOptions::default`] carries the contract's defaults; an option that would
 //! do nothing in the chosen mode, or a combination that cannot work, is refused by

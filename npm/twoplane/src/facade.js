@@ -9,7 +9,7 @@
 //   any input, hostile or not, into the contract's behaviour: never a throw, except one from the
 //   app's own `onViolation`.
 // - Frames built here (the synthesized `open`, the terminating `stale`) have the key order of
-//   SPEC section 1, so `JSON.stringify` of them is byte-identical to the core's encoder.
+//   docs/contract.md §1, so `JSON.stringify` of them is byte-identical to the core's encoder.
 // - Every error thrown carries a stable `.kind` and is a `TwoplaneError`.
 //
 // THE BACKEND CONTRACT (docs/js-backend.md is the full reference). `buildApi(backend)` needs an
@@ -46,7 +46,7 @@ import { frameKindCode, num, textLen } from './frames.js';
 /** The status column's value while a stream is live. */
 export const STREAM_STATUS_STREAMING = 'streaming';
 
-/** The SSE response headers (SPEC section 5), in the contract's order. */
+/** The SSE response headers (docs/contract.md §5), in the contract's order. */
 export const STREAM_SSE_HEADERS = Object.freeze({
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache, no-transform',
@@ -77,7 +77,7 @@ function field(frame, name) {
   return frame === null || frame === undefined ? undefined : frame[name];
 }
 
-/** `frameResumePoint` (SPEC section 2): the SSE `id:` of a frame, or undefined. */
+/** `frameResumePoint` (docs/contract.md §2): the SSE `id:` of a frame, or undefined. */
 export function frameResumePoint(frame) {
   switch (frameKindCode(frame)) {
     case 0: return frame.from;
@@ -121,7 +121,7 @@ export function buildApi(backend) {
     return backend.streamChunkId(String(streamId), num(seq));
   }
 
-  /** The chunk table's migration (SPEC section 6): `[CREATE TABLE ..., CREATE INDEX ...]`. */
+  /** The chunk table's migration (docs/contract.md §6): `[CREATE TABLE ..., CREATE INDEX ...]`. */
   function streamChunkTableDdl(tables, dialect) {
     try {
       return backend.streamChunkTableDdl(tables, dialect);
@@ -152,7 +152,7 @@ export function buildApi(backend) {
   }
 
   /**
-   * The relay conform pass (SPEC section 3). The verdict comes from the backend; this class keeps
+   * The relay conform pass (docs/contract.md §3). The verdict comes from the backend; this class keeps
    * the frames, builds the two frames the contract synthesizes, and calls `onViolation`.
    */
   class StreamRelayConform {

@@ -51,7 +51,7 @@ export interface StreamAbsentFrame {
   type: 'absent';
 }
 
-/** One frame of a subscription (SPEC section 1), discriminated by `type`. */
+/** One frame of a subscription (docs/contract.md §1), discriminated by `type`. */
 export type StreamFrame =
   | StreamOpenFrame
   | StreamChunkFrame
@@ -138,7 +138,7 @@ export interface StreamRequest {
 /** `streamId` from the query; the offset from `Last-Event-ID` when present, else `?from`, else 0. */
 export declare function streamRequestFromHttp(req: StreamHttpRequestLike): StreamRequest;
 
-/** The relay conform pass (SPEC section 3): every violation becomes one legal `stale`. */
+/** The relay conform pass (docs/contract.md §3): every violation becomes one legal `stale`. */
 export declare class StreamRelayConform {
   constructor(streamId: string, from: number, onViolation?: (reason: string) => void);
   readonly streamId: string;
@@ -201,7 +201,7 @@ export interface StreamReaderOptions {
   onFrame?: (frame: StreamFrame) => void;
 }
 
-/** The live-plane reader (SPEC section 4), framework-free. */
+/** The live-plane reader (docs/contract.md §4), framework-free. */
 export declare class StreamReader {
   constructor(options: StreamReaderOptions);
   /** The accumulated text (joined lazily). */

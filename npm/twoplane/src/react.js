@@ -1,7 +1,7 @@
 // `twoplane/react`: the `useStreamedText` hook, the only module of the package that imports React
 // (so apps without React never load it).
 //
-// The contract (SPEC section 4), on top of StreamReader:
+// The contract (docs/contract.md §4), on top of StreamReader:
 // - The join offset is the durable text's length when the subscription starts; later durable
 //   updates re-render but never restart the subscription (they are read through a ref, and are
 //   not an effect dependency).

@@ -1,6 +1,6 @@
 // StreamReader: the live-plane reader for browsers and Node, with no framework.
 //
-// What it guarantees (SPEC section 4; the decisions are the backend's numeric Reader):
+// What it guarantees (docs/contract.md §4; the decisions are the backend's numeric Reader):
 // 1. It joins at the durable text's length when constructed, and nothing later moves that join.
 // 2. Its accumulator starts as that durable text.
 // 3. On `end`, `stale` or `absent` (and on a gap or a malformed or foreign frame) it stops for

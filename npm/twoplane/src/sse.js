@@ -161,7 +161,7 @@ export class SseDecoder {
 }
 
 /**
- * One frame as one SSE event (SPEC section 5): `id: <resume point>\n` when the frame has one,
+ * One frame as one SSE event (docs/contract.md §5): `id: <resume point>\n` when the frame has one,
  * then `data: <JSON.stringify(frame)>\n\n`. `resumePoint` is the facade's frameResumePoint.
  */
 export function encodeSseEvent(frame, resumePoint) {

@@ -2,7 +2,7 @@
 // plays a scripted stream with connection drops.
 //
 // The stream (`/sse?streamId=…&from=…`) replays a fixed production from the requested offset
-// (`Last-Event-ID` wins over `?from`, as SPEC section 5 says), the way the plane does: `open`, one
+// (`Last-Event-ID` wins over `?from`, as docs/contract.md §5 says), the way the plane does: `open`, one
 // chunk from the offset to the next delta boundary, then every later delta as its own chunk, 8% of
 // them re-cut from an earlier offset (an overlap), a `durable` now and then. The bytes go out in
 // small writes of random size (so UTF-8 sequences, CRLFs and events are split anywhere) with

@@ -26,8 +26,8 @@ pub fn inside_pair(text: &[u16], at: usize) -> bool {
     at > 0 && at < text.len() && is_high_surrogate(text[at - 1]) && is_low_surrogate(text[at])
 }
 
-/// A subscriber that checks the frame contract (SPEC section 1) frame by frame and keeps the
-/// reader's accumulator (chunks spliced at their own offsets, SPEC section 4 rule 5).
+/// A subscriber that checks the frame contract (docs/contract.md §1) frame by frame and keeps the
+/// reader's accumulator (chunks spliced at their own offsets, docs/contract.md §4 rule 5).
 pub struct Reader {
     pub sub: Subscription,
     pub frames: Vec<Arc<Frame>>,
