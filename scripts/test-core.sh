@@ -25,12 +25,16 @@ cargo_tool cargo-fuzz cargo-fuzz 0.13.2
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 found=0
 for target in frame_json sse_decode relay_conform; do
-  if ! (cargo +nightly fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 2>&1 | tail -n 3); then
+  # From the committed seeds plus whatever corpus earlier runs grew (new inputs go to the first).
+  mkdir -p "fuzz/corpus/$target"
+  if ! (cargo +nightly fuzz run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+    -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 2>&1 | tail -n 3); then
     found=1
   fi
-  # Keep whatever crashed as a regression input for tests/fuzz_crashers.rs.
+  # Keep whatever crashed as a regression input for tests/fuzz_inputs.rs.
   for crash in fuzz/artifacts/"$target"/crash-* fuzz/artifacts/"$target"/oom-* fuzz/artifacts/"$target"/timeout-*; do
     [ -e "$crash" ] || continue
+    mkdir -p "tests/fuzz-crashers/$target"
     cp "$crash" "tests/fuzz-crashers/$target/"
     echo "kept $crash in tests/fuzz-crashers/$target/"
     found=1
