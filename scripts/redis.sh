@@ -77,10 +77,20 @@ pong() {
 
 pid() { [[ -f "$PIDFILE" ]] && cat "$PIDFILE"; }
 
+# Whether process $1 is alive. A zombie is not: the daemonized server's parent may be an init
+# that reaps late (or never, in some containers), and `kill -0` succeeds on a zombie, which made
+# a restart wait seconds for a server that was already gone.
+alive() {
+    local state
+    kill -0 "$1" 2>/dev/null || return 1
+    state=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+    [[ "$state" != Z ]]
+}
+
 running() {
     local p
     p="$(pid 2>/dev/null)" || return 1
-    [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null && [[ -f "$PORTFILE" ]] && pong "$(cat "$PORTFILE")" 2>/dev/null
+    [[ -n "$p" ]] && alive "$p" && [[ -f "$PORTFILE" ]] && pong "$(cat "$PORTFILE")" 2>/dev/null
 }
 
 url() { echo "redis://127.0.0.1:$(cat "$PORTFILE")/"; }
@@ -125,7 +135,7 @@ start() {
 stop() {
     local p
     p="$(pid 2>/dev/null)" || { log "not running"; return 0; }
-    if [[ -z "$p" ]] || ! kill -0 "$p" 2>/dev/null; then
+    if [[ -z "$p" ]] || ! alive "$p"; then
         log "not running"
         rm -f "$PIDFILE"
         return 0
@@ -135,7 +145,7 @@ stop() {
     kill -9 "$p" 2>/dev/null || true
     local i
     for i in $(seq 1 100); do
-        kill -0 "$p" 2>/dev/null || break
+        alive "$p" || break
         sleep 0.05
     done
     rm -f "$PIDFILE"

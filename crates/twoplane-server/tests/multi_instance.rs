@@ -9,9 +9,14 @@
 //!    their connection and resume with `Last-Event-ID`, some join again after a `stale`; Redis is
 //!    killed and restarted in the middle. Every reader must end with exactly the produced text,
 //!    which the test knows without asking A: the demo's answer is a pure function of the prompt
-//!    and the seed the request names (`answer_text`).
+//!    and the seed the request names (`answer_text`). Every live leg holds a prefix of it, and a
+//!    leg that stopped on `end` holds all of it (the store, complete by then, cannot cover for a
+//!    relay that lost the tail). The restart is planned inside the answers (see below); at least
+//!    one answer must still be streaming once Redis is back, and at least one relay leg opened
+//!    before the restart must reach `end` after it.
 //! 2. More answers on A, one on B; A is killed with SIGKILL in the middle. The sweeper of B or C
-//!    must mark A's rows `interrupted` within a few lease times to live, and must not touch B's
+//!    must mark A's rows `interrupted` within a few lease times to live (every answer that was
+//!    certainly still streaming at the kill, and at least one), and must not touch B's
 //!    answer, which completes. For A's answers: the store (body plus chunk rows) is a prefix of
 //!    the produced text, its chunk rows tile it exactly (nothing duplicated), it holds at least
 //!    every length any reader was told was durable (nothing lost), and every reader's text, and
@@ -21,7 +26,14 @@
 //!
 //! The broadcast topology (two instances): readers that join behind the live position end with
 //! `stale` (pub/sub has no history) and converge on the store; every reader ends with the
-//! produced text.
+//! produced text. One reader per answer is planned late (it joins at 0 once the store holds
+//! text), and must be answered `stale`.
+//!
+//! The "at least one" conditions hold by plan, not by luck: the demo's schedule is a pure
+//! function too (`demo::script`), and its gaps are sleeps that never end early, so their sum is
+//! the least time an answer takes. Seeds are drawn until an answer takes at least
+//! [`LEAST_ANSWER`], and the restart and the kill are placed a fraction of the way to the first
+//! moment any answer may finish.
 //!
 //! Every random choice comes from one seed, printed first (`TWOPLANE_MULTI_SEED=N` replays the
 //! same plan; the machine's timing still varies). Each scenario uses a fresh database. Every wait
@@ -45,6 +57,7 @@ use twoplane_core::reader::StopReason;
 use twoplane_core::sse::{SseDecoder, SseEvent};
 use twoplane_core::{splice_stream_text, Frame, ReaderAction, Text, TextReader};
 use twoplane_server::demo::answer::{answer_text, Rng};
+use twoplane_server::demo::{script, Pace};
 
 const BIN: &str = env!("CARGO_BIN_EXE_twoplane");
 const LEASE_TTL_MS: u64 = 2_000;
@@ -56,6 +69,9 @@ const TOKENS_PER_SECOND: u32 = 25;
 const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often a reader that lost the live leg re-reads the store (the demo page uses 400 ms).
 const STORE_POLL: Duration = Duration::from_millis(200);
+/// Every answer's seed is drawn (from the run's seed) until its schedule takes at least this
+/// long, so a restart or a kill planned as a fraction of it lands in the answer's middle.
+const LEAST_ANSWER: Duration = Duration::from_millis(4_000);
 
 /// The scenarios restart the one Redis and would disturb each other: one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -464,13 +480,27 @@ struct ReaderPlan {
     /// After a `stale` or `absent` while the stream is still live, join again at the durable
     /// length (what a reload does) this many times; after that, follow the store only.
     rejoins: usize,
+    /// Wait until the store holds some text of the still-streaming answer, then join at 0: a
+    /// join certainly behind the live position (the durable length never passes it).
+    late: bool,
+}
+
+/// One live leg: from the join to the frame that stopped the reader.
+#[derive(Debug)]
+struct Leg {
+    from: usize,
+    /// The reader's text when it stopped.
+    text: Text,
+    reason: StopReason,
+    /// When the leg's first request went out, and when its last frame arrived.
+    opened: Instant,
+    stopped: Instant,
 }
 
 #[derive(Debug)]
 struct ReaderLog {
     plan: ReaderPlan,
-    /// Each live leg: the join offset, the text held when it stopped, and why it stopped.
-    legs: Vec<(usize, Text, StopReason)>,
+    legs: Vec<Leg>,
     /// Whether the join offset was strictly below the durable length the reader saw.
     behind: Vec<bool>,
     /// The largest durable length any frame announced (`durable`, or `end`'s seq).
@@ -513,6 +543,10 @@ async fn run_reader(plan: ReaderPlan, deadline: Instant) -> Result<ReaderLog, St
             break (status, body);
         }
         let first = log.legs.is_empty();
+        if first && plan.late && body.is_empty() {
+            tokio::time::sleep(STORE_POLL).await;
+            continue;
+        }
         if !first {
             if rejoins_left == 0 {
                 tokio::time::sleep(STORE_POLL).await;
@@ -525,6 +559,7 @@ async fn run_reader(plan: ReaderPlan, deadline: Instant) -> Result<ReaderLog, St
         log.behind.push(from < store.len());
         let mut reader = TextReader::new(sid.clone(), Text::from_slice(&store.units()[..from]));
         let path = format!("/api/stream?streamId={}&from={from}", plan.stream_id);
+        let opened = Instant::now();
         let mut sse = Sse::get(plan.addr, &path, None).await?;
         let mut in_connection = 0;
         let reason = loop {
@@ -561,7 +596,7 @@ async fn run_reader(plan: ReaderPlan, deadline: Instant) -> Result<ReaderLog, St
                 reason.as_str()
             ));
         }
-        log.legs.push((from, reader.text().clone(), reason));
+        log.legs.push(Leg { from, text: reader.text().clone(), reason, opened, stopped: Instant::now() });
         last = Some(reader);
         if reason == StopReason::End {
             // The seal is the compaction and it landed before `end` went out: the store says so.
@@ -595,6 +630,43 @@ struct Answer {
     id: String,
     produced: Text,
     readers: Vec<ReaderPlan>,
+    /// Just before `POST /api/chat` went out.
+    asked: Instant,
+    /// The least time the producer takes (its planned gaps; a sleep never ends early): until
+    /// `asked + least` the answer is certainly still streaming, unless its producer died.
+    least: Duration,
+}
+
+impl Answer {
+    /// The first moment the answer may have finished.
+    fn earliest_end(&self) -> Instant {
+        self.asked + self.least
+    }
+}
+
+/// The least time the demo's producer takes over the answer to `prompt` with `seed`.
+fn least_duration(prompt: &str, seed: u64) -> Duration {
+    script(prompt, seed, Pace::TokensPerSecond(TOKENS_PER_SECOND)).iter().map(|(gap, _)| *gap).sum()
+}
+
+/// Ask `addr` for an answer to `prompt`, with a seed drawn from `rng` whose answer lasts at least
+/// [`LEAST_ANSWER`] (the draw depends on the run's seed only, so a replay asks the same).
+async fn start_answer(rng: &mut Rng, addr: SocketAddr, prompt: &str) -> Answer {
+    let (seed, least) = loop {
+        let seed = rng.next_u64() >> 12;
+        let least = least_duration(prompt, seed);
+        if least >= LEAST_ANSWER {
+            break (seed, least);
+        }
+    };
+    let asked = Instant::now();
+    let id = ask(addr, prompt, seed).await;
+    Answer { id, produced: Text::from(answer_text(prompt, seed).as_str()), readers: Vec::new(), asked, least }
+}
+
+/// A point `lo..=hi` percent of the way from `from` to `to` (or `from`, if `to` is not later).
+fn between_instants(rng: &mut Rng, from: Instant, to: Instant, lo: u64, hi: u64) -> Instant {
+    from + to.saturating_duration_since(from) * rng.between(lo, hi) as u32 / 100
 }
 
 fn plan_readers(
@@ -616,6 +688,7 @@ fn plan_readers(
             immediate: false,
             reconnect_after: (rng.below(10) < 4).then(|| rng.between(2, 40) as usize),
             rejoins: if rejoin && rng.below(2) == 0 { rng.between(1, 3) as usize } else { 0 },
+            late: false,
         };
         answer.readers.push(plan);
     }
@@ -632,6 +705,23 @@ fn plan_immediate(answer: &mut Answer, node: &str, addr: SocketAddr) {
         immediate: true,
         reconnect_after: None,
         rejoins: 0,
+        late: false,
+    });
+}
+
+/// A reader that joins at 0 once the answer has some durable text, starting to look `start_after`
+/// after the answer's creation (`plan_readers` readers may join behind too, but only by chance).
+fn plan_late(answer: &mut Answer, node: &str, addr: SocketAddr, start_after: Duration) {
+    answer.readers.push(ReaderPlan {
+        label: format!("{} late reader on {node}", answer.id),
+        stream_id: answer.id.clone(),
+        addr,
+        start_after,
+        offset: 0.0,
+        immediate: false,
+        reconnect_after: None,
+        rejoins: 0,
+        late: true,
     });
 }
 
@@ -659,15 +749,27 @@ async fn collect(
 }
 
 /// Every leg of every reader holds a prefix of the produced text (nothing duplicated, nothing
-/// out of place, at every stop, not just the last).
+/// out of place, at every stop, not just the last), and a leg that stopped on `end` holds the
+/// produced text exactly: `end` promises the reader has the whole answer, so a relay that lost
+/// the tail and still passed `end` on shows here (the store, complete by then, would hide it in
+/// the splice).
 fn check_legs(log: &ReaderLog, produced: &Text, failures: &mut Vec<String>) {
-    for (from, text, reason) in &log.legs {
-        if !is_prefix(text, produced) {
+    for leg in &log.legs {
+        if !is_prefix(&leg.text, produced) {
             failures.push(format!(
-                "{}: the leg joined at {from} (stopped on {}) holds text that is not a prefix of the produced text ({})",
+                "{}: the leg joined at {} (stopped on {}) holds text that is not a prefix of the produced text ({})",
                 log.plan.label,
-                reason.as_str(),
-                diverge(text, produced)
+                leg.from,
+                leg.reason.as_str(),
+                diverge(&leg.text, produced)
+            ));
+        } else if leg.reason == StopReason::End && leg.text != *produced {
+            failures.push(format!(
+                "{}: the leg joined at {} stopped on `end` holding {} of the {} produced units",
+                log.plan.label,
+                leg.from,
+                leg.text.len(),
+                produced.len()
             ));
         }
     }
@@ -678,8 +780,8 @@ fn summary(logs: &[ReaderLog]) -> String {
     let mut stales = 0;
     let mut absents = 0;
     for log in logs {
-        for (_, _, reason) in &log.legs {
-            match reason {
+        for leg in &log.legs {
+            match leg.reason {
                 StopReason::End => ends += 1,
                 StopReason::Stale => stales += 1,
                 StopReason::Absent => absents += 1,
@@ -756,10 +858,8 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     let mut answers = Vec::new();
     let mut handles = Vec::new();
     for i in 0..3 {
-        let seed = rng.next_u64() >> 12;
         let prompt = format!("multi-instance answer {i}");
-        let id = ask(a, &prompt, seed).await;
-        let mut answer = Answer { id, produced: Text::from(answer_text(&prompt, seed).as_str()), readers: Vec::new() };
+        let mut answer = start_answer(&mut rng, a, &prompt).await;
         plan_immediate(&mut answer, "C", c);
         plan_readers(&mut rng, &mut answer, &readers_on, 6, 4_000, true);
         // Each answer's readers start counting from its creation.
@@ -767,12 +867,35 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
         answers.push(answer);
         tokio::time::sleep(ms(&mut rng, 0, 300)).await;
     }
-    let restart_at = ms(&mut rng, 1_200, 2_500);
-    tokio::time::sleep(restart_at.saturating_sub(t0.elapsed())).await;
+    // Redis restarts while every answer is certainly mid-stream: a third to a half of the way to
+    // the first moment any of them may have finished. The immediate readers on C are attached
+    // by then, so their legs span the restart.
+    let earliest = answers.iter().map(Answer::earliest_end).min().unwrap();
+    tokio::time::sleep_until(between_instants(&mut rng, t0, earliest, 33, 50).into()).await;
+    let restart_began = Instant::now();
     let restarted = tokio::task::spawn_blocking(restart_redis).await.unwrap();
-    println!("phase 1: Redis restarted {:?} after the first answer started: {restarted:?}", t0.elapsed());
+    let restart_done = Instant::now();
+    println!(
+        "phase 1: Redis restarted {:?} after the first answer started, in {:?}: {restarted:?}",
+        restart_began - t0,
+        restart_done - restart_began
+    );
     if let Err(e) = restarted {
         failures.push(e);
+    }
+    // The restart must land inside an answer: one still streaming once Redis is back (empty)
+    // makes its relay legs carry on over a fresh log.
+    let mut streaming_over_restart = 0;
+    for answer in &answers {
+        match durable_view(b, &answer.id).await {
+            Ok((status, _)) if status == "streaming" => streaming_over_restart += 1,
+            Ok(_) => {}
+            Err(e) => failures.push(e),
+        }
+    }
+    println!("phase 1: {streaming_over_restart} of {} answers still streaming after the restart", answers.len());
+    if streaming_over_restart == 0 {
+        failures.push("phase 1: every answer had finished when Redis came back: the restart hit no stream".into());
     }
     let logs = collect(handles, &mut failures).await;
     println!("phase 1: {} ({:?})", summary(&logs), t0.elapsed());
@@ -804,9 +927,24 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
             ));
         }
     }
-    let relayed_ends = logs.iter().filter(|l| l.legs.iter().any(|(_, _, r)| *r == StopReason::End)).count();
+    let relayed_ends = logs.iter().filter(|l| l.legs.iter().any(|leg| leg.reason == StopReason::End)).count();
     if relayed_ends == 0 {
         failures.push("phase 1: no reader on B or C got its `end` through the relay: the live leg never worked".into());
+    }
+    // Every reader here is on B or C, so every leg is relayed; one open before Redis went down
+    // and ended by `end` after it came back is the relay surviving the restart.
+    let spanning: Vec<&Leg> = logs
+        .iter()
+        .flat_map(|l| &l.legs)
+        .filter(|leg| leg.opened < restart_began && leg.stopped > restart_done)
+        .collect();
+    let spanning_ends = spanning.iter().filter(|leg| leg.reason == StopReason::End).count();
+    println!("phase 1: {} live legs spanned the restart, {spanning_ends} of them reached `end`", spanning.len());
+    if spanning_ends == 0 {
+        failures.push(format!(
+            "phase 1: none of the {} relay legs open across the Redis restart reached `end`",
+            spanning.len()
+        ));
     }
 
     // ---- 2. More answers on A and one on B; A is killed with SIGKILL in the middle.
@@ -815,21 +953,13 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     let mut handles = Vec::new();
     let mut doomed = Vec::new();
     for i in 0..2 {
-        let seed = rng.next_u64() >> 12;
         let prompt = format!("multi-instance doomed answer {i}");
-        let id = ask(a, &prompt, seed).await;
-        let mut answer = Answer { id, produced: Text::from(answer_text(&prompt, seed).as_str()), readers: Vec::new() };
+        let mut answer = start_answer(&mut rng, a, &prompt).await;
         plan_readers(&mut rng, &mut answer, &readers_on, 6, 4_000, true);
         handles.extend(spawn_readers(std::slice::from_ref(&answer), deadline));
         doomed.push(answer);
     }
-    let survivor_seed = rng.next_u64() >> 12;
-    let survivor_prompt = "multi-instance answer produced on B";
-    let mut survivor = Answer {
-        id: ask(b, survivor_prompt, survivor_seed).await,
-        produced: Text::from(answer_text(survivor_prompt, survivor_seed).as_str()),
-        readers: Vec::new(),
-    };
+    let mut survivor = start_answer(&mut rng, b, "multi-instance answer produced on B").await;
     plan_readers(&mut rng, &mut survivor, &[("C", c), ("B", b), ("C", c)], 4, 3_000, false);
     handles.extend(spawn_readers(std::slice::from_ref(&survivor), deadline));
     // An instance that starts while others produce must leave their rows alone: at startup it
@@ -846,11 +976,21 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
             Err(e) => failures.push(e),
         }
     }
-    let kill_at = ms(&mut rng, 1_200, 2_000);
-    tokio::time::sleep(kill_at.saturating_sub(t1.elapsed())).await;
+    // A dies while its answers are certainly mid-stream: 40 to 60 % of the way to the first
+    // moment either may have finished (unless starting D took longer than that).
+    let earliest = doomed.iter().map(Answer::earliest_end).min().unwrap();
+    tokio::time::sleep_until(between_instants(&mut rng, t1, earliest, 40, 60).into()).await;
+    let kill_sent = Instant::now();
     instances[0].kill();
     let killed = Instant::now();
-    println!("phase 2: A killed with SIGKILL {:?} after its answers started", t1.elapsed());
+    println!("phase 2: A killed with SIGKILL {:?} after its answers started", kill_sent - t1);
+    if doomed.iter().all(|answer| answer.earliest_end() <= kill_sent) {
+        failures.push(format!(
+            "phase 2: the kill came {:?} after the first answer started, when both of A's answers may have \
+             finished: the machine fell behind the plan, so the kill tested nothing",
+            kill_sent - t1
+        ));
+    }
 
     // The sweeper of B or C marks A's rows within a few lease times to live.
     let mut swept_after = None;
@@ -899,6 +1039,13 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
         if row.host.as_deref() != Some("A") {
             failures.push(format!("{}: host column {:?}, want A", answer.id, row.host));
         }
+        if answer.earliest_end() > kill_sent && row.status.as_deref() != Some("interrupted") {
+            // Its producer could not have finished before the kill, so the sweep must mark it.
+            failures.push(format!(
+                "{}: certainly streaming when A was killed, yet stored {:?}, want interrupted",
+                answer.id, row.status
+            ));
+        }
         if row.status.as_deref() == Some("complete") {
             // It finished before the kill: the full checks apply.
             if text != answer.produced {
@@ -939,6 +1086,16 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
                 failures.push(format!("{}: the rendering does not extend the store's text", log.plan.label));
             }
         }
+    }
+    let mut interrupted = 0;
+    for answer in &doomed {
+        if stored_row(&store, &answer.id).await.status.as_deref() == Some("interrupted") {
+            interrupted += 1;
+        }
+    }
+    println!("phase 2: {interrupted} of A's {} answers ended interrupted", doomed.len());
+    if interrupted == 0 {
+        failures.push("phase 2: none of A's answers ended interrupted: the kill and the sweep were not tested".into());
     }
     // B's answer is untouched by the sweep (B's lease is live) and completes.
     let row = stored_row(&store, &survivor.id).await;
@@ -1013,12 +1170,14 @@ async fn broadcast_late_joiners_fall_back_to_the_store() {
     let mut answers = Vec::new();
     let mut handles = Vec::new();
     for i in 0..2 {
-        let seed = rng.next_u64() >> 12;
         let prompt = format!("broadcast answer {i}");
-        let id = ask(d, &prompt, seed).await;
-        let mut answer = Answer { id, produced: Text::from(answer_text(&prompt, seed).as_str()), readers: Vec::new() };
+        let mut answer = start_answer(&mut rng, d, &prompt).await;
         plan_immediate(&mut answer, "E", e);
         plan_immediate(&mut answer, "E", e);
+        // One reader certainly late: it starts looking 15 to 30 % into the answer's least
+        // duration and joins at 0 once the store holds some text, so pub/sub cannot serve it.
+        let look_after = answer.least * rng.between(15, 30) as u32 / 100;
+        plan_late(&mut answer, "E", e, look_after);
         plan_readers(&mut rng, &mut answer, &[("E", e)], 6, 3_000, false);
         handles.extend(spawn_readers(std::slice::from_ref(&answer), deadline));
         answers.push(answer);
@@ -1033,6 +1192,7 @@ async fn broadcast_late_joiners_fall_back_to_the_store() {
         }
     }
     let mut late = 0;
+    let mut late_stale = 0;
     for log in &logs {
         let answer = answers.iter().find(|a| a.id == log.plan.stream_id).unwrap();
         check_legs(log, &answer.produced, &mut failures);
@@ -1040,14 +1200,35 @@ async fn broadcast_late_joiners_fall_back_to_the_store() {
             failures.push(format!("{}: {}", log.plan.label, diverge(&log.rendered, &answer.produced)));
         }
         // Pub/sub has no history: a join behind the live position cannot be served live.
-        if let (Some(true), Some((from, _, reason))) = (log.behind.first(), log.legs.first()) {
+        if let (Some(true), Some(leg)) = (log.behind.first(), log.legs.first()) {
             late += 1;
-            if *reason == StopReason::End {
-                failures.push(format!("{}: joined behind at {from} yet was served to the end live", log.plan.label));
+            if leg.reason == StopReason::End {
+                failures
+                    .push(format!("{}: joined behind at {} yet was served to the end live", log.plan.label, leg.from));
+            }
+        }
+        if log.plan.late {
+            match (log.behind.first(), log.legs.first()) {
+                (Some(true), Some(leg)) if leg.reason == StopReason::Stale => late_stale += 1,
+                (behind, Some(leg)) => failures.push(format!(
+                    "{}: joined at {} (behind the store: {behind:?}) and stopped on {}, want stale",
+                    log.plan.label,
+                    leg.from,
+                    leg.reason.as_str()
+                )),
+                (_, None) => {
+                    failures.push(format!("{}: the answer was sealed before the late reader joined", log.plan.label))
+                }
             }
         }
     }
-    println!("broadcast: {late} readers joined behind the live position and fell back to the store");
+    println!(
+        "broadcast: {late} readers joined behind the live position and fell back to the store, {late_stale} of them \
+         planned late and answered stale"
+    );
+    if late_stale == 0 {
+        failures.push("broadcast: no reader joined late and was answered `stale`".into());
+    }
     for inst in &mut instances {
         match inst.terminate() {
             Ok(status) if status.success() => {}

@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use twoplane_core::STREAM_STATUS_STREAMING;
+use twoplane_core::{Text, STREAM_STATUS_STREAMING};
 use twoplane_stream::{Plane, StreamHandle};
 
 pub use db::{redact_url, tables, tables_with_host, DemoDb, MessageView, CHUNK_TABLE, HOST_COLUMN, MESSAGE_TABLE};
@@ -197,16 +197,25 @@ async fn messages(State(state): State<DemoState>) -> Response {
     }
 }
 
-/// The simulated model: push the answer's tokens at `pace`, then seal.
-async fn produce(handle: StreamHandle, prompt: String, seed: u64, pace: Pace) {
+/// The answer to `prompt` with `seed` as the simulated model emits it: each token with the gap
+/// slept before it. A pure function, and the one place the schedule is drawn: [`produce`]
+/// follows it, and a test sums the gaps to know the least time an answer takes (sleeps never
+/// end early), so it can kill or restart something while the answer is certainly still running.
+pub fn script(prompt: &str, seed: u64, pace: Pace) -> Vec<(Duration, Text)> {
     // The text is drawn first from the generator ([`answer::answer_text`] draws exactly the
     // same); the cuts and the gaps come after, so they cannot change it.
-    let mut rng = answer::rng_for(&prompt, seed);
-    let text = answer::compose(&prompt, &mut rng);
+    let mut rng = answer::rng_for(prompt, seed);
+    let text = answer::compose(prompt, &mut rng);
     let tokens = answer::tokenize(&text, &mut rng);
+    tokens.into_iter().map(|token| (pace.gap(&mut rng), token)).collect()
+}
+
+/// The simulated model: push the answer's tokens at `pace`, then seal.
+async fn produce(handle: StreamHandle, prompt: String, seed: u64, pace: Pace) {
+    let tokens = script(&prompt, seed, pace);
     let started = tokio::time::Instant::now();
-    for token in &tokens {
-        tokio::time::sleep(pace.gap(&mut rng)).await;
+    for (gap, token) in &tokens {
+        tokio::time::sleep(*gap).await;
         if handle.is_sealed() {
             // Drained (shutdown) or cancelled: the seal already ended the stream.
             tracing::info!(stream_id = handle.stream_id(), "answer stopped early");
