@@ -7,7 +7,9 @@
 //!   when a flush asks; a failed commit is retried `retries` times with doubling backoff, then
 //!   the stream stalls to the interval cadence (text keeps flowing to subscribers meanwhile).
 //! - After a failed round the store is read back: a commit whose acknowledgement was lost may
-//!   have landed, and adopting the store's length keeps the next slice contiguous.
+//!   have landed, and adopting the store's length keeps the next slice contiguous. When a later
+//!   append finds the store already part-way through its slice, the store's answer is adopted
+//!   and the rest is written at once: no waiter is failed on a store that answered.
 //! - A seal requested while a round is in flight or backing off supersedes it at once: the
 //!   seal writes the whole body, which also repairs whatever the stalled round missed.
 //! - After the seal the stream stays joinable for `linger`, then leaves the plane's map.
@@ -138,14 +140,20 @@ impl LiveStream {
 
     async fn append_round(&self, slice: Slice) {
         let mut last_err = None;
+        let mut sent = 0;
         for attempt in 0..=self.cfg.retries {
             if attempt > 0 && !self.backoff_unless_sealed(attempt).await {
                 return;
             }
+            sent = {
+                let mut st = self.lock();
+                st.attempts += 1;
+                st.attempts
+            };
             let request = AppendRequest { stream_id: &self.id, from: slice.from, seq: slice.to, text: &slice.text };
             match self.unless_sealed(self.cfg.target.append(request)).await {
                 None => return,
-                Some(Ok(ack)) => return self.accept_ack(&slice, ack),
+                Some(Ok(ack)) => return self.accept_ack(&slice, ack, sent),
                 Some(Err(e)) => {
                     let retry = e.is_retryable();
                     last_err = Some(e);
@@ -156,10 +164,11 @@ impl LiveStream {
             }
         }
         let err = last_err.unwrap_or_else(|| PlaneError::store("the checkpoint failed"));
-        self.append_failed(&slice, err).await;
+        self.append_failed(&slice, err, sent).await;
     }
 
-    fn accept_ack(&self, slice: &Slice, ack: AppendAck) {
+    /// `sent`: the number of the attempt this acknowledges.
+    fn accept_ack(&self, slice: &Slice, ack: AppendAck, sent: u64) {
         let mut fx = Effects::default();
         let mut failure = None;
         {
@@ -177,15 +186,20 @@ impl LiveStream {
                 ack.durable_seq
             };
             self.advance(&mut st, confirmed, &mut fx);
-            if st.durable < slice.to {
+            if st.durable < slice.to && st.durable > slice.from {
                 // The store was already past this slice's start (an earlier write landed but its
-                // acknowledgement was lost), so the guard skipped it; the next round writes again
-                // from the length the store confirmed.
+                // acknowledgement was lost, and the read-back failed), so the guard skipped it.
+                // Its answer says exactly where it stands and it answered: write the rest from
+                // there at once, and keep the waiters for that round rather than failing a
+                // flush on a store that is healthy now.
+                st.forced = true;
+            } else if st.durable < slice.to {
+                // The store confirmed no progress at all: stall and tell the waiters.
                 let err = PlaneError::store(format!(
                     "stream {}: the store confirmed {} of {}; re-covering from there",
                     self.id, st.durable, slice.to
                 ));
-                self.stall(&mut st, slice.to, &err);
+                self.stall(&mut st, slice.to, sent, &err);
                 failure = Some(err);
             }
         }
@@ -195,9 +209,9 @@ impl LiveStream {
         }
     }
 
-    /// The round failed after its retries: read the store back, adopt what landed, tell the
-    /// waiters whose text did not, and stall to the interval.
-    async fn append_failed(&self, slice: &Slice, err: PlaneError) {
+    /// The round failed after its retries (`sent`: its last attempt): read the store back, adopt
+    /// what landed, tell the waiters whose text did not, and stall to the interval.
+    async fn append_failed(&self, slice: &Slice, err: PlaneError, sent: u64) {
         let truth = match self.unless_sealed(self.cfg.target.probe_durable_seq(&self.id)).await {
             None => return,
             Some(Ok(seq)) => seq,
@@ -215,7 +229,7 @@ impl LiveStream {
             }
             landed = st.durable >= slice.to;
             if !landed {
-                self.stall(&mut st, slice.to, &err);
+                self.stall(&mut st, slice.to, sent, &err);
             }
         }
         self.apply(fx);
@@ -226,9 +240,16 @@ impl LiveStream {
         }
     }
 
-    fn stall(&self, st: &mut crate::live::State, up_to: u64, err: &PlaneError) {
-        self.reject_waiters(st, up_to, err);
+    /// Attempt `sent` did not land the text through `up_to`: fail the waiters it carried and
+    /// slow to the interval. A waiter that registered after that attempt was sent (while the
+    /// round was backing off or reading the store back) never had an attempt of its own, so it
+    /// keeps waiting and gets one at once.
+    fn stall(&self, st: &mut crate::live::State, up_to: u64, sent: u64, err: &PlaneError) {
+        let late = self.reject_waiters_sent(st, up_to, sent, err);
         st.stalled = true;
+        if late {
+            st.forced = true;
+        }
         if writable_end(st) > st.durable {
             st.deadline = Some(Instant::now() + self.cfg.interval);
         }

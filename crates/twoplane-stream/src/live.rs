@@ -8,8 +8,10 @@
 //!   in between (contract S).
 //! - The durable position only moves forward, only to a length the store confirmed, and never
 //!   past the produced length (contract P as the plane sees it); each move emits `durable`.
-//! - A flush waiter is resolved only once the store holds its prefix and rejected when the
-//!   round that carried its text failed, or when the text cannot be written yet.
+//! - A flush waiter is resolved only once the store holds its prefix and rejected when an
+//!   append attempt sent after it registered, carrying its text, failed (a waiter that arrived
+//!   while a failed round was reading the store back gets a round of its own), or when the text
+//!   cannot be written yet.
 //! - The terminal `end` reports the durable length; a stream never takes a push after its seal
 //!   was requested.
 //!
@@ -51,6 +53,8 @@ pub(crate) enum FlushWait {
 
 struct Waiter {
     at: u64,
+    /// `State::attempts` when it registered: attempts numbered above it were sent after it.
+    since: u64,
     tx: oneshot::Sender<Result<u64, PlaneError>>,
 }
 
@@ -74,6 +78,9 @@ pub(crate) struct State {
     /// When the interval timer fires.
     pub deadline: Option<Instant>,
     waiters: Vec<Waiter>,
+    /// Append attempts sent so far (numbered from 1), so a failure answers only the waiters
+    /// that were waiting when the failed attempt was sent.
+    pub attempts: u64,
     pub fan: FanOut,
 }
 
@@ -121,6 +128,7 @@ impl LiveStream {
                 stalled: false,
                 deadline: None,
                 waiters: Vec::new(),
+                attempts: 0,
                 fan,
             }),
             kick: Notify::new(),
@@ -251,7 +259,8 @@ impl LiveStream {
             return Err(shortfall(&self.id, st.durable, st.seq));
         }
         let (tx, rx) = oneshot::channel();
-        st.waiters.push(Waiter { at, tx });
+        let since = st.attempts;
+        st.waiters.push(Waiter { at, since, tx });
         st.forced = true;
         Ok(FlushWait::Pending(rx))
     }
@@ -284,6 +293,15 @@ impl LiveStream {
     /// Reject the waiters whose prefix ends in `(lo, hi]`.
     pub fn reject_waiters_between(&self, st: &mut State, lo: u64, hi: u64, err: &PlaneError) {
         reject_waiters_between(st, lo, hi, err)
+    }
+
+    /// Reject the waiters whose prefix ends in `(durable, up_to]` and that were already waiting
+    /// when append attempt `attempt` was sent (it carried their text and failed). Returns whether
+    /// waiters in that range remain: they registered later and are owed an attempt of their own.
+    pub fn reject_waiters_sent(&self, st: &mut State, up_to: u64, attempt: u64, err: &PlaneError) -> bool {
+        let lo = st.durable;
+        settle_waiters(st, |w| (w.at > lo && w.at <= up_to && w.since < attempt).then(|| Err(err.clone())));
+        st.waiters.iter().any(|w| w.at > lo && w.at <= up_to)
     }
 
     pub fn resolve_waiters(&self, st: &mut State) {
@@ -388,23 +406,23 @@ pub(crate) fn shortfall(id: &str, durable: u64, seq: u64) -> PlaneError {
 
 fn resolve_waiters(st: &mut State) {
     let durable = st.durable;
-    settle_waiters(st, |at| (at <= durable).then_some(Ok(durable)));
+    settle_waiters(st, |w| (w.at <= durable).then_some(Ok(durable)));
 }
 
 /// Reject the waiters whose prefix ends in `(lo, hi]`: the round that carried their text did not
 /// land it. Waiters for more text than that stay queued for the next round.
 fn reject_waiters_between(st: &mut State, lo: u64, hi: u64, err: &PlaneError) {
-    settle_waiters(st, |at| (at > lo && at <= hi).then(|| Err(err.clone())));
+    settle_waiters(st, |w| (w.at > lo && w.at <= hi).then(|| Err(err.clone())));
 }
 
 /// Answer every waiter `decide` has an answer for; keep the rest in order.
-fn settle_waiters(st: &mut State, decide: impl Fn(u64) -> Option<Result<u64, PlaneError>>) {
+fn settle_waiters(st: &mut State, decide: impl Fn(&Waiter) -> Option<Result<u64, PlaneError>>) {
     if st.waiters.is_empty() {
         return;
     }
     let waiters = std::mem::take(&mut st.waiters);
     for w in waiters {
-        match decide(w.at) {
+        match decide(&w) {
             // A waiter whose caller went away simply drops its answer.
             Some(answer) => drop(w.tx.send(answer)),
             None => st.waiters.push(w),

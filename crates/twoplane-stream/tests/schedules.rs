@@ -3,20 +3,28 @@
 //! Each case builds a plane over the in-memory model of the mapped tables wrapped in the fault
 //! injector, on a paused-clock runtime, and runs a generated schedule of pushes (texts with
 //! CJK, emoji and other astral characters, split so that pushes end between the halves of a
-//! pair), timer ticks, flushes, joins at offset 0, at the durable length, at the produced length
-//! and beyond, slow readers, injected commit failures, lost acknowledgements, failed read-backs,
-//! stalls, cancel, close, fail and drain. After EVERY step it asserts:
+//! pair, and unpaired high and low surrogates at push boundaries and inside pushes), timer
+//! ticks, flushes, joins at offset 0, at the durable length, at the produced length and beyond,
+//! slow readers, reconnects (a client drops its connection, possibly with frames still queued,
+//! and joins again from its core `TextReader`'s resume point), injected commit failures, lost
+//! acknowledgements, failed read-backs, stalls, cancel, close, fail and drain. After EVERY step
+//! it asserts:
 //!
 //! - P on the store: body ++ chunks is a prefix of the produced text, the length column equals
 //!   its length, and it never shrinks; the plane never claims more than the store holds;
-//! - the frame contract for every subscriber (checked frame by frame by `common::Reader`);
-//! - S: every subscriber that got `end` holds exactly the produced text, and a subscriber that
-//!   has not ended holds a prefix of it;
+//! - the frame contract for every connection (checked frame by frame by `common::Reader`);
+//! - S across reconnects: each client's `TextReader` only ever extends its text, holds a prefix
+//!   of the produced text, and holds exactly the produced text once it stops on `end`;
+//! - honest answers: `absent` only when the stream was not hosted at the join, `stale` only for
+//!   a client that let its queue fill (a slow one), never for one that kept up;
 //! - honest waiters: a resolved flush means the store held its prefix; a rejected one is
-//!   explained by an injected fault or by text that ends in half a surrogate pair;
+//!   explained by a failing append or read-back fault consumed while that flush was pending, by
+//!   text that ends in half a surrogate pair, or by a seal that did not land;
 //! - seal honesty: a rejected close only when injected close faults outnumber the retries;
 //! - no written slice starts or ends inside a surrogate pair, and every slice is produced text;
-//! - after a seal that landed: the store holds exactly the produced text, compacted.
+//! - after a seal that landed: the store holds exactly the produced text, compacted;
+//! - liveness at the end: every client that kept up and joined while the stream was hosted has
+//!   stopped on `end` holding the produced text, and `end` reports the plane's durable length.
 
 mod common;
 
@@ -26,6 +34,7 @@ use std::time::Duration;
 use common::{inside_pair, plane_with, Reader};
 use proptest::prelude::*;
 use tokio::task::JoinHandle;
+use twoplane_core::reader::{StopReason, TextReader};
 use twoplane_core::text::{is_high_surrogate, is_low_surrogate};
 use twoplane_stream::*;
 
@@ -41,10 +50,10 @@ enum JoinAt {
 
 #[derive(Clone, Debug)]
 enum Op {
-    /// Push `text`; with `split_tail`, an astral last character is pushed only up to its high
-    /// half and the low half leads the next push.
+    /// Push `units`; with `split_tail`, a text ending in a low surrogate is pushed without it and
+    /// the low half leads the next push.
     Push {
-        text: String,
+        units: Vec<u16>,
         split_tail: bool,
     },
     Tick(u64),
@@ -54,6 +63,13 @@ enum Op {
         slow: bool,
     },
     CatchUp,
+    /// The `who`-th client (modulo those whose reader is still live) takes up to `take` queued
+    /// frames, drops its connection (whatever is still queued is lost) and joins again from its
+    /// resume point.
+    Reconnect {
+        who: usize,
+        take: usize,
+    },
     Inject {
         op: FaultOp,
         fault: Fault,
@@ -74,9 +90,22 @@ struct Cfg {
     linger_ms: u64,
 }
 
-fn text_strategy() -> impl Strategy<Value = String> {
-    let pieces = prop::sample::select(vec!["a", "b", " ", "é", "漢", "字", "😀", "🎉", "𝄞", "\u{10FFFF}", "\n"]);
-    prop::collection::vec(pieces, 1..6).prop_map(|v| v.concat())
+/// Lone surrogates a JavaScript producer can emit: the first and last high halves, the first
+/// and last low halves.
+const LONE: [u16; 4] = [0xD800, 0xDBFF, 0xDC00, 0xDFFF];
+
+/// A delta as UTF-16: ASCII, BMP, astral characters, and unpaired surrogates, which land at the
+/// start, inside and at the end of pushes (and pair up when a high one meets a low one).
+fn text_strategy() -> impl Strategy<Value = Vec<u16>> {
+    let chars: Vec<Vec<u16>> = ["a", "b", " ", "é", "漢", "字", "😀", "🎉", "𝄞", "\u{10FFFF}", "\n"]
+        .iter()
+        .map(|s| s.encode_utf16().collect())
+        .collect();
+    let piece = prop_oneof![
+        5 => prop::sample::select(chars),
+        1 => prop::sample::select(LONE.to_vec()).prop_map(|u| vec![u]),
+    ];
+    prop::collection::vec(piece, 1..6).prop_map(|v| v.concat())
 }
 
 fn fault_strategy() -> impl Strategy<Value = (FaultOp, Fault, usize)> {
@@ -98,11 +127,12 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         (1u64..20).prop_map(JoinAt::Beyond),
     ];
     prop_oneof![
-        12 => (text_strategy(), any::<bool>()).prop_map(|(text, split_tail)| Op::Push { text, split_tail }),
+        12 => (text_strategy(), any::<bool>()).prop_map(|(units, split_tail)| Op::Push { units, split_tail }),
         5 => (1u64..1_200).prop_map(Op::Tick),
         2 => Just(Op::Flush),
         3 => (join, prop::bool::weighted(0.3)).prop_map(|(at, slow)| Op::Subscribe { at, slow }),
         1 => Just(Op::CatchUp),
+        2 => (0usize..16, 0usize..4).prop_map(|(who, take)| Op::Reconnect { who, take }),
         2 => fault_strategy().prop_map(|(op, fault, n)| Op::Inject { op, fault, n }),
         1 => Just(Op::Cancel),
         1 => prop_oneof![Just(Op::Close), Just(Op::Fail), Just(Op::Drain)],
@@ -126,7 +156,11 @@ struct FlushRecord {
     pending_high: bool,
     result: Result<u64, PlaneError>,
     store_seq: u64,
-    faults_seen: usize,
+    /// The fault log's length when the flush was asked and when it was answered: the faults
+    /// consumed in between are the only ones that can explain a rejection.
+    faults: std::ops::Range<usize>,
+    /// A seal had been requested by the time the flush was answered.
+    sealed: bool,
 }
 
 struct SealRecord {
@@ -134,6 +168,45 @@ struct SealRecord {
     task: Option<JoinHandle<Result<(), PlaneError>>>,
     result: Option<Result<(), PlaneError>>,
     kind: &'static str,
+}
+
+/// One client: a `TextReader` that lives across connections, and its current connection
+/// (checked against the frame contract on its own).
+struct Client {
+    conn: Reader,
+    /// Frames of `conn` already fed to `text`.
+    fed: usize,
+    text: TextReader,
+    /// What `text` held after the last frame: every later text must extend it.
+    last: Vec<u16>,
+    /// A slow client is drained only by `CatchUp`; the others after every step.
+    slow: bool,
+    /// The stream was hosted on the plane when the current connection joined.
+    hosted_at_join: bool,
+    connections: usize,
+}
+
+impl Client {
+    /// Take what the connection has queued (all of it, or at most `limit` frames) and feed it
+    /// to the client's reader.
+    fn pump(&mut self, produced: &[u16], limit: Option<usize>) {
+        match limit {
+            None => {
+                self.conn.drain();
+            }
+            Some(n) => {
+                self.conn.drain_at_most(n);
+            }
+        }
+        for frame in &self.conn.frames[self.fed..] {
+            self.text.feed(frame);
+            let now = self.text.text().units();
+            assert!(now.starts_with(&self.last), "P: a client's text shrank or changed under it");
+            assert!(produced.starts_with(now), "a client holds text that was never produced");
+            self.last = now.to_vec();
+        }
+        self.fed = self.conn.frames.len();
+    }
 }
 
 struct World {
@@ -144,7 +217,7 @@ struct World {
     handle: Arc<StreamHandle>,
     produced: Vec<u16>,
     carry: Option<u16>,
-    readers: Vec<(Reader, bool)>,
+    clients: Vec<Client>,
     flushes: Vec<JoinHandle<FlushRecord>>,
     flushed: Vec<FlushRecord>,
     seal: Option<SealRecord>,
@@ -162,6 +235,14 @@ async fn settle() {
 
 fn failing_faults(faulty: &FaultyTarget, op: FaultOp) -> usize {
     faulty.consumed().iter().filter(|(o, f)| *o == op && !matches!(f, Fault::Delay(_))).count()
+}
+
+/// Whether the consumed faults in `window` hold one that fails a checkpoint round: an append
+/// that did not answer, or a read-back that did not.
+fn checkpoint_fault_in(consumed: &[(FaultOp, Fault)], window: &std::ops::Range<usize>) -> bool {
+    consumed[window.clone()]
+        .iter()
+        .any(|(op, f)| matches!(op, FaultOp::Append | FaultOp::Probe) && !matches!(f, Fault::Delay(_)))
 }
 
 impl World {
@@ -187,7 +268,7 @@ impl World {
             handle,
             produced: Vec::new(),
             carry: None,
-            readers: Vec::new(),
+            clients: Vec::new(),
             flushes: Vec::new(),
             flushed: Vec::new(),
             seal: None,
@@ -225,11 +306,17 @@ impl World {
         }
     }
 
+    /// Open a connection at `from`, noting whether the stream was hosted when it joined.
+    async fn connect(&self, from: u64) -> (Reader, bool) {
+        let hosted = self.plane.is_hosted(ID);
+        let sub = self.plane.subscribe(&(), ID, from).await.expect("allowed");
+        (Reader::new(sub, from, &self.produced), hosted)
+    }
+
     async fn step(&mut self, op: &Op) {
         match op {
-            Op::Push { text, split_tail } => {
-                let mut units: Vec<u16> = self.carry.take().into_iter().collect();
-                units.extend(text.encode_utf16());
+            Op::Push { units, split_tail } => {
+                let mut units: Vec<u16> = self.carry.take().into_iter().chain(units.iter().copied()).collect();
                 if *split_tail && units.len() >= 2 && is_low_surrogate(units[units.len() - 1]) {
                     self.carry = units.pop();
                 }
@@ -247,13 +334,15 @@ impl World {
                 let at = self.produced.len() as u64;
                 let pending_high = self.produced.last().is_some_and(|u| is_high_surrogate(*u));
                 self.flushes.push(tokio::spawn(async move {
+                    let start = faulty.consumed().len();
                     let result = h.flush().await;
                     FlushRecord {
                         at,
                         pending_high,
                         result,
                         store_seq: mem.row(ID).unwrap().seq,
-                        faults_seen: faulty.consumed().len(),
+                        faults: start..faulty.consumed().len(),
+                        sealed: h.is_sealed(),
                     }
                 }));
             }
@@ -265,12 +354,40 @@ impl World {
                     JoinAt::Produced => produced_len,
                     JoinAt::Beyond(k) => produced_len + k,
                 };
-                let sub = self.plane.subscribe(&(), ID, from).await.expect("allowed");
-                self.readers.push((Reader::new(sub, from, &self.produced), *slow));
+                let (conn, hosted_at_join) = self.connect(from).await;
+                // The client holds what it claims, as far as the text goes (a claim past the
+                // produced length is clamped by the plane).
+                let held = &self.produced[..(from as usize).min(self.produced.len())];
+                self.clients.push(Client {
+                    conn,
+                    fed: 0,
+                    text: TextReader::new(ID.into(), Text::from_slice(held)),
+                    last: held.to_vec(),
+                    slow: *slow,
+                    hosted_at_join,
+                    connections: 1,
+                });
             }
             Op::CatchUp => {
-                for (r, _) in &mut self.readers {
-                    r.drain();
+                for c in &mut self.clients {
+                    c.pump(&self.produced, None);
+                }
+            }
+            Op::Reconnect { who, take } => {
+                let live: Vec<usize> =
+                    (0..self.clients.len()).filter(|&i| self.clients[i].text.core().is_live()).collect();
+                if !live.is_empty() {
+                    let i = live[who % live.len()];
+                    self.clients[i].pump(&self.produced, Some(*take));
+                    if self.clients[i].text.core().is_live() {
+                        // The old connection goes away first (dropping it detaches it from the
+                        // plane), with whatever it still had queued.
+                        let Client { text, last, slow, connections, .. } = self.clients.remove(i);
+                        let (conn, hosted_at_join) = self.connect(text.core().resume_from()).await;
+                        let client =
+                            Client { conn, fed: 0, text, last, slow, hosted_at_join, connections: connections + 1 };
+                        self.clients.insert(i, client);
+                    }
                 }
             }
             Op::Inject { op, fault, n } => self.faulty.inject_n(*op, *fault, *n),
@@ -302,8 +419,16 @@ impl World {
         }
     }
 
+    /// Feed every client that keeps up everything its connection has queued.
+    fn keep_up(&mut self) {
+        for c in self.clients.iter_mut().filter(|c| !c.slow) {
+            c.pump(&self.produced, None);
+        }
+    }
+
     async fn check(&mut self) {
         self.collect_finished().await;
+        self.keep_up();
         let produced = &self.produced;
         let row = self.mem.row(ID).unwrap();
 
@@ -331,32 +456,61 @@ impl World {
             }
         }
 
-        // Frame contract (inside Reader) and S.
-        for (reader, slow) in &mut self.readers {
-            if !*slow {
-                reader.drain();
+        // Frame contract (inside Reader), S per connection and per client, honest answers.
+        for c in &self.clients {
+            let conn = &c.conn;
+            assert!(produced.starts_with(&conn.acc), "a connection holds text that was never produced");
+            match conn.terminal() {
+                Some(Frame::End { seq, .. }) => {
+                    assert_eq!(&conn.acc, produced, "S: an ended connection holds exactly the produced text");
+                    assert!(*seq <= row.seq, "end claims more than the store holds");
+                }
+                Some(Frame::Absent) => {
+                    assert!(!c.hosted_at_join, "absent from the plane that hosts the stream");
+                }
+                Some(Frame::Stale { .. }) => {
+                    assert!(c.slow, "stale for a client that kept up (connection {})", c.connections);
+                }
+                _ => {}
             }
-            assert!(produced.starts_with(&reader.acc), "a reader holds text that was never produced");
-            if let Some(Frame::End { seq, .. }) = reader.terminal() {
-                assert_eq!(&reader.acc, produced, "S: an ended reader holds exactly the produced text");
-                assert!(*seq <= row.seq, "end claims more than the store holds");
+            if c.hosted_at_join && !c.slow {
+                assert!(
+                    matches!(conn.frames.first().map(|f| &**f), None | Some(Frame::Open { .. })),
+                    "a join on the hosting plane starts with open: {:?}",
+                    conn.frames
+                );
             }
-            for f in &reader.frames {
+            for f in &conn.frames {
                 if let Frame::Durable { seq } = &**f {
                     assert!(*seq <= row.seq, "a durable frame claimed more than the store holds");
                 }
             }
+            if c.text.core().stopped() == Some(StopReason::End) {
+                assert_eq!(
+                    c.text.text().units(),
+                    &produced[..],
+                    "S: a client that stopped on end holds the produced text"
+                );
+            }
         }
 
         // Honest waiters.
+        let consumed = self.faulty.consumed();
+        let seal_failed = self.seal.as_ref().and_then(|s| s.result.as_ref()).map(Result::is_err);
         for f in &self.flushed {
             match &f.result {
                 Ok(d) => {
                     assert!(*d >= f.at && f.store_seq >= f.at, "a flush resolved before its text landed");
                 }
+                // Rejected by the seal's outcome: decided once the seal's result is in.
+                Err(_) if f.sealed && seal_failed.is_none() => {}
                 Err(e) => assert!(
-                    f.pending_high || f.faults_seen > 0,
-                    "a flush was rejected with no fault to explain it: {e}"
+                    f.pending_high
+                        || checkpoint_fault_in(&consumed, &f.faults)
+                        || (f.sealed && seal_failed == Some(true)),
+                    "a flush was rejected with no fault consumed while it waited ({:?} consumed at {:?}): {e}",
+                    consumed,
+                    f.faults
                 ),
             }
         }
@@ -403,13 +557,29 @@ impl World {
             }
             tokio::time::advance(Duration::from_millis(250)).await;
             settle().await;
+            self.keep_up();
         }
         self.collect_finished().await;
         assert!(self.seal.as_ref().is_some_and(|s| s.result.is_some()), "the seal never finished");
         assert!(self.flushes.is_empty(), "a flush never settled");
-        for (reader, _) in &mut self.readers {
-            reader.drain();
-            assert!(reader.is_done(), "a subscriber never got its terminal: {:?}", reader.frames);
+        self.check().await;
+        let durable = self.handle.durable_seq();
+        for c in &mut self.clients {
+            c.pump(&self.produced, None);
+            assert!(c.conn.is_done(), "a connection never got its terminal: {:?}", c.conn.frames);
+            if let Some(Frame::End { seq, .. }) = c.conn.terminal() {
+                assert_eq!(*seq, durable, "end reports the plane's durable length");
+            }
+            // Liveness: the plane answered a client that kept up with the whole stream.
+            if !c.slow && c.hosted_at_join {
+                assert_eq!(
+                    c.text.core().stopped(),
+                    Some(StopReason::End),
+                    "a client that kept up did not stop on end (connection {}): {:?}",
+                    c.connections,
+                    c.conn.frames
+                );
+            }
         }
         self.check().await;
         // Every later close reports the same outcome as the first seal.
@@ -422,7 +592,9 @@ impl World {
     }
 }
 
-fn run(cfg: Cfg, ops: Vec<Op>) {
+/// Run a schedule, checking every invariant after every step; returns whether each flush
+/// resolved, in the order they settled.
+fn run(cfg: Cfg, ops: Vec<Op>) -> Vec<bool> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     rt.block_on(async move {
         let mut world = World::new(cfg).await;
@@ -431,7 +603,8 @@ fn run(cfg: Cfg, ops: Vec<Op>) {
             world.check().await;
         }
         world.finish().await;
-    });
+        world.flushed.iter().map(|f| f.result.is_ok()).collect()
+    })
 }
 
 fn cases() -> u32 {
@@ -447,11 +620,18 @@ proptest! {
     }
 }
 
+fn push(s: &str, split_tail: bool) -> Op {
+    Op::Push { units: s.encode_utf16().collect(), split_tail }
+}
+
+fn push_units(units: &[u16]) -> Op {
+    Op::Push { units: units.to_vec(), split_tail: false }
+}
+
 /// A fixed schedule exercising every fault kind, so a regression shows without luck.
 #[test]
 fn a_hand_written_schedule_with_every_fault() {
     let cfg = Cfg { chars: 4, interval_ms: 100, retries: 1, max_queued_frames: 6, linger_ms: 1_000 };
-    let push = |s: &str, split| Op::Push { text: s.into(), split_tail: split };
     let ops = vec![
         Op::Subscribe { at: JoinAt::Zero, slow: false },
         push("漢字😀", true),
@@ -465,6 +645,7 @@ fn a_hand_written_schedule_with_every_fault() {
         push("𝄞𝄞𝄞", true),
         Op::Flush,
         Op::Tick(1_000),
+        Op::Reconnect { who: 1, take: 1 },
         Op::Subscribe { at: JoinAt::Produced, slow: false },
         Op::Subscribe { at: JoinAt::Beyond(7), slow: false },
         Op::Inject { op: FaultOp::Append, fault: Fault::Delay(Duration::from_secs(5)), n: 1 },
@@ -479,4 +660,60 @@ fn a_hand_written_schedule_with_every_fault() {
         Op::Subscribe { at: JoinAt::Zero, slow: false },
     ];
     run(cfg, ops);
+}
+
+/// Unpaired surrogates at push boundaries and inside pushes, with slow readers that drop their
+/// connections mid-queue and resume from their own resume points, and flushes on a healthy store.
+#[test]
+fn lone_surrogates_and_reconnects_on_a_healthy_store() {
+    let cfg = Cfg { chars: 3, interval_ms: 50, retries: 0, max_queued_frames: 12, linger_ms: 500 };
+    let ops = vec![
+        Op::Subscribe { at: JoinAt::Zero, slow: true },
+        Op::Subscribe { at: JoinAt::Zero, slow: false },
+        // A lone low half opens the text; a lone high half ends a push and meets plain text.
+        push_units(&[0xDC00, 0x61, 0xD800]),
+        Op::Flush,
+        push_units(&[0x62, 0xDBFF, 0x63]),
+        Op::Flush,
+        Op::Tick(60),
+        Op::Reconnect { who: 0, take: 2 },
+        // Lone halves inside a push, next to a real pair that must stay whole.
+        push_units(&[0x78, 0xDFFF, 0xD83D, 0xDE00, 0xD800, 0x79]),
+        Op::Subscribe { at: JoinAt::Durable, slow: true },
+        Op::Flush,
+        Op::Reconnect { who: 2, take: 1 },
+        push_units(&[0xDC00]),
+        Op::Tick(60),
+        Op::Reconnect { who: 0, take: 0 },
+        Op::Reconnect { who: 1, take: 3 },
+        Op::Flush,
+        Op::Close,
+        Op::Reconnect { who: 0, take: 1 },
+        Op::Tick(1_000),
+        Op::Reconnect { who: 1, take: 0 },
+    ];
+    run(cfg, ops);
+}
+
+/// Two flushes that arrive after a failure, on a store that answers every request they wait
+/// for: each gets an attempt of its own and resolves. One follows a lost acknowledgement whose
+/// read-back failed (the store is ahead of the plane, so the next append is skipped by the
+/// guard and confirms only part of its slice); the other arrives while a failed round is
+/// still reading the store back.
+#[test]
+fn flushes_after_a_failure_get_an_attempt_of_their_own() {
+    let cfg = Cfg { chars: 1, interval_ms: 10, retries: 0, max_queued_frames: 8, linger_ms: 200 };
+    let ops = vec![
+        Op::Inject { op: FaultOp::Append, fault: Fault::LoseAck, n: 1 },
+        Op::Inject { op: FaultOp::Probe, fault: Fault::FailCommit, n: 1 },
+        push("a", false),
+        push("bcd", false),
+        Op::Flush,
+        Op::Inject { op: FaultOp::Append, fault: Fault::FailCommit, n: 1 },
+        Op::Inject { op: FaultOp::Probe, fault: Fault::Delay(Duration::from_millis(50)), n: 1 },
+        push("e", false),
+        Op::Flush,
+        Op::Tick(60),
+    ];
+    assert_eq!(run(cfg, ops), vec![true, true], "both flushes resolve");
 }

@@ -55,8 +55,15 @@ impl Reader {
 
     /// Take every frame queued now, checking each. Returns how many were taken.
     pub fn drain(&mut self) -> usize {
+        self.drain_at_most(usize::MAX)
+    }
+
+    /// Take at most `limit` of the frames queued now, checking each (a connection that drops
+    /// part-way through its queue). Returns how many were taken.
+    pub fn drain_at_most(&mut self, limit: usize) -> usize {
         let mut n = 0;
-        while let Some(frame) = self.sub.try_next() {
+        while n < limit {
+            let Some(frame) = self.sub.try_next() else { break };
             self.check(frame);
             n += 1;
         }
