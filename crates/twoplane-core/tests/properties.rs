@@ -1,13 +1,19 @@
 //! Property tests of the two invariants and of the conform and reader state machines.
 //!
 //! - S (splice): durable text at the join ++ the frames delivered from it == produced text, for
-//!   every join offset and join time, with the reader in the loop and connections dropping and
-//!   resuming from the reader's own resume point.
-//! - P (prefix): what the reader renders while live is always a prefix of the produced text.
+//!   every join offset and join time, with the reader in the loop and connections dropping
+//!   anywhere in their frames and resuming from the reader's own resume point, or from further
+//!   back (a replay the reader must absorb), after any number of deltas went by unseen.
+//! - P (prefix): what the reader renders only ever grows: each rendered text extends the one
+//!   before it (and is a prefix of the produced text, never shorter than the store's text).
 //! - Conform: relayed sequences built from the true frames of a production (replays, overlaps,
 //!   gaps, drops, duplicates, reordering, truncation; the text itself never forged) never make a
-//!   reader hold text that is not a prefix, an `end` that passes means the whole text arrived,
-//!   and the output always obeys the frame contract.
+//!   reader hold text that is not a prefix or take back text it held, the `durable` claims that
+//!   pass never decrease nor outrun the delivered text, an `end` that passes means the whole
+//!   text arrived, and the output always obeys the frame contract.
+//!
+//! Checkpoints fall anywhere, including between the halves of a surrogate pair. The case count
+//! is 256 unless `PROPTEST_CASES` says otherwise (raise it for a longer search).
 
 use proptest::prelude::*;
 use twoplane_core::conform::RelayConform;
@@ -33,23 +39,33 @@ fn delta() -> impl Strategy<Value = Text> {
 }
 
 /// A produced text as its deltas, plus the durable length after each delta (a checkpoint
-/// schedule: non-decreasing, never past what was produced).
+/// schedule: non-decreasing, never past what was produced, and otherwise anywhere: a checkpoint
+/// may land at any offset between the last one and the produced length).
 fn production() -> impl Strategy<Value = (Vec<Text>, Vec<usize>)> {
-    prop::collection::vec((delta(), any::<bool>(), 0u8..=100), 1..40).prop_map(|steps| {
+    prop::collection::vec((delta(), prop::option::of(any::<prop::sample::Index>())), 1..40).prop_map(|steps| {
         let mut deltas = Vec::new();
         let mut durable = Vec::new();
         let mut produced = 0usize;
         let mut d = 0usize;
-        for (delta, checkpoint, frac) in steps {
+        for (delta, checkpoint) in steps {
             produced += delta.len();
             deltas.push(delta);
-            if checkpoint {
-                d = d.max(produced * frac as usize / 100);
+            if let Some(at) = checkpoint {
+                d += at.index(produced - d + 1);
             }
             durable.push(d);
         }
         (deltas, durable)
     })
+}
+
+/// The durable length once `k` deltas were produced.
+fn durable_at(durable: &[usize], k: usize) -> usize {
+    if k == 0 {
+        0
+    } else {
+        durable[k - 1]
+    }
 }
 
 fn concat(deltas: &[Text]) -> Text {
@@ -65,69 +81,85 @@ fn prefix(t: &Text, len: usize) -> Text {
 }
 
 /// What a hosting plane sends a subscriber joining at `from` after `k` deltas: the atomic
-/// replay, then the live frames of the deltas that follow, then the seal.
-fn subscription(deltas: &[Text], durable: &[usize], k: usize, from: usize) -> Vec<Frame> {
+/// replay, then the live frames of the deltas that follow, then the seal. Each frame comes with
+/// the number of deltas produced when it was sent.
+fn subscription(deltas: &[Text], durable: &[usize], k: usize, from: usize) -> Vec<(Frame, usize)> {
     let produced = concat(&deltas[..k]);
     let seq = produced.len();
-    let d = if k == 0 { 0 } else { durable[k - 1] };
+    let d = durable_at(durable, k);
     let from = from.min(seq);
-    let mut frames = vec![Frame::Open {
-        stream_id: "s".into(),
-        from: from as u64,
-        seq: seq as u64,
-        durable_seq: d as u64,
-        ended: false,
-    }];
+    let mut frames = vec![(
+        Frame::Open { stream_id: "s".into(), from: from as u64, seq: seq as u64, durable_seq: d as u64, ended: false },
+        k,
+    )];
     if seq > from {
-        frames.push(Frame::chunk(from as u64, Text::from_slice(&produced.units()[from..])).unwrap());
+        frames.push((Frame::chunk(from as u64, Text::from_slice(&produced.units()[from..])).unwrap(), k));
     }
     if d > from {
-        frames.push(Frame::Durable { seq: d as u64 });
+        frames.push((Frame::Durable { seq: d as u64 }, k));
     }
     let mut pos = seq as u64;
     let mut last_d = d;
     for (i, delta) in deltas.iter().enumerate().skip(k) {
         let f = Frame::chunk(pos, delta.clone()).unwrap();
         pos += delta.len() as u64;
-        frames.push(f);
+        frames.push((f, i + 1));
         if durable[i] > last_d {
             last_d = durable[i];
-            frames.push(Frame::Durable { seq: last_d as u64 });
+            frames.push((Frame::Durable { seq: last_d as u64 }, i + 1));
         }
     }
-    frames.push(Frame::End { seq: pos, status: StreamStatus::Complete, error: None });
+    frames.push((Frame::End { seq: pos, status: StreamStatus::Complete, error: None }, deltas.len()));
     frames
 }
 
+/// One dropped connection: where it is cut (any frame, or none), how many deltas go by before
+/// the next one joins, and how far behind the reader's resume point the next one asks to start
+/// (`None`: exactly at it).
+type Cut = (prop::sample::Index, prop::sample::Index, Option<prop::sample::Index>);
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     /// S and P with the reader in the loop, across dropped connections.
     #[test]
-    fn splice_and_prefix_hold_for_every_join((deltas, durable) in production(), join_at in any::<prop::sample::Index>(), drops in prop::collection::vec(any::<prop::sample::Index>(), 0..4)) {
+    fn splice_and_prefix_hold_for_every_join((deltas, durable) in production(), join_at in any::<prop::sample::Index>(), drops in prop::collection::vec(any::<Cut>(), 0..6)) {
         let produced = concat(&deltas);
-        let k = join_at.index(deltas.len() + 1);
-        let durable_len = if k == 0 { 0 } else { durable[k - 1] };
-        let mut reader = TextReader::new("s".into(), prefix(&produced, durable_len));
-        // Each drop cuts the current connection after some frames; the next connection is a
-        // fresh subscription from the reader's resume point at a later moment.
-        let mut moment = k;
-        let mut cuts: Vec<usize> = drops.iter().map(|i| i.index(64)).collect();
-        cuts.sort_unstable();
+        let n = deltas.len();
+        let k = join_at.index(n + 1);
+        let id: Text = "s".into();
+        let mut reader = TextReader::new(id.clone(), prefix(&produced, durable_at(&durable, k)));
+        // `now`: deltas produced so far. Time only moves forward, across connections too.
+        let mut now = k;
+        let mut shown = reader.rendered(&id, &produced.units()[..durable_at(&durable, now)]);
         let mut ended = false;
-        for attempt in 0..=cuts.len() {
-            let from = reader.core().resume_from() as usize;
-            let frames = subscription(&deltas, &durable, moment, from);
-            let limit = cuts.get(attempt).copied().unwrap_or(usize::MAX);
-            for (n, f) in frames.iter().enumerate() {
-                if n >= limit {
-                    break;
-                }
+        // Each drop cuts its connection after some frames; the next connection is a fresh
+        // subscription, possibly after many deltas went by, from the reader's resume point or
+        // from further back. The last connection runs to the seal.
+        for attempt in 0..=drops.len() {
+            let resume = reader.core().resume_from() as usize;
+            let (limit, from) = match drops.get(attempt) {
+                Some((cut, _, back)) => (Some(cut), resume - back.map_or(0, |b| b.index(resume + 1))),
+                None => (None, resume),
+            };
+            let frames = subscription(&deltas, &durable, now, from);
+            let limit = limit.map_or(frames.len(), |cut| cut.index(frames.len() + 1));
+            for (f, sent_at) in &frames[..limit] {
+                now = now.max(*sent_at);
                 let action = reader.feed(f);
-                // P: the rendered text is a prefix of what was produced, whatever the store shows.
-                let d_now = if moment == 0 { 0 } else { durable[moment - 1] };
-                let shown = reader.rendered(&"s".into(), &produced.units()[..d_now]);
-                prop_assert!(produced.units().starts_with(shown.units()));
+                // P: against the store as it stands when the frame arrives, the rendered text
+                // is a prefix of what was produced, holds at least the store's text, and extends
+                // what was rendered before.
+                let store = &produced.units()[..durable_at(&durable, now)];
+                let next = reader.rendered(&id, store);
+                prop_assert!(produced.units().starts_with(next.units()), "rendered text that was never produced");
+                prop_assert!(next.units().starts_with(store), "rendered less than the store holds");
+                prop_assert!(next.units().starts_with(shown.units()), "P: the rendered text took back {} units", shown.len() - next.len().min(shown.len()));
+                shown = next;
                 if let ReaderAction::Stop(reason) = action {
                     prop_assert_eq!(reason, StopReason::End);
                     ended = true;
@@ -137,15 +169,11 @@ proptest! {
             if ended {
                 break;
             }
-            moment = (moment + 1).min(deltas.len());
-        }
-        if !ended {
-            // The last connection runs to the seal.
-            let frames = subscription(&deltas, &durable, moment, reader.core().resume_from() as usize);
-            for f in &frames {
-                reader.feed(f);
+            if let Some((_, skip, _)) = drops.get(attempt) {
+                now += skip.index(n - now + 1);
             }
         }
+        prop_assert!(ended, "the last connection runs to the seal");
         // S: the durable text at the join plus everything delivered is the produced text.
         prop_assert_eq!(reader.text(), &produced);
     }
@@ -154,7 +182,7 @@ proptest! {
     #[test]
     fn conform_keeps_readers_on_a_prefix((deltas, durable) in production(), join_at in any::<prop::sample::Index>(), ops in prop::collection::vec((0u8..8, any::<prop::sample::Index>()), 0..30), finish in 0u8..3) {
         let produced = concat(&deltas);
-        let truth = subscription(&deltas, &durable, 0, 0);
+        let truth: Vec<Frame> = subscription(&deltas, &durable, 0, 0).into_iter().map(|(f, _)| f).collect();
         let join = join_at.index(produced.len() + 1);
         let mut relayed: Vec<Frame> = truth.clone();
         for (op, at) in ops {
@@ -186,10 +214,20 @@ proptest! {
         let mut conform = RelayConform::new("s".into(), join as u64);
         let mut reader = TextReader::new("s".into(), prefix(&produced, join));
         let mut out: Vec<Frame> = Vec::new();
-        let feed_out = |frames: Vec<Frame>, reader: &mut TextReader, out: &mut Vec<Frame>| -> Result<(), TestCaseError> {
+        let mut last_durable = 0u64;
+        let mut feed_out = |frames: Vec<Frame>, reader: &mut TextReader, out: &mut Vec<Frame>| -> Result<(), TestCaseError> {
             for f in frames {
+                let before = reader.text().clone();
                 reader.feed(&f);
                 prop_assert!(produced.units().starts_with(reader.text().units()), "reader left the prefix");
+                prop_assert!(reader.text().units().starts_with(before.units()), "the reader took back text it held");
+                if let Frame::Durable { seq } = f {
+                    // P as a relayed reader sees it: durable claims never go back, and never
+                    // claim text the reader was not given.
+                    prop_assert!(seq >= last_durable, "durable went back from {} to {}", last_durable, seq);
+                    prop_assert!(seq as usize <= reader.text().len(), "durable {} outruns the {} units delivered", seq, reader.text().len());
+                    last_durable = seq;
+                }
                 out.push(f);
             }
             Ok(())
