@@ -6,16 +6,22 @@
 //!   kept until acknowledged), the record reader and the log store (conditional appends).
 //! - [`names`]: the basin of a (tenant, generation) and the stream of a session.
 //! - [`options`]: settings and the status snapshot.
-//!
-//! The relay itself is started with `Relay::start(source, record, log, options)` on a tokio
-//! runtime and offers `status()`, `idle()` and `stop()`.
+//! - [`memory`]: in-memory record (with a replication slot), change source and log store, with
+//!   fault hooks; for tests and embedding.
+//! - [`pgoutput`]: decoding of PostgreSQL's logical replication messages (pure, fuzzed).
+//! - [`relay`]: the core: [`Relay::start`]`(source, record, log, options)` on a tokio runtime,
+//!   then `status()`, `idle()` and `stop()`.
 
+pub mod memory;
 pub mod names;
 pub mod options;
+pub mod pgoutput;
+pub mod relay;
 pub mod types;
 
 pub use names::{session_stream, BasinName, BasinNameError};
 pub use options::{RelayOptions, RelayStatus};
+pub use relay::Relay;
 pub use types::{
     Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, Lsn, LsnParseError, RecordError, RecordReader,
     RecordRow, SourceEvent, SourceLink,

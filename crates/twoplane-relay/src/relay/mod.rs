@@ -1,0 +1,224 @@
+//! The relay core: committed transactions from a [`ChangeSource`] into per-session logs of a
+//! [`LogStore`], exactly once and in order per session.
+//!
+//! - **Input.** One task runs the source; another (the driver) takes its events in order. A
+//!   transaction's rows are queued per session before any pump runs, so they go out in as few
+//!   appends as fit.
+//! - **Pumps** (`pump`): one task per session with queued rows; appends with `match_seq` so a
+//!   replayed row is never written twice, re-reads gaps from the record, and retries failures
+//!   with backoff unless the rows became obsolete (tenant reset or deleted).
+//! - **Acknowledgement** (`state`): the end of a transaction once its rows and all earlier
+//!   ones are in their logs; a keepalive moves it on only when nothing is pending.
+//! - **Reconciliation** (`reconcile`): on a fresh source, every session's log is brought up to
+//!   the record's head before the source is told it is reconciled.
+//! - **Loss of the source**: everything queued is dropped; the source replays it.
+//!
+//! The relay never writes the record and never deletes from a log.
+
+mod basins;
+mod pump;
+mod reconcile;
+mod state;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::options::{RelayOptions, RelayStatus};
+use crate::types::{ChangeSource, CommittedTx, LogError, LogStore, Lsn, RecordReader, SourceEvent, SourceLink};
+use basins::{Basin, Basins};
+use state::{publish_ack, Owner, SessionKey, State};
+
+/// What the relay's tasks share.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    record: Arc<dyn RecordReader>,
+    log: Arc<dyn LogStore>,
+    options: RelayOptions,
+    acknowledged: watch::Sender<Lsn>,
+    reconciled: watch::Sender<u64>,
+    stop: watch::Sender<bool>,
+    /// Woken on every change waiters may care about (settled rows, idle, a pump exiting, stop).
+    changed: Notify,
+    basins: Basins,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere must not wedge the relay's bookkeeping: the state stays consistent
+        // between statements, so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits until `ready` holds for the state (checked under the lock after every change).
+    async fn wait_until(&self, ready: impl Fn(&State) -> bool) {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if ready(&self.lock()) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Creates the basin if missing and tells whether its generation is still current; a basin
+    /// found obsolete is never appended to again (see `basins`).
+    async fn ensure_basin(&self, tenant_id: &str, generation: u64, basin: &Basin) -> Result<bool, LogError> {
+        basin
+            .ensure(async {
+                self.log.ensure_basin(&basin.name).await?;
+                Ok(!pump::is_obsolete(self, tenant_id, generation).await)
+            })
+            .await
+    }
+
+    fn spawn_pump(self: &Arc<Self>, state: &mut State, key: SessionKey) {
+        state.pumps += 1;
+        tokio::spawn(pump::run(self.clone(), key));
+    }
+
+    fn on_event(self: &Arc<Self>, event: SourceEvent) {
+        match event {
+            SourceEvent::Tx(tx) => self.on_tx(tx),
+            SourceEvent::Keepalive(lsn) => {
+                let mut state = self.lock();
+                // Caught up: let the source move past changes that hold none of our rows.
+                if state.pending_txs() == 0 {
+                    let moved = state.confirm(lsn);
+                    drop(state);
+                    publish_ack(&self.acknowledged, moved);
+                }
+            }
+            SourceEvent::Active { activation, fresh } => {
+                let epoch = {
+                    let mut state = self.lock();
+                    state.active = true;
+                    state.drop_queued();
+                    state.epoch
+                };
+                info!(activation, fresh, "relay holds the change source");
+                if fresh {
+                    tokio::spawn(reconcile::run(self.clone(), epoch, activation));
+                }
+                self.changed.notify_waiters();
+            }
+            SourceEvent::Inactive { error } => {
+                let mut state = self.lock();
+                state.active = false;
+                state.drop_queued();
+                if let Some(error) = error {
+                    warn!(error = %error, "relay lost its change source; it will replay what was not acknowledged");
+                    state.last_error = Some(error);
+                }
+                drop(state);
+                self.changed.notify_waiters();
+            }
+        }
+    }
+
+    fn on_tx(self: &Arc<Self>, tx: CommittedTx) {
+        let mut state = self.lock();
+        if state.stopped {
+            return;
+        }
+        let id = state.push_tx(tx.end_lsn, tx.rows.len());
+        for row in tx.rows {
+            if let Some(key) = state.enqueue(row, Owner::Tx(id)) {
+                self.spawn_pump(&mut state, key);
+            }
+        }
+        // A transaction without rows of ours is done at once.
+        let moved = state.advance();
+        drop(state);
+        publish_ack(&self.acknowledged, moved);
+    }
+}
+
+/// A running relay. Dropping it without [`Relay::stop`] leaves its tasks running until the
+/// runtime ends.
+pub struct Relay {
+    shared: Arc<Shared>,
+    source: JoinHandle<()>,
+    driver: JoinHandle<()>,
+}
+
+impl Relay {
+    /// Starts relaying on the current tokio runtime: runs `source` in a task and pumps what it
+    /// delivers into `log`, reading gaps back from `record`.
+    pub fn start(
+        mut source: Box<dyn ChangeSource>,
+        record: Arc<dyn RecordReader>,
+        log: Arc<dyn LogStore>,
+        options: RelayOptions,
+    ) -> Relay {
+        let (events_tx, mut events) = mpsc::channel(options.source_queue.max(1));
+        let (acknowledged, acknowledged_rx) = watch::channel(Lsn::ZERO);
+        let (reconciled, reconciled_rx) = watch::channel(0);
+        let (stop, stop_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new()),
+            record,
+            log,
+            options,
+            acknowledged,
+            reconciled,
+            stop,
+            changed: Notify::new(),
+            basins: Basins::default(),
+        });
+        let link =
+            SourceLink { events: events_tx, acknowledged: acknowledged_rx, reconciled: reconciled_rx, stop: stop_rx };
+        let source = tokio::spawn(async move { source.run(link).await });
+        let driven = shared.clone();
+        let mut stopping = shared.stop.subscribe();
+        let driver = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = stopping.wait_for(|stop| *stop) => break,
+                    event = events.recv() => match event {
+                        Some(event) => driven.on_event(event),
+                        None => break,
+                    },
+                }
+            }
+            debug!("relay driver ended");
+        });
+        Relay { shared, source, driver }
+    }
+
+    /// A snapshot of what the relay is doing.
+    pub fn status(&self) -> RelayStatus {
+        let state = self.shared.lock();
+        RelayStatus {
+            active: state.active,
+            pending_txs: state.pending_txs(),
+            pending_rows: state.pending_rows,
+            confirmed: state.confirmed,
+            reconciliations: state.reconciliations,
+            last_error: state.last_error.clone(),
+        }
+    }
+
+    /// Resolves once nothing is pending: every delivered transaction acknowledged and every
+    /// queued row in its log (or obsolete); also when the relay stops.
+    pub async fn idle(&self) {
+        self.shared.wait_until(|state| state.stopped || state.is_idle()).await;
+    }
+
+    /// Stops gracefully: the source releases what it holds, pumps stop after their current
+    /// append (nothing is written after this returns), backoff waits are cut short.
+    pub async fn stop(self) {
+        self.shared.lock().stopped = true;
+        self.shared.stop.send_replace(true);
+        self.shared.changed.notify_waiters();
+        let _ = self.source.await;
+        let _ = self.driver.await;
+        self.shared.wait_until(|state| state.pumps == 0).await;
+        info!("relay stopped");
+    }
+}

@@ -1,0 +1,245 @@
+//! A session's pump: appends the contiguous rows at the front of its queue, one batch at a time.
+//!
+//! Guarantees:
+//! - Rows of one session are appended in (generation, seq) order, and only with `match_seq` =
+//!   the first row's seq, so the log never holds a row twice or out of place.
+//! - A row is settled only when the log's answer shows it holds the row (appended, or a tail
+//!   past it), or when its generation is obsolete (the tenant was reset or deleted).
+//! - After a failure the pump ensures the basin and re-checks the generation (see `basins`), so
+//!   a basin it re-creates for a generation that was reset in the meantime is never appended to.
+//! - Exactly one pump runs per session (the queue's `running` flag); it exits when its queue is
+//!   empty or the relay stops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{debug, warn};
+
+use super::basins::Basin;
+use super::state::{Owner, SessionKey};
+use super::{publish_ack, Shared};
+use crate::types::{Append, LogError, RecordRow};
+
+/// One append's worth of rows.
+struct Batch {
+    generation: u64,
+    first: u64,
+    bodies: Vec<Arc<str>>,
+    basin: Arc<Basin>,
+    stream: Arc<str>,
+}
+
+/// Why a step failed.
+enum Failure {
+    Log(LogError),
+    Other(String),
+}
+
+impl Failure {
+    fn message(&self) -> String {
+        match self {
+            Failure::Log(error) => error.to_string(),
+            Failure::Other(message) => message.clone(),
+        }
+    }
+}
+
+pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
+    let mut delay = shared.options.retry_min;
+    let mut failures = 0u32;
+    while let Some(batch) = next_batch(&shared, &key) {
+        match step(&shared, &key, &batch).await {
+            Ok(()) => {
+                delay = shared.options.retry_min;
+                failures = 0;
+                shared.lock().last_error = None;
+            }
+            Err(failure) => {
+                failures += 1;
+                let message = failure.message();
+                shared.lock().last_error = Some(message.clone());
+                if settle_if_obsolete(&shared, &key, batch.generation).await {
+                    continue;
+                }
+                warn!(tenant = %key.0, session = %key.1, seq = batch.first, retry_in_ms = delay.as_millis() as u64,
+                    error = %message, "relay append failed; retrying");
+                // The basin may be missing: never created, or lost by the store.
+                let ensured = shared.ensure_basin(&key.0, batch.generation, &batch.basin).await;
+                match &ensured {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        settle_obsolete(&shared, &key, batch.generation);
+                        continue;
+                    }
+                    Err(error) => debug!(basin = %batch.basin.name, error = %error, "relay could not ensure a basin"),
+                }
+                // A basin that was simply missing is retried at once (the first append of a new
+                // generation); anything else waits.
+                let missing_basin = matches!(failure, Failure::Log(LogError::BasinMissing(_))) && ensured.is_ok();
+                if !(missing_basin && failures == 1) {
+                    sleep_unless_stopped(&shared, delay).await;
+                    delay = (delay * 2).min(shared.options.retry_max);
+                }
+            }
+        }
+    }
+}
+
+/// Takes the next batch from the front of the queue, or ends the pump (clearing `running`,
+/// removing an empty queue) when there is nothing to do or the relay stopped.
+fn next_batch(shared: &Shared, key: &SessionKey) -> Option<Batch> {
+    let mut state = shared.lock();
+    let stopped = state.stopped;
+    let queue = state.sessions.get_mut(key).expect("a running pump's queue stays until the pump exits");
+    if stopped || queue.rows.is_empty() {
+        queue.running = false;
+        if queue.rows.is_empty() {
+            state.sessions.remove(key);
+        }
+        state.pumps -= 1;
+        drop(state);
+        shared.changed.notify_waiters();
+        return None;
+    }
+    // Replays overlapping refills, and rows of an older generation arriving late, sort out here.
+    let order = |q: &super::state::Queued| (q.row.generation, q.row.seq);
+    if !queue.rows.is_sorted_by_key(order) {
+        queue.rows.sort_by_key(order);
+    }
+    let head = &queue.rows[0].row;
+    let (generation, first) = (head.generation, head.seq);
+    let mut bodies = vec![head.body.clone()];
+    let mut bytes = head.body.len();
+    let mut last = first;
+    for queued in &queue.rows[1..] {
+        let row = &queued.row;
+        if row.generation == generation && row.seq == last {
+            continue; // the same row twice (a duplicate delivery): settled with the first
+        }
+        if row.generation != generation
+            || row.seq != last + 1
+            || bodies.len() >= shared.options.max_batch_records
+            || bytes + row.body.len() > shared.options.max_batch_bytes
+        {
+            break;
+        }
+        bytes += row.body.len();
+        bodies.push(row.body.clone());
+        last = row.seq;
+    }
+    let basin = queue.basin(&shared.basins, &key.0, generation);
+    Some(Batch { generation, first, bodies, basin, stream: queue.stream.clone() })
+}
+
+/// One append and what follows from its answer.
+async fn step(shared: &Arc<Shared>, key: &SessionKey, batch: &Batch) -> Result<(), Failure> {
+    let generation = batch.generation;
+    let Some(permit) = batch.basin.permit().await else {
+        // The relay found this generation obsolete after creating its basin again.
+        settle_obsolete(shared, key, generation);
+        return Ok(());
+    };
+    let answer = shared.log.append(&batch.basin.name, &batch.stream, batch.first, &batch.bodies).await;
+    drop(permit);
+    let answer = answer.map_err(Failure::Log)?;
+    match answer {
+        Append::Appended { end, .. } => {
+            // The log holds every position below `end`, and within a generation a position
+            // holds exactly the record row of that seq: duplicates queued meanwhile go too.
+            settle(shared, key, move |row| row.generation == generation && row.seq < end);
+            Ok(())
+        }
+        Append::TailMismatch { tail } if tail > batch.first => {
+            // A replay: the log already has these rows.
+            settle(shared, key, move |row| row.generation == generation && row.seq < tail);
+            Ok(())
+        }
+        Append::TailMismatch { tail } if tail < batch.first => refill(shared, key, generation, tail, batch.first).await,
+        Append::TailMismatch { tail } => {
+            Err(Failure::Other(format!("log store refused an append at its own tail {tail} of {}", batch.stream)))
+        }
+    }
+}
+
+fn settle(shared: &Shared, key: &SessionKey, done: impl Fn(&RecordRow) -> bool) {
+    let moved = shared.lock().settle(key, done);
+    publish_ack(&shared.acknowledged, moved);
+    shared.changed.notify_waiters();
+}
+
+/// The log is missing rows `from..to` of this generation: read them from the record and queue
+/// them (they sort in front of the batch that found the gap).
+async fn refill(shared: &Arc<Shared>, key: &SessionKey, generation: u64, from: u64, to: u64) -> Result<(), Failure> {
+    debug!(tenant = %key.0, session = %key.1, from, to, "relay refilling a session from the record");
+    let rows = read_generation(shared, key, generation, from, to).await.map_err(Failure::Other)?;
+    if !is_exact_range(&rows, from, to) {
+        // A reset or deletion removed them: nothing to re-send. Otherwise the record is broken.
+        if settle_if_obsolete(shared, key, generation).await {
+            return Ok(());
+        }
+        return Err(Failure::Other(format!(
+            "the record is missing rows {from}..{to} of session {} (tenant {}, generation {generation})",
+            key.1, key.0
+        )));
+    }
+    let mut state = shared.lock();
+    if state.stopped {
+        return Ok(());
+    }
+    for row in rows {
+        state.enqueue(row, Owner::Gap);
+    }
+    Ok(())
+}
+
+/// Rows `from..to` of a session that belong to `generation`.
+pub(super) async fn read_generation(
+    shared: &Shared,
+    key: &SessionKey,
+    generation: u64,
+    from: u64,
+    to: u64,
+) -> Result<Vec<RecordRow>, String> {
+    let mut rows = shared.record.read_range(&key.0, &key.1, from, to).await.map_err(|error| error.to_string())?;
+    rows.retain(|row| row.generation == generation);
+    Ok(rows)
+}
+
+/// The rows are exactly seqs `from..to`, in order.
+pub(super) fn is_exact_range(rows: &[RecordRow], from: u64, to: u64) -> bool {
+    rows.len() as u64 == to - from && rows.iter().zip(from..).all(|(row, seq)| row.seq == seq)
+}
+
+/// The tenant is gone or its generation moved past `generation`. A record that cannot be
+/// asked counts as "not obsolete": the rows are kept and retried.
+pub(super) async fn is_obsolete(shared: &Shared, tenant_id: &str, generation: u64) -> bool {
+    match shared.record.generation(tenant_id).await {
+        Ok(None) => true,
+        Ok(Some(current)) => current > generation,
+        Err(error) => {
+            debug!(tenant = %tenant_id, error = %error, "relay could not read a tenant's generation");
+            false
+        }
+    }
+}
+
+async fn settle_if_obsolete(shared: &Arc<Shared>, key: &SessionKey, generation: u64) -> bool {
+    if !is_obsolete(shared, &key.0, generation).await {
+        return false;
+    }
+    settle_obsolete(shared, key, generation);
+    true
+}
+
+fn settle_obsolete(shared: &Shared, key: &SessionKey, generation: u64) {
+    debug!(tenant = %key.0, session = %key.1, generation, "relay dropping rows of an obsolete generation");
+    settle(shared, key, move |row| row.generation <= generation);
+}
+
+async fn sleep_unless_stopped(shared: &Shared, delay: Duration) {
+    let mut stop = shared.stop.subscribe();
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => {}
+        _ = stop.wait_for(|stop| *stop) => {}
+    }
+}
