@@ -2,14 +2,20 @@
 # A throwaway PostgreSQL on loopback for twoplane's tests.
 #
 #   scripts/pg.sh [start]   start (or reuse) the cluster; prints `export TWOPLANE_PG_URL=...`
-#                           on stdout, so `eval "$(scripts/pg.sh)"` sets it; logs go to stderr
+#                           on stdout; logs go to stderr. Set it with
+#                             pg_env=$(scripts/pg.sh start) && eval "$pg_env"
+#                           (under `set -e` the assignment fails the script when pg.sh fails;
+#                           `eval "$(scripts/pg.sh)"` would not: eval of nothing succeeds)
 #   scripts/pg.sh url       print the URL of the running cluster
+#   scripts/pg.sh status    exit 0 when the cluster runs (never installs or starts anything)
 #   scripts/pg.sh stop      stop the cluster (the data directory is kept for the next start)
 #
 # Idempotent: a running cluster is reused. PostgreSQL is installed with apt only when no
 # pg_ctl/initdb is found under /usr/lib/postgresql/*/bin. The server refuses to run as root,
 # so as root it runs as the `postgres` user. Settings: TWOPLANE_PG_DIR (default
-# /tmp/twoplane-pg), TWOPLANE_PG_PORT (first port tried, default 55432).
+# /tmp/twoplane-pg), TWOPLANE_PG_PORT (first port tried, default 55432). When
+# TWOPLANE_STARTED_SERVICES names a file, a start that launched a server (not one that reused a
+# running server) appends `pg <dir>` to it: scripts/test.sh stops exactly what its run started.
 set -euo pipefail
 
 BASE="${TWOPLANE_PG_DIR:-/tmp/twoplane-pg}"
@@ -87,6 +93,7 @@ start() {
         as_owner "$BIN/pg_ctl" -D "$DATA" -l "$BASE/server.log" -w -t 60 \
             -o "-c listen_addresses=127.0.0.1 -p $port -k $BASE -c fsync=off" start >&2 \
             || { tail -20 "$BASE/server.log" >&2; exit 1; }
+        if [[ -n "${TWOPLANE_STARTED_SERVICES:-}" ]]; then echo "pg $BASE" >>"$TWOPLANE_STARTED_SERVICES"; fi
     fi
     if [[ "$(psql_as_super -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]]; then
         psql_as_super -c "CREATE DATABASE $DB" >/dev/null
@@ -106,6 +113,7 @@ stop() {
 case "${1:-start}" in
     start) start ;;
     url) ensure_installed; running || { log "not running"; exit 1; }; url ;;
+    status) BIN="$(find_bin)" && running ;;
     stop) stop ;;
-    *) echo "usage: $0 [start|url|stop]" >&2; exit 2 ;;
+    *) echo "usage: $0 [start|url|status|stop]" >&2; exit 2 ;;
 esac

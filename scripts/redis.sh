@@ -3,8 +3,12 @@
 # and the multi-instance test).
 #
 #   scripts/redis.sh [start]  start (or reuse) the server; prints `export TWOPLANE_REDIS_URL=...`
-#                             on stdout, so `eval "$(scripts/redis.sh)"` sets it; logs go to stderr
+#                             on stdout; logs go to stderr. Set it with
+#                               redis_env=$(scripts/redis.sh start) && eval "$redis_env"
+#                             (`eval "$(scripts/redis.sh)"` would hide a failure: eval of nothing
+#                             succeeds)
 #   scripts/redis.sh url      print the URL of the running server
+#   scripts/redis.sh status   exit 0 when the server runs (never installs or starts anything)
 #   scripts/redis.sh stop     stop the server
 #   scripts/redis.sh restart  kill the server and start a fresh one on the same port (what a
 #                             mid-stream outage test needs: clients see their connections drop,
@@ -14,7 +18,9 @@
 # only when no redis-server binary is found. It runs without persistence (no RDB snapshots, no
 # AOF): a restart starts empty, which is the harshest outage a relay must survive. Settings:
 # TWOPLANE_REDIS_DIR (default /tmp/twoplane-redis), TWOPLANE_REDIS_PORT (first port tried,
-# default 56379).
+# default 56379). When TWOPLANE_STARTED_SERVICES names a file, a `start` that launched a server
+# (not one that reused a running server, nor a `restart`) appends `redis <dir>` to it:
+# scripts/test.sh stops exactly what its run started.
 set -euo pipefail
 
 BASE="${TWOPLANE_REDIS_DIR:-/tmp/twoplane-redis}"
@@ -122,6 +128,9 @@ start() {
     local i
     for i in $(seq 1 100); do
         if pong "$port" 2>/dev/null; then
+            if [[ -n "${TWOPLANE_STARTED_SERVICES:-}" && -z "${RESTARTING:-}" ]]; then
+                echo "redis $BASE" >>"$TWOPLANE_STARTED_SERVICES"
+            fi
             echo "export TWOPLANE_REDIS_URL=$(url)"
             return
         fi
@@ -154,7 +163,10 @@ stop() {
 case "${1:-start}" in
     start) start ;;
     url) running || { log "not running"; exit 1; }; url ;;
+    status) running ;;
     stop) stop ;;
-    restart) stop; KEEP_PORT=1 start ;;
-    *) echo "usage: $0 [start|url|stop|restart]" >&2; exit 2 ;;
+    # A restart replaces whichever server ran (the test command's, or one started by hand), so it
+    # is not recorded as started: the test command leaves it as it found it.
+    restart) stop; KEEP_PORT=1 RESTARTING=1 start ;;
+    *) echo "usage: $0 [start|url|status|stop|restart]" >&2; exit 2 ;;
 esac

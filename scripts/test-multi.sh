@@ -8,7 +8,8 @@
 # the kill with a prefix the store completes; the store's chunk rows must tile the text exactly.
 #
 # PostgreSQL and Redis run on 127.0.0.1, started by scripts/pg.sh and scripts/redis.sh (Debian
-# packages, installed when missing) and left running; each run creates a fresh database. The
+# packages, installed when missing) and left running (scripts/test.sh stops what its run
+# started); each run creates a fresh database. The
 # plan is random from one seed, printed first: TWOPLANE_MULTI_SEED=N replays it. The test run is
 # bounded (a few tens of seconds; killed after 240 s). Extra arguments go to the test binary.
 set -euo pipefail
@@ -21,6 +22,7 @@ pg_env=$("$ROOT/scripts/pg.sh" start)
 redis_env=$("$ROOT/scripts/redis.sh" start)
 eval "$pg_env"
 eval "$redis_env"
+: "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}" "${TWOPLANE_REDIS_URL:?scripts/redis.sh printed no URL}"
 export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
 echo "test-multi.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" >&2
 

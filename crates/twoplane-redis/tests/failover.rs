@@ -7,8 +7,9 @@
 //! checkpointed text). Each reader's view spliced onto the store is still a prefix, and never
 //! shorter than the store: the durable plane completes what the live plane delivered.
 //!
-//! The store is PostgreSQL when `TWOPLANE_PG_URL` is set, else a SQLite file; Redis comes from
-//! `TWOPLANE_REDIS_URL` (skipped without it).
+//! The store is PostgreSQL when `TWOPLANE_PG_URL` is set, else a SQLite file (a failure instead
+//! under `TWOPLANE_REQUIRE_SERVICES=1`); Redis comes from `TWOPLANE_REDIS_URL` (skipped without
+//! it, or a failure under the same variable).
 
 mod common;
 
@@ -40,6 +41,9 @@ impl Store {
                 Store::Postgres { url, client }
             }
             _ => {
+                // The test command runs this against PostgreSQL; falling back there would test
+                // the wrong store and still pass.
+                no_service("TWOPLANE_PG_URL is not set, so this would run on SQLite instead");
                 let path = std::env::temp_dir().join(format!("twoplane-failover-{tag}-{}.db", std::process::id()));
                 for suffix in ["", "-wal", "-shm"] {
                     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));

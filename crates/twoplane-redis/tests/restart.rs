@@ -2,7 +2,8 @@
 //! loopback port) so it can kill and restart it without disturbing other tests. The binary is
 //! `$TWOPLANE_REDIS_SERVER`, else `redis-server` on the PATH or in /usr/bin (scripts/redis.sh
 //! installs it); these tests run only when `TWOPLANE_REDIS_URL` is set, like the others, so a
-//! machine without Redis skips them.
+//! machine without Redis skips them, except under `TWOPLANE_REQUIRE_SERVICES=1` (the test
+//! command), where a missing variable or binary fails.
 
 mod common;
 
@@ -34,7 +35,7 @@ impl Server {
             })
             .or_else(|| Some(PathBuf::from("/usr/bin/redis-server")).filter(|p| p.is_file()));
         let Some(bin) = bin else {
-            eprintln!("skipped: no redis-server binary (set TWOPLANE_REDIS_SERVER)");
+            no_service("no redis-server binary on the PATH or in /usr/bin (set TWOPLANE_REDIS_SERVER)");
             return None;
         };
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

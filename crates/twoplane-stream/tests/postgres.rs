@@ -1,6 +1,6 @@
 //! The SQL scenarios against a real PostgreSQL server. The server comes from
 //! `TWOPLANE_PG_URL` (scripts/test-plane.sh starts one on loopback and sets it); without it
-//! each test says it was skipped and passes.
+//! each test says it was skipped and passes, or fails under `TWOPLANE_REQUIRE_SERVICES=1`.
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The host lease and the sweeper against real databases: a SQLite file always, and PostgreSQL
 //! when `TWOPLANE_PG_URL` is set (scripts/test-plane.sh and scripts/test-redis.sh start one on
-//! loopback; without it the PostgreSQL test says it was skipped and passes).
+//! loopback; without it the PostgreSQL test says it was skipped and passes, or fails under
+//! `TWOPLANE_REQUIRE_SERVICES=1`).
 //!
 //! The scenario: real planes produce into a shared message table under three host ids. One host
 //! "dies" (its handle is abandoned without a seal and its lease is left to expire), one stays

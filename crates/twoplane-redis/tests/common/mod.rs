@@ -11,14 +11,25 @@ use twoplane_stream::{
     AllowAll, DurableTarget, MemoryTarget, Plane, PlaneOptions, Relay, RelayErrorHook, RelayPhase, Subscription,
 };
 
-/// The Redis under test, or `None` (and a note) when `TWOPLANE_REDIS_URL` is unset.
+/// The Redis under test, or `None` (and a note) when `TWOPLANE_REDIS_URL` is unset or empty and
+/// services are not required.
 pub fn redis_url() -> Option<String> {
     match std::env::var("TWOPLANE_REDIS_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
-            eprintln!("skipped: TWOPLANE_REDIS_URL not set (scripts/redis.sh starts a server and prints it)");
+            no_service("TWOPLANE_REDIS_URL is not set (scripts/redis.sh starts a server and prints it)");
             None
         }
+    }
+}
+
+/// A test's service is missing: a failure when `TWOPLANE_REQUIRE_SERVICES` is set (to anything
+/// but empty or `0`; the test command, scripts/test.sh, exports it), else a skip with a note on
+/// stderr. A broken service setup must never pass as a green run.
+pub fn no_service(why: &str) {
+    match std::env::var("TWOPLANE_REQUIRE_SERVICES") {
+        Ok(v) if !v.is_empty() && v != "0" => panic!("TWOPLANE_REQUIRE_SERVICES={v}, but {why}"),
+        _ => eprintln!("skipped: {why}"),
     }
 }
 
