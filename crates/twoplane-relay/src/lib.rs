@@ -9,6 +9,9 @@
 //! - [`memory`]: in-memory record (with a replication slot), change source and log store, with
 //!   fault hooks; for tests and embedding.
 //! - [`pgoutput`]: decoding of PostgreSQL's logical replication messages (pure, fuzzed).
+//! - [`pg_source`], [`pg_record`] (feature `postgres`): the change source over a PostgreSQL
+//!   logical replication slot, and the record reader with the record's documented table shape.
+//! - [`s2`] (feature `s2`): the log store over S2's REST API (s2-lite or the hosted service).
 //! - [`relay`]: the core: [`Relay::start`]`(source, record, log, options)` on a tokio runtime,
 //!   then `status()`, `idle()` and `stop()`.
 
@@ -18,6 +21,13 @@ pub mod options;
 pub mod pgoutput;
 pub mod relay;
 pub mod types;
+
+#[cfg(feature = "postgres")]
+pub mod pg_record;
+#[cfg(feature = "postgres")]
+pub mod pg_source;
+#[cfg(feature = "s2")]
+pub mod s2;
 
 pub use names::{session_stream, BasinName, BasinNameError};
 pub use options::{RelayOptions, RelayStatus};
