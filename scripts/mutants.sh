@@ -40,6 +40,8 @@ done
 # Few proptest cases per mutant: the hand-written cases in the modules and tests/mutants.rs are
 # what pin each rule; proptest only adds breadth. No debug info: every mutant is a fresh build.
 export PROPTEST_CASES=${PROPTEST_CASES:-32}
+# A mutant that breaks a property fails at once instead of shrinking into the timeout.
+export PROPTEST_MAX_SHRINK_ITERS=${PROPTEST_MAX_SHRINK_ITERS:-64}
 export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0
 out=${MUTANTS_OUT:-${CARGO_TARGET_DIR:-$ROOT/target}/mutants}
 mkdir -p "$out"

@@ -125,6 +125,29 @@ mod conform {
     }
 
     #[test]
+    fn a_relayed_chunk_that_misstates_its_span_quotes_its_own_offsets() {
+        let mut c = RelayConform::new(t("s"), 2);
+        let out = c.feed(Frame::Chunk { from: 1, seq: 5, text: t("a") });
+        assert_eq!(out.violation.as_deref(), Some("relay chunk 1\u{2192}5 does not span exactly its offsets"));
+        assert_eq!(out.frames, vec![Frame::Stale { floor_seq: 2, durable_seq: 0 }]);
+        assert!(c.is_done());
+        assert_eq!(c.feed(chunk(2, "x")).frames, vec![]);
+        assert_eq!(c.fail().frames, vec![]);
+    }
+
+    #[test]
+    fn a_relay_pass_serves_its_frames_and_one_terminal() {
+        let mut c = RelayConform::new(t("s"), 1);
+        let first = c.feed(open("s", 0, 3, 0));
+        assert_eq!((first.frames, first.violation), (vec![open("s", 0, 3, 0)], None));
+        assert_eq!(c.feed(chunk(0, "abc")).frames, vec![chunk(0, "abc")]);
+        assert_eq!(c.feed(Frame::Durable { seq: 2 }).frames, vec![Frame::Durable { seq: 2 }]);
+        let out = c.fail();
+        assert_eq!((out.frames, out.violation), (vec![Frame::Stale { floor_seq: 3, durable_seq: 2 }], None));
+        assert_eq!(c.end().frames, vec![]);
+    }
+
+    #[test]
     fn every_reason_quotes_its_values_as_javascript_prints_them() {
         let raw = RawPieces {
             stream_id_json: &units("\"x\""),
