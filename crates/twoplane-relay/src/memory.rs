@@ -32,6 +32,9 @@ use crate::types::{
 type SessionKey = (Arc<str>, Arc<str>);
 /// (basin, stream).
 type StreamKey = (String, String);
+type FastHash = foldhash::fast::RandomState;
+/// A basin's streams and their records.
+type Streams = HashMap<String, Vec<Arc<str>>, FastHash>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -78,8 +81,9 @@ type ReleaseHook = Box<dyn Fn(Released<'_>) + Send + Sync>;
 
 #[derive(Default)]
 struct RecordInner {
-    /// Rows by session; index = seq.
-    rows: BTreeMap<SessionKey, Vec<RecordRow>>,
+    /// Rows by tenant, then session; index = seq. Nested so that lookups take plain `&str`s and
+    /// iteration is in (tenant, session) order.
+    rows: BTreeMap<Arc<str>, BTreeMap<Arc<str>, Vec<RecordRow>>>,
     generations: HashMap<Arc<str>, u64>,
     lsn: u64,
     slot: Option<Slot>,
@@ -90,6 +94,53 @@ struct RecordInner {
 }
 
 impl RecordInner {
+    fn session(&self, tenant_id: &str, session_id: &str) -> Option<&Vec<RecordRow>> {
+        self.rows.get(tenant_id).and_then(|sessions| sessions.get(session_id))
+    }
+
+    /// The session's rows, created empty when missing.
+    fn session_mut(&mut self, tenant_id: &str, session_id: &str) -> &mut Vec<RecordRow> {
+        if !self.rows.contains_key(tenant_id) {
+            self.rows.insert(tenant_id.into(), BTreeMap::new());
+        }
+        let sessions = self.rows.get_mut(tenant_id).expect("inserted above");
+        if !sessions.contains_key(session_id) {
+            sessions.insert(session_id.into(), Vec::new());
+        }
+        sessions.get_mut(session_id).expect("inserted above")
+    }
+
+    /// Hands stored rows to the slot as one committed transaction; returns its end position.
+    fn log_commit(&mut self, rows: Vec<RecordRow>) -> Lsn {
+        self.lsn += 1;
+        let end_lsn = Lsn(self.lsn);
+        if rows.is_empty() {
+            // Changes to other tables: the position moves, nothing is delivered.
+            return end_lsn;
+        }
+        let tx = CommittedTx { end_lsn, rows };
+        // A slot keeps what was committed after it was created.
+        let Some(slot) = &mut self.slot else { return end_lsn };
+        slot.retained.push_back(tx.clone());
+        let faults = std::mem::take(&mut self.faults);
+        let broken = self.reader.as_ref().is_some_and(|reader| reader.broken);
+        if broken {
+            self.lose_reader("replication connection lost (a delivery went missing)");
+        } else if faults.disconnect_inside {
+            self.lose_reader("replication connection lost inside a transaction");
+        } else if faults.lose {
+            if let Some(reader) = &mut self.reader {
+                reader.broken = true;
+            }
+        } else {
+            if faults.duplicate {
+                self.push(Delivery::Tx(tx.clone()));
+            }
+            self.push(Delivery::Tx(tx));
+        }
+        end_lsn
+    }
+
     fn push(&mut self, delivery: Delivery) {
         if let Some(reader) = &self.reader {
             let _ = reader.deliveries.send(delivery);
@@ -128,7 +179,7 @@ impl MemoryRecord {
         let mut next: HashMap<SessionKey, u64> = HashMap::new();
         for row in &rows {
             let key = (row.tenant_id.clone(), row.session_id.clone());
-            let head = inner.rows.get(&key).map_or(0, |list| list.len() as u64);
+            let head = inner.session(&row.tenant_id, &row.session_id).map_or(0, |list| list.len() as u64);
             let expected = next.entry(key).or_insert(head);
             if row.seq != *expected {
                 return Err(CommitError(format!(
@@ -138,65 +189,51 @@ impl MemoryRecord {
             }
             *expected += 1;
         }
-        Ok(Self::commit_locked(&mut inner, rows))
+        for row in &rows {
+            inner.generations.entry(row.tenant_id.clone()).or_insert(row.generation);
+            inner.session_mut(&row.tenant_id, &row.session_id).push(row.clone());
+        }
+        Ok(inner.log_commit(rows))
     }
 
     /// Commits one event per `(tenant, session, body)`, as one transaction: each gets its
     /// session's next seq and its tenant's current generation (a new tenant starts at 1).
     pub fn commit_events<'a>(&self, events: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>) -> Lsn {
-        let mut inner = lock(&self.inner);
-        let mut next: HashMap<SessionKey, u64> = HashMap::new();
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
         let mut rows = Vec::new();
         for (tenant, session, body) in events {
-            let tenant_id: Arc<str> = tenant.into();
-            let session_id: Arc<str> = session.into();
-            let generation = *inner.generations.entry(tenant_id.clone()).or_insert(1);
-            let key = (tenant_id.clone(), session_id.clone());
-            let head = inner.rows.get(&key).map_or(0, |list| list.len() as u64);
-            let seq = next.entry(key).or_insert(head);
-            rows.push(RecordRow { tenant_id, session_id, seq: *seq, generation, body: body.into() });
-            *seq += 1;
+            let generation = match inner.generations.get(tenant) {
+                Some(generation) => *generation,
+                None => *inner.generations.entry(tenant.into()).or_insert(1),
+            };
+            let list = inner.session_mut(tenant, session);
+            let row = match list.last() {
+                // Share the session's strings rather than allocating them again.
+                Some(last) => RecordRow {
+                    tenant_id: last.tenant_id.clone(),
+                    session_id: last.session_id.clone(),
+                    seq: list.len() as u64,
+                    generation,
+                    body: body.into(),
+                },
+                None => RecordRow {
+                    tenant_id: tenant.into(),
+                    session_id: session.into(),
+                    seq: 0,
+                    generation,
+                    body: body.into(),
+                },
+            };
+            list.push(row.clone());
+            rows.push(row);
         }
-        Self::commit_locked(&mut inner, rows)
-    }
-
-    fn commit_locked(inner: &mut RecordInner, rows: Vec<RecordRow>) -> Lsn {
-        inner.lsn += 1;
-        let end_lsn = Lsn(inner.lsn);
-        if rows.is_empty() {
-            // Changes to other tables: the position moves, nothing is delivered.
-            return end_lsn;
-        }
-        for row in &rows {
-            inner.generations.entry(row.tenant_id.clone()).or_insert(row.generation);
-            inner.rows.entry((row.tenant_id.clone(), row.session_id.clone())).or_default().push(row.clone());
-        }
-        let tx = CommittedTx { end_lsn, rows };
-        // A slot keeps what was committed after it was created.
-        let Some(slot) = &mut inner.slot else { return end_lsn };
-        slot.retained.push_back(tx.clone());
-        let faults = std::mem::take(&mut inner.faults);
-        let broken = inner.reader.as_ref().is_some_and(|reader| reader.broken);
-        if broken {
-            inner.lose_reader("replication connection lost (a delivery went missing)");
-        } else if faults.disconnect_inside {
-            inner.lose_reader("replication connection lost inside a transaction");
-        } else if faults.lose {
-            if let Some(reader) = &mut inner.reader {
-                reader.broken = true;
-            }
-        } else {
-            if faults.duplicate {
-                inner.push(Delivery::Tx(tx.clone()));
-            }
-            inner.push(Delivery::Tx(tx));
-        }
-        end_lsn
+        inner.log_commit(rows)
     }
 
     /// Commits a transaction that touches none of the record's tables (WAL the relay skips).
     pub fn commit_other(&self) -> Lsn {
-        Self::commit_locked(&mut lock(&self.inner), Vec::new())
+        lock(&self.inner).log_commit(Vec::new())
     }
 
     /// Sets a tenant's basin generation.
@@ -209,7 +246,7 @@ impl MemoryRecord {
         let mut inner = lock(&self.inner);
         let generation = inner.generations.get(tenant_id).map_or(1, |g| g + 1);
         inner.generations.insert(tenant_id.into(), generation);
-        inner.rows.retain(|(tenant, _), _| &**tenant != tenant_id);
+        inner.rows.remove(tenant_id);
         generation
     }
 
@@ -217,7 +254,7 @@ impl MemoryRecord {
     pub fn delete_tenant(&self, tenant_id: &str) {
         let mut inner = lock(&self.inner);
         inner.generations.remove(tenant_id);
-        inner.rows.retain(|(tenant, _), _| &**tenant != tenant_id);
+        inner.rows.remove(tenant_id);
     }
 
     /// The tenant's generation right now.
@@ -228,12 +265,17 @@ impl MemoryRecord {
     /// A session's rows.
     pub fn session_rows(&self, tenant_id: &str, session_id: &str) -> Vec<RecordRow> {
         let inner = lock(&self.inner);
-        inner.rows.get(&(tenant_id.into(), session_id.into())).cloned().unwrap_or_default()
+        inner.session(tenant_id, session_id).cloned().unwrap_or_default()
     }
 
     /// Every session with rows, in (tenant, session) order.
     pub fn sessions(&self) -> Vec<(Arc<str>, Arc<str>)> {
-        lock(&self.inner).rows.keys().cloned().collect()
+        let inner = lock(&self.inner);
+        inner
+            .rows
+            .iter()
+            .flat_map(|(tenant, sessions)| sessions.keys().map(move |session| (tenant.clone(), session.clone())))
+            .collect()
     }
 
     /// The position of the last commit.
@@ -384,7 +426,7 @@ impl RecordReader for MemoryRecord {
         to: u64,
     ) -> Result<Vec<RecordRow>, RecordError> {
         let inner = lock(&self.inner);
-        let Some(list) = inner.rows.get(&(tenant_id.into(), session_id.into())) else { return Ok(Vec::new()) };
+        let Some(list) = inner.session(tenant_id, session_id) else { return Ok(Vec::new()) };
         let end = (to.min(list.len() as u64)) as usize;
         let start = (from as usize).min(end);
         Ok(list[start..end].to_vec())
@@ -392,23 +434,33 @@ impl RecordReader for MemoryRecord {
 
     async fn heads(&self, after: Option<(&str, &str)>, limit: usize) -> Result<Vec<LogHead>, RecordError> {
         let inner = lock(&self.inner);
-        let start = match after {
-            Some((tenant, session)) => Bound::Excluded((Arc::<str>::from(tenant), Arc::<str>::from(session))),
-            None => Bound::Unbounded,
+        let (tenants, first_sessions) = match after {
+            Some((tenant, session)) => (Bound::Included(tenant), Some((tenant, session))),
+            None => (Bound::Unbounded, None),
         };
-        Ok(inner
-            .rows
-            .range((start, Bound::Unbounded))
-            .filter_map(|((tenant_id, session_id), list)| {
-                list.last().map(|last| LogHead {
-                    tenant_id: tenant_id.clone(),
-                    session_id: session_id.clone(),
-                    generation: last.generation,
-                    head: list.len() as u64,
-                })
-            })
-            .take(limit)
-            .collect())
+        let mut heads = Vec::new();
+        for (tenant_id, sessions) in inner.rows.range::<str, _>((tenants, Bound::Unbounded)) {
+            let sessions: Box<dyn Iterator<Item = (&Arc<str>, &Vec<RecordRow>)>> = match first_sessions {
+                Some((tenant, session)) if **tenant_id == *tenant => {
+                    Box::new(sessions.range::<str, _>((Bound::Excluded(session), Bound::Unbounded)))
+                }
+                _ => Box::new(sessions.iter()),
+            };
+            for (session_id, list) in sessions {
+                if heads.len() >= limit {
+                    return Ok(heads);
+                }
+                if let Some(last) = list.last() {
+                    heads.push(LogHead {
+                        tenant_id: tenant_id.clone(),
+                        session_id: session_id.clone(),
+                        generation: last.generation,
+                        head: list.len() as u64,
+                    });
+                }
+            }
+        }
+        Ok(heads)
     }
 
     async fn generation(&self, tenant_id: &str) -> Result<Option<u64>, RecordError> {
@@ -507,7 +559,7 @@ async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
 
 #[derive(Default)]
 struct LogInner {
-    basins: HashMap<String, HashMap<String, Vec<Arc<str>>>>,
+    basins: HashMap<String, Streams, FastHash>,
     fail_appends: u32,
     latency: Duration,
     /// Basins of obsolete generations: an append into one is a violation.
@@ -619,14 +671,14 @@ impl LogStore for MemoryLog {
         let Some(streams) = inner.basins.get_mut(basin.as_str()) else {
             return Err(LogError::BasinMissing(basin.to_string()));
         };
-        let log = streams.entry(stream.to_owned()).or_default();
-        let tail = log.len() as u64;
+        let tail = streams.get(stream).map_or(0, |log| log.len() as u64);
         if tail != match_seq {
-            if log.is_empty() {
-                streams.remove(stream);
-            }
             return Ok(Append::TailMismatch { tail });
         }
+        if tail == 0 && !streams.contains_key(stream) {
+            streams.insert(stream.to_owned(), Vec::new());
+        }
+        let log = streams.get_mut(stream).expect("inserted above");
         log.extend(records.iter().cloned());
         let end = log.len() as u64;
         inner.appends += 1;

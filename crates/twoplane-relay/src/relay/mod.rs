@@ -40,7 +40,8 @@ pub(crate) struct Shared {
     acknowledged: watch::Sender<Lsn>,
     reconciled: watch::Sender<u64>,
     stop: watch::Sender<bool>,
-    /// Woken on every change waiters may care about (settled rows, idle, a pump exiting, stop).
+    /// Woken when what waiters wait for may have come true: idle, a reconciliation's rows all
+    /// settled, no pump left, an activation or loss, stop.
     changed: Notify,
     basins: Basins,
 }
@@ -133,8 +134,12 @@ impl Shared {
         }
         // A transaction without rows of ours is done at once.
         let moved = state.advance();
+        let idle = state.is_idle();
         drop(state);
         publish_ack(&self.acknowledged, moved);
+        if idle {
+            self.changed.notify_waiters();
+        }
     }
 }
 

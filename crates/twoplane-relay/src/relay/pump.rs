@@ -16,7 +16,7 @@ use std::time::Duration;
 use tracing::{debug, warn};
 
 use super::basins::Basin;
-use super::state::{Owner, SessionKey};
+use super::state::{Owner, SessionKey, KEEP_IDLE_QUEUES};
 use super::{publish_ack, Shared};
 use crate::types::{Append, LogError, RecordRow};
 
@@ -93,12 +93,15 @@ fn next_batch(shared: &Shared, key: &SessionKey) -> Option<Batch> {
     let queue = state.sessions.get_mut(key).expect("a running pump's queue stays until the pump exits");
     if stopped || queue.rows.is_empty() {
         queue.running = false;
-        if queue.rows.is_empty() {
+        if queue.rows.is_empty() && state.sessions.len() > KEEP_IDLE_QUEUES {
             state.sessions.remove(key);
         }
         state.pumps -= 1;
+        let wake = state.pumps == 0;
         drop(state);
-        shared.changed.notify_waiters();
+        if wake {
+            shared.changed.notify_waiters();
+        }
         return None;
     }
     // Replays overlapping refills, and rows of an older generation arriving late, sort out here.
@@ -162,9 +165,17 @@ async fn step(shared: &Arc<Shared>, key: &SessionKey, batch: &Batch) -> Result<(
 }
 
 fn settle(shared: &Shared, key: &SessionKey, done: impl Fn(&RecordRow) -> bool) {
-    let moved = shared.lock().settle(key, done);
+    let (moved, wake) = {
+        let mut state = shared.lock();
+        let reconciling = state.reconcile_pending > 0;
+        let moved = state.settle(key, done);
+        // Waiters wait for idleness or for a reconciliation's rows (see `Shared::wait_until`).
+        (moved, state.is_idle() || (reconciling && state.reconcile_pending == 0))
+    };
     publish_ack(&shared.acknowledged, moved);
-    shared.changed.notify_waiters();
+    if wake {
+        shared.changed.notify_waiters();
+    }
 }
 
 /// The log is missing rows `from..to` of this generation: read them from the record and queue

@@ -19,6 +19,10 @@ use super::basins::{Basin, Basins};
 use crate::names::session_stream;
 use crate::types::{Lsn, RecordRow};
 
+/// Empty queues kept (with their stream name and basin) for sessions that will likely get rows
+/// again soon; beyond this many sessions, a queue is dropped when it empties.
+pub(crate) const KEEP_IDLE_QUEUES: usize = 4096;
+
 /// A session: (tenant id, session id).
 pub(crate) type SessionKey = (Arc<str>, Arc<str>);
 
@@ -77,7 +81,7 @@ pub(crate) struct State {
     txs: VecDeque<PendingTx>,
     /// The id of `txs[0]`.
     first_tx: u64,
-    pub sessions: HashMap<SessionKey, SessionQueue>,
+    pub sessions: HashMap<SessionKey, SessionQueue, foldhash::fast::RandomState>,
     pub pending_rows: usize,
     pub confirmed: Option<Lsn>,
     pub reconciliations: u64,
@@ -96,7 +100,7 @@ impl State {
             epoch: 0,
             txs: VecDeque::new(),
             first_tx: 0,
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             pending_rows: 0,
             confirmed: None,
             reconciliations: 0,
@@ -111,7 +115,7 @@ impl State {
     }
 
     pub fn is_idle(&self) -> bool {
-        self.txs.is_empty() && self.sessions.is_empty()
+        self.txs.is_empty() && self.pending_rows == 0 && self.pumps == 0
     }
 
     /// Registers a delivered transaction of `rows` rows; returns its id.
