@@ -91,7 +91,7 @@ start() {
         echo "$port" >"$BASE/port"
         log "starting PostgreSQL ($BIN) on 127.0.0.1:$port"
         as_owner "$BIN/pg_ctl" -D "$DATA" -l "$BASE/server.log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -k $BASE -c fsync=off" start >&2 \
+            -o "-c listen_addresses=127.0.0.1 -p $port -k $BASE -c fsync=off -c wal_level=logical" start >&2 \
             || { tail -20 "$BASE/server.log" >&2; exit 1; }
         if [[ -n "${TWOPLANE_STARTED_SERVICES:-}" ]]; then echo "pg $BASE" >>"$TWOPLANE_STARTED_SERVICES"; fi
     fi
