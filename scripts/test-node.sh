@@ -4,8 +4,9 @@
 # crate's Rust tests, then the JavaScript suite in tests/js (`node --test`) once per backend:
 # BACKEND=napi (twoplane/node, the addon), BACKEND=wasm (twoplane/wasm, the wasm build in Node)
 # and BACKEND=default (the package's Node default entry, routed). Each run replays the shared
-# vectors, the API behaviour and bad-input tests, the differential property test (addon vs wasm
-# vs a plain-JavaScript model of docs/contract.md §3) and the entry-point tests. The Node entries'
+# vectors, the API behaviour and bad-input tests, the differential property tests (addon vs wasm
+# vs plain JavaScript: conform against a model of docs/contract.md §3, the reader against a model
+# of §4, and the core's SSE decoder against npm/twoplane/src/sse.js) and the entry-point tests. The Node entries'
 # type declarations are compiled against a usage file (tsc from tests/browser, which
 # build-wasm.sh installs).
 set -euo pipefail

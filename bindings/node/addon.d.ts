@@ -23,6 +23,18 @@ export declare class Conform {
 }
 export type NapiConform = Conform
 
+export declare class CoreSseDecoder {
+  constructor()
+  /** The next bytes of the stream; returns the events they complete, in order. */
+  feed(bytes: Uint8Array): Array<CoreSseEvent>
+  /** The end of the stream: an incomplete event is discarded (`lastEventId` and `retry` stay). */
+  finish(): void
+  get lastEventId(): string
+  /** The reconnection time in milliseconds, or null when no valid `retry` came. */
+  get retry(): number | null
+}
+export type NapiSseDecoder = CoreSseDecoder
+
 export declare class Reader {
   /** `durableLen` is the length of the durable text the reader joined with: an offset. */
   constructor(durableLen: number)
@@ -38,6 +50,14 @@ export type NapiReader = Reader
 
 /** Chunk indices in assembly order: ascending `seq`, input order kept for equal `seq`. */
 export declare function assemblyOrderOf(seqs: Float64Array): Uint32Array
+
+/** One dispatched event. */
+export interface CoreSseEvent {
+  /** The `event` field, `"message"` when there was none. */
+  event: string
+  data: string
+  lastEventId: string
+}
 
 /**
  * `encodeSseJson(JSON.stringify(frames), resumePoints, count)`: the events of every frame,

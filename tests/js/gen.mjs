@@ -129,3 +129,84 @@ export function canon(v) {
 export function showSession(s) {
   return canon({ streamId: s.streamId, from: s.from, calls: s.calls });
 }
+
+/**
+ * One random reader session for the reader's differential test: `{ streamId, durable, frames }`.
+ * The reader joined holding `durable` (usually a prefix of the produced text, sometimes not);
+ * frames follow the produced text with replays, overlaps reaching back into the durable text,
+ * gaps, chunks of another stream's text at plausible offsets (a tail the reader cannot tell
+ * apart), opens for this stream and others, durables, terminals (anywhere, with frames after
+ * them), non-frames, unknown types and hostile field values.
+ */
+export function genReaderSession(rng, { maxFrames = 16 } = {}) {
+  const { int, pick, chance } = tools(rng);
+  const streamId = pick(STREAM_IDS);
+  const text = (pieces) => {
+    let s = '';
+    for (let i = 0; i < pieces; i++) s += pick(PIECES);
+    return s;
+  };
+  const produced = text(2 + int(12));
+  const other = text(2 + int(12));
+  const L = produced.length;
+  const durable = chance(0.85) ? produced.slice(0, int(L + 1)) : chance(0.5) ? other.slice(0, int(other.length + 1)) : text(int(3));
+  let cursor = durable.length;
+  const frames = [];
+  const n = 1 + int(maxFrames);
+  const offset = () => (chance(0.85) ? int(L + 3) : pick(HOSTILE_VALUES));
+
+  const chunk = () => {
+    // Usually from where the text ends; often reaching back (a replay, or an overlap that may cut
+    // into the durable text); sometimes past it (a gap).
+    let from = cursor;
+    if (chance(0.35)) from = Math.max(0, cursor - 1 - int(cursor + 1));
+    if (chance(0.08)) from = cursor + 1 + int(3);
+    const seq = Math.max(from, Math.min(L, from + int(8)));
+    if (from <= cursor && seq > cursor) cursor = seq;
+    return { type: 'chunk', from, seq, text: produced.slice(from, seq).padEnd(seq - from, 'z') };
+  };
+  const foreignTail = () => {
+    const from = int(cursor + 2);
+    const t = other.slice(0, int(other.length + 1));
+    if (from <= cursor && from + t.length > cursor) cursor = from + t.length;
+    return { type: 'chunk', from, seq: from + t.length, text: t };
+  };
+  const open = () => ({
+    type: 'open',
+    streamId: chance(0.8) ? streamId : pick(STREAM_IDS),
+    from: chance(0.85) ? int(cursor + 1) : pick(HOSTILE_VALUES),
+    seq: int(L + 1),
+    durableSeq: int(L + 1),
+    ended: false,
+  });
+
+  for (let i = 0; i < n; i++) {
+    const r = rng();
+    let frame;
+    if (r < 0.6) frame = chunk();
+    else if (r < 0.68) frame = foreignTail();
+    else if (r < 0.76) frame = open();
+    else if (r < 0.84) frame = { type: 'durable', seq: offset() };
+    else if (r < 0.88) {
+      frame = pick([
+        () => ({ type: 'end', seq: offset(), status: pick(['complete', 'error', 'cancelled', 'interrupted']) }),
+        () => ({ type: 'stale', floorSeq: offset(), durableSeq: offset() }),
+        () => ({ type: 'absent' }),
+      ])();
+    } else if (r < 0.9) frame = pick(NON_FRAMES);
+    else if (r < 0.92) frame = { type: pick(UNKNOWN_TYPES), from: int(L), seq: int(L), text: 'a' };
+    else {
+      // A plausible chunk made hostile: a field removed or given a wrong value, or a text that
+      // does not span its offsets.
+      frame = chunk();
+      const k = rng();
+      if (k < 0.25) frame.text = frame.text + pick(PIECES);
+      else if (k < 0.4) frame.text = pick([undefined, null, 5, ['a'], {}]);
+      else if (k < 0.5) delete frame[pick(['from', 'seq', 'text'])];
+      else frame[pick(['from', 'seq'])] = pick(HOSTILE_VALUES);
+    }
+    if (frame !== null && typeof frame === 'object' && !Array.isArray(frame) && chance(0.1)) frame.extra = 'x';
+    frames.push(frame);
+  }
+  return { streamId, durable, produced, frames };
+}

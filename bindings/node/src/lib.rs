@@ -21,6 +21,7 @@ mod error;
 mod functions;
 mod reader;
 mod sse;
+mod sse_decode;
 mod text;
 
 pub use error::Kind;

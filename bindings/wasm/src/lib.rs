@@ -319,6 +319,54 @@ pub fn stream_request_from_http(url: &str, last_event_id: Option<String>) -> Str
     StreamRequest { stream_id: r.stream_id, from: r.from }
 }
 
+/// The core's incremental SSE decoder (`twoplane_core::SseDecoder`). The package's reader decodes
+/// SSE in JavaScript (`npm/twoplane/src/sse.js`, see there why); this export is the second,
+/// independent implementation that the differential test (`tests/js/sse-differential.test.mjs`)
+/// holds it to, and is there for apps that prefer the core's decoder. Event text is well-formed
+/// (invalid UTF-8 already became U+FFFD), so `String` loses nothing here.
+#[wasm_bindgen(js_name = CoreSseDecoder)]
+pub struct CoreSseDecoder {
+    core: twoplane_core::SseDecoder,
+}
+
+impl Default for CoreSseDecoder {
+    fn default() -> Self {
+        CoreSseDecoder::new()
+    }
+}
+
+#[wasm_bindgen(js_class = CoreSseDecoder)]
+impl CoreSseDecoder {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> CoreSseDecoder {
+        CoreSseDecoder { core: twoplane_core::SseDecoder::new() }
+    }
+
+    /// The next bytes of the stream; the events they complete, flat: `[event, data, lastEventId,
+    /// ...]` (one array crossing instead of an object per event).
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut events = Vec::new();
+        self.core.feed(bytes, &mut events);
+        events.into_iter().flat_map(|e| [e.event, e.data, e.last_event_id]).collect()
+    }
+
+    /// The end of the stream: an incomplete event is discarded (`lastEventId` and `retry` stay).
+    pub fn finish(&mut self) {
+        self.core.finish(&mut Vec::new());
+    }
+
+    #[wasm_bindgen(getter, js_name = lastEventId)]
+    pub fn last_event_id(&self) -> String {
+        self.core.last_event_id().to_owned()
+    }
+
+    /// The reconnection time in milliseconds, or undefined when no valid `retry` came.
+    #[wasm_bindgen(getter)]
+    pub fn retry(&self) -> Option<f64> {
+        self.core.retry_f64()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,9 @@ use std::fmt::Write as _;
 use crate::frame::{frame_resume_point, Frame};
 use crate::json;
 
+mod batch;
+pub use batch::encode_json_array_events;
+
 /// The SSE response headers, in the order the contract lists them. `no-transform` and
 /// `x-accel-buffering: no` stop compressing or buffering proxies from batching the tokens.
 pub const STREAM_SSE_HEADERS: [(&str, &str); 4] = [
@@ -146,7 +149,9 @@ pub struct SseDecoder {
     /// The last event ID string: the buffer as of the latest dispatch. This, not the buffer, is
     /// what a reconnect sends, so an `id` whose event never completed is not trusted.
     last_event_id: String,
-    retry: Option<u64>,
+    /// The reconnection time, as the `f64` nearest to the `retry` field's integer: what
+    /// JavaScript's `Number()` reads from the same digits (exact up to 2^53). See `parse_retry`.
+    retry: Option<f64>,
 }
 
 impl Default for SseDecoder {
@@ -223,8 +228,17 @@ impl SseDecoder {
         &self.last_event_id
     }
 
-    /// The reconnection time in milliseconds from the latest valid `retry` field, if any.
+    /// The reconnection time in milliseconds from the latest valid `retry` field, if any; a value
+    /// too large for `u64` saturates.
     pub fn retry(&self) -> Option<u64> {
+        // `as` saturates (and the value is never NaN or negative).
+        self.retry.map(|ms| ms as u64)
+    }
+
+    /// The same time as a JavaScript number: the field's integer, rounded to the nearest `f64`
+    /// (not saturated at `u64::MAX`), which is what a JavaScript decoder holds (below 2^128; see
+    /// `parse_retry`). The bindings report this one.
+    pub fn retry_f64(&self) -> Option<f64> {
         self.retry
     }
 
@@ -294,10 +308,9 @@ impl SseDecoder {
                 self.id_buffer.push_str(value);
             }
             // Only a non-empty run of ASCII digits counts; anything else leaves the time as it
-            // was. Absurdly long values saturate rather than overflow.
+            // was.
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                let ms = value.bytes().fold(0u64, |acc, b| acc.saturating_mul(10).saturating_add(u64::from(b - b'0')));
-                self.retry = Some(ms);
+                self.retry = Some(parse_retry(value));
             }
             _ => {}
         }
@@ -318,6 +331,16 @@ impl SseDecoder {
             if self.event_type.is_empty() { "message".to_owned() } else { std::mem::take(&mut self.event_type) };
         out.push(SseEvent { event, data: std::mem::take(&mut self.data), last_event_id: self.last_event_id.clone() });
     }
+}
+
+/// A `retry` value (ASCII digits only) as JavaScript's `Number()` reads it. The WHATWG rules take
+/// the digits as an integer of any size; JavaScript holds the nearest `f64`. The digits are summed
+/// exactly in a `u128` and converted once (`as` rounds to nearest, ties to even, as `Number()`
+/// does), which equals `Number()` for every value below 2^128 (38 digits, 10^28 years of
+/// milliseconds); larger values saturate there. Not `str::parse::<f64>`: its tables would add
+/// about 18 KB to the WebAssembly build for digits no server sends.
+fn parse_retry(digits: &str) -> f64 {
+    digits.bytes().fold(0u128, |acc, b| acc.saturating_mul(10).saturating_add(u128::from(b - b'0'))) as f64
 }
 
 #[cfg(test)]
@@ -351,7 +374,7 @@ mod tests {
 
     /// A straightforward whole-stream reading of the WHATWG rules, used as the oracle: decode all
     /// bytes at once (dropping a leading BOM), split into lines, interpret.
-    fn reference(bytes: &[u8]) -> (Vec<SseEvent>, String, Option<u64>) {
+    fn reference(bytes: &[u8]) -> (Vec<SseEvent>, String, Option<f64>) {
         let bytes = bytes.strip_prefix(&BOM[..]).unwrap_or(bytes);
         let text = String::from_utf8_lossy(bytes);
         let mut lines = Vec::new();
@@ -405,7 +428,7 @@ mod tests {
                 }
                 "id" if !v.contains('\0') => id_buf = v.to_owned(),
                 "retry" if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-                    retry = Some(v.parse::<u64>().unwrap_or(u64::MAX));
+                    retry = Some(parse_retry(v));
                 }
                 _ => {}
             }
@@ -433,7 +456,7 @@ mod tests {
         assert_eq!(events, sample_events());
         assert_eq!(d.retry(), Some(2500));
         assert_eq!(d.last_event_id(), "");
-        assert_eq!(reference(SAMPLE), (sample_events(), String::new(), Some(2500)));
+        assert_eq!(reference(SAMPLE), (sample_events(), String::new(), Some(2500.0)));
     }
 
     #[test]
@@ -541,6 +564,13 @@ mod tests {
             assert_eq!(retry(bad), None, "{bad:?}");
         }
         assert_eq!(retry(b"retry: 99999999999999999999999999\n"), Some(u64::MAX));
+        // As a JavaScript number it is the nearest f64 to the integer, as `Number()` reads it,
+        // not u64::MAX: 99999999999999999999 is 1e20, not about 1.8e19.
+        let js = |s: &[u8]| decode_all(s).1.retry_f64();
+        assert_eq!(js(b"retry: 99999999999999999999\n"), Some(1e20));
+        assert_eq!(js(b"retry: 9007199254740993\n"), Some(9007199254740992.0));
+        assert_eq!(js(b"retry: 0042\n"), Some(42.0));
+        assert_eq!(js(b"retry: 99999999999999999999999999999999999999\n"), Some(1e38));
         // A retry line needs no blank line to take effect.
         assert_eq!(decode_pieces(&[b"retry: 7\n"]).1.retry(), Some(7));
     }
@@ -663,11 +693,11 @@ mod tests {
             let (whole, dw) = decode_all(&bytes);
             prop_assert_eq!(&split, &whole);
             prop_assert_eq!(ds.last_event_id(), dw.last_event_id());
-            prop_assert_eq!(ds.retry(), dw.retry());
+            prop_assert_eq!(ds.retry_f64(), dw.retry_f64());
             let (ref_events, ref_id, ref_retry) = reference(&bytes);
             prop_assert_eq!(&whole, &ref_events);
             prop_assert_eq!(dw.last_event_id(), ref_id.as_str());
-            prop_assert_eq!(dw.retry(), ref_retry);
+            prop_assert_eq!(dw.retry_f64(), ref_retry);
         }
 
         #[test]
