@@ -102,10 +102,7 @@ pub enum Frame {
 impl Frame {
     /// A chunk of `text` starting at `from`; `seq` is derived, so the span always matches.
     pub fn chunk(from: u64, text: Text) -> Result<Frame> {
-        let seq = from
-            .checked_add(text.len() as u64)
-            .filter(|s| *s <= MAX_SAFE_INTEGER)
-            .ok_or_else(|| Error::field(ErrorKind::InvalidOffset, "seq", "chunk end exceeds 2^53-1"))?;
+        let seq = chunk_end(from, text.len())?;
         Ok(Frame::Chunk { from, seq, text })
     }
 
@@ -155,6 +152,14 @@ impl Frame {
     }
 }
 
+/// The `seq` of a chunk of `len` code units starting at `from`, or `invalid_offset` when it would
+/// pass 2^53 - 1 (JavaScript could no longer hold the offset exactly).
+pub fn chunk_end(from: u64, len: usize) -> Result<u64> {
+    from.checked_add(len as u64)
+        .filter(|s| *s <= MAX_SAFE_INTEGER)
+        .ok_or_else(|| Error::field(ErrorKind::InvalidOffset, "seq", "chunk end exceeds 2^53-1"))
+}
+
 /// A chunk's text must be exactly `seq - from` code units long.
 pub fn check_chunk_span(from: u64, seq: u64, text_len: usize) -> Result<()> {
     if seq < from || seq - from != text_len as u64 {
@@ -199,6 +204,15 @@ mod tests {
         let bad = Frame::Chunk { from: 1, seq: 4, text: "ab".into() };
         assert_eq!(bad.validate().unwrap_err().kind(), ErrorKind::ChunkSpan);
         assert!(Frame::chunk(MAX_SAFE_INTEGER, "x".into()).is_err());
+    }
+
+    #[test]
+    fn chunk_end_stays_within_javascript_integers() {
+        assert_eq!(chunk_end(3, 2).unwrap(), 5);
+        assert_eq!(chunk_end(MAX_SAFE_INTEGER - 1, 1).unwrap(), MAX_SAFE_INTEGER);
+        assert_eq!(chunk_end(MAX_SAFE_INTEGER, 0).unwrap(), MAX_SAFE_INTEGER);
+        assert_eq!(chunk_end(MAX_SAFE_INTEGER, 1).unwrap_err().kind(), ErrorKind::InvalidOffset);
+        assert_eq!(chunk_end(u64::MAX, 1).unwrap_err().kind(), ErrorKind::InvalidOffset);
     }
 
     #[test]

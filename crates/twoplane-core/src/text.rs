@@ -95,17 +95,29 @@ impl Text {
         String::from_utf16_lossy(&self.units)
     }
 
-    /// `at`, moved back by one when it would cut a surrogate pair in two. Databases reject or
-    /// mangle a lone half, so a writer cuts at the returned offset and carries the rest forward.
+    /// Where a checkpoint of this text may end, at or before `at`. See [`pair_safe_cut`].
     pub fn pair_safe_cut(&self, at: usize) -> usize {
         pair_safe_cut(&self.units, at)
     }
 }
 
-/// See [`Text::pair_safe_cut`]; works on any unit slice.
+/// The cut rule for checkpoints (docs/contract.md §0, §6): the end of a write of `units[..at]`,
+/// where `units` is the text produced so far and may still grow.
+///
+/// No write may hold half of a surrogate pair, because a database stores text, not code units,
+/// and rejects or mangles a lone half. So the cut moves back by one unit when the unit before it
+/// is a high surrogate that could be the first half of a pair: either the unit after the cut is
+/// a low surrogate (the cut is inside a pair), or the cut is at the end of `units`, where the
+/// partner may still be pushed. A high surrogate followed by anything else is unpaired and is
+/// written as it is. `at` past the end counts as the end.
+///
+/// The seal is not a cut: it writes the whole text, a trailing lone surrogate included, because
+/// nothing can follow it.
 pub fn pair_safe_cut(units: &[u16], at: usize) -> usize {
     let at = at.min(units.len());
-    if at > 0 && at < units.len() && is_high_surrogate(units[at - 1]) && is_low_surrogate(units[at]) {
+    let pair_may_follow =
+        at > 0 && is_high_surrogate(units[at - 1]) && units.get(at).is_none_or(|&u| is_low_surrogate(u));
+    if pair_may_follow {
         at - 1
     } else {
         at
@@ -216,8 +228,57 @@ mod tests {
         assert_eq!(t.pair_safe_cut(1), 1);
         assert_eq!(t.pair_safe_cut(3), 3);
         assert_eq!(t.pair_safe_cut(9), 4);
-        // A lone high surrogate at the end is not a pair: nothing to protect.
-        let lone = Text::from_units(vec![0x61, 0xD800]);
-        assert_eq!(lone.pair_safe_cut(2), 2);
+        assert_eq!(t.pair_safe_cut(0), 0);
+    }
+
+    #[test]
+    fn pair_safe_cut_holds_back_a_high_surrogate_at_the_live_end() {
+        // The partner of a trailing high surrogate may be the next push.
+        assert_eq!(pair_safe_cut(&[0x61, 0xD800], 2), 1);
+        assert_eq!(pair_safe_cut(&[0x61, 0xD800], 7), 1);
+        assert_eq!(pair_safe_cut(&[0xD800], 1), 0);
+        // Followed by something other than a low half, it is unpaired for good: write it.
+        assert_eq!(pair_safe_cut(&[0xD800, 0x61], 1), 1);
+        assert_eq!(pair_safe_cut(&[0xD800, 0xD800], 1), 1);
+        // A trailing low surrogate, paired or not, ends nothing that could still grow.
+        assert_eq!(pair_safe_cut(&[0x61, 0xDC00], 2), 2);
+        assert_eq!(pair_safe_cut(&[0xD83D, 0xDE00], 2), 2);
+        assert_eq!(pair_safe_cut(&[], 0), 0);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Units biased towards surrogates, where the rule has something to decide.
+        fn unit() -> impl Strategy<Value = u16> {
+            prop_oneof![Just(0x61u16), 0xD800u16..=0xDBFF, 0xDC00u16..=0xDFFF, any::<u16>()]
+        }
+
+        proptest! {
+            /// Whatever is pushed next, the write `units[..cut]` never ends between the two halves
+            /// of a pair of the grown text, and it gives up at most the one unit that could.
+            #[test]
+            fn a_cut_never_splits_a_pair_of_any_continuation(
+                units in proptest::collection::vec(unit(), 0..12),
+                more in proptest::collection::vec(unit(), 0..3),
+                at in 0usize..14,
+            ) {
+                let cut = pair_safe_cut(&units, at);
+                let want = at.min(units.len());
+                prop_assert!(cut == want || cut + 1 == want);
+                let grown: Vec<u16> = units.iter().chain(&more).copied().collect();
+                let splits = cut > 0 && cut < grown.len()
+                    && is_high_surrogate(grown[cut - 1]) && is_low_surrogate(grown[cut]);
+                prop_assert!(!splits, "cut {} of {:?} + {:?}", cut, units, more);
+                // It backs off only for a high surrogate that a low one may follow.
+                if cut < want {
+                    prop_assert!(is_high_surrogate(units[cut]));
+                    prop_assert!(units.get(want).is_none_or(|&u| is_low_surrogate(u)));
+                }
+                // A cut that is already safe is kept.
+                prop_assert_eq!(pair_safe_cut(&units, cut), cut);
+            }
+        }
     }
 }

@@ -24,7 +24,8 @@ use std::task::{Context, Poll, Waker};
 
 use tokio::sync::{oneshot, watch, Notify};
 use tokio::time::Instant;
-use twoplane_core::text::is_high_surrogate;
+use twoplane_core::frame::chunk_end;
+use twoplane_core::text::pair_safe_cut;
 use twoplane_core::{Frame, StreamStatus, Text};
 
 use crate::error::{PlaneError, PlaneErrorKind};
@@ -34,9 +35,6 @@ use crate::plane::PlaneShared;
 use crate::relay::{RelayError, RelayFailure, RelayPhase};
 use crate::report;
 use crate::subscription::Subscription;
-
-/// Offsets must stay exactly representable in JavaScript.
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// How a stream is being sealed.
 #[derive(Clone, Debug)]
@@ -175,7 +173,7 @@ impl LiveStream {
                 ));
             }
             let from = st.seq;
-            let seq = from.checked_add(text.len() as u64).filter(|s| *s <= MAX_SAFE_INTEGER).ok_or_else(|| {
+            let seq = chunk_end(from, text.len()).map_err(|_| {
                 PlaneError::new(PlaneErrorKind::InvalidArgument, "the stream would pass 2^53 - 1 code units")
             })?;
             st.buf.extend_from_slice(text.units());
@@ -382,19 +380,17 @@ impl LiveStream {
     }
 }
 
-/// The end of the text a checkpoint may write now: the produced length, snapped back one unit
-/// when the text ends in a high surrogate whose partner has not arrived (a later push may
-/// complete the pair, and no write may hold half of one). At the seal the whole text is
-/// written, lone surrogate or not.
+/// The end of the text a checkpoint may write now: the core's cut rule
+/// ([`twoplane_core::text::pair_safe_cut`]) applied to the produced text. At the seal the whole
+/// text is written, lone surrogate or not; the durable length never goes backwards.
 pub(crate) fn writable_end(st: &State) -> u64 {
-    let end = st.seq;
-    if st.sealing.is_none() && end > st.durable && end > st.buf_from {
-        let last = st.buf[(end - 1 - st.buf_from) as usize];
-        if is_high_surrogate(last) {
-            return end - 1;
-        }
+    if st.sealing.is_some() || st.seq <= st.durable {
+        return st.seq;
     }
-    end
+    // Everything past `durable` is still in the buffer (trimming only goes below it).
+    let held = (st.seq - st.buf_from) as usize;
+    let cut = st.buf_from + pair_safe_cut(&st.buf, held) as u64;
+    cut.max(st.durable)
 }
 
 pub(crate) fn shortfall(id: &str, durable: u64, seq: u64) -> PlaneError {
