@@ -12,6 +12,7 @@
 //! - [`pg_source`], [`pg_record`] (feature `postgres`): the change source over a PostgreSQL
 //!   logical replication slot, and the record reader with the record's documented table shape.
 //! - [`s2`] (feature `s2`): the log store over S2's REST API (s2-lite or the hosted service).
+//! - [`redis_log`] (feature `redis`): the log store on Redis Streams, conditional appends in Lua.
 //! - [`relay`]: the core: [`Relay::start`]`(source, record, log, options)` on a tokio runtime,
 //!   then `status()`, `idle()` and `stop()`.
 
@@ -28,6 +29,8 @@ pub mod pg_record;
 pub mod pg_source;
 #[cfg(feature = "s2")]
 pub mod s2;
+#[cfg(feature = "redis")]
+pub mod redis_log;
 
 pub use names::{session_stream, BasinName, BasinNameError};
 pub use options::{RelayOptions, RelayStatus};

@@ -11,7 +11,7 @@
 //!   had not reached its log;
 //! - nothing was appended into the basin of a generation after it was reset or deleted.
 //!
-//! `PROPTEST_CASES` raises the number of cases (default 40); `PROPTEST_RNG_SEED` changes the
+//! `PROPTEST_CASES` raises the number of cases (default 100); `PROPTEST_RNG_SEED` changes the
 //! fixed seed.
 
 use std::collections::HashSet;
@@ -248,7 +248,7 @@ async fn simulate(case: &Case) -> Result<(), TestCaseError> {
 fn relay_survives_injected_faults() {
     let mut config = Config::default();
     if std::env::var_os("PROPTEST_CASES").is_none() {
-        config.cases = 40;
+        config.cases = 100;
     }
     if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
         config.rng_seed = RngSeed::Fixed(0x7e1a_c0de);
