@@ -792,6 +792,10 @@ mod request {
         assert_eq!((r.stream_id.as_str(), r.from), ("s", 6.0));
         let r = stream_request_from_http("/p?streamId=s&x=1&streamId=t&from=8", None);
         assert_eq!((r.stream_id.as_str(), r.from), ("s", 8.0));
+        // The first `from` wins even while `streamId` has not been seen yet.
+        let r = stream_request_from_http("/p?from=6&from=7&streamId=s", None);
+        assert_eq!((r.stream_id.as_str(), r.from), ("s", 6.0));
+        assert_eq!(stream_request_from_http("/p?from=2&from=3", None).from, 2.0);
     }
 
     #[test]
