@@ -27,10 +27,10 @@ pub mod types;
 pub mod pg_record;
 #[cfg(feature = "postgres")]
 pub mod pg_source;
-#[cfg(feature = "s2")]
-pub mod s2;
 #[cfg(feature = "redis")]
 pub mod redis_log;
+#[cfg(feature = "s2")]
+pub mod s2;
 
 pub use names::{session_stream, BasinName, BasinNameError};
 pub use options::{RelayOptions, RelayStatus};

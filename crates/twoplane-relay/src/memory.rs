@@ -15,7 +15,7 @@
 //! duplicated deliveries, and checks that record what should never happen (an append into a
 //! basin of an obsolete generation, the slot releasing a row that never reached its log).
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -81,9 +81,10 @@ type ReleaseHook = Box<dyn Fn(Released<'_>) + Send + Sync>;
 
 #[derive(Default)]
 struct RecordInner {
-    /// Rows by tenant, then session; index = seq. Nested so that lookups take plain `&str`s and
-    /// iteration is in (tenant, session) order.
-    rows: BTreeMap<Arc<str>, BTreeMap<Arc<str>, Vec<RecordRow>>>,
+    /// Rows by tenant, then session; index = seq. Nested so that lookups take plain `&str`s.
+    rows: HashMap<Arc<str>, HashMap<Arc<str>, Vec<RecordRow>, FastHash>, FastHash>,
+    /// The same sessions in (tenant, session) order, for `heads`.
+    order: BTreeMap<Arc<str>, BTreeSet<Arc<str>>>,
     generations: HashMap<Arc<str>, u64>,
     lsn: u64,
     slot: Option<Slot>,
@@ -100,14 +101,17 @@ impl RecordInner {
 
     /// The session's rows, created empty when missing.
     fn session_mut(&mut self, tenant_id: &str, session_id: &str) -> &mut Vec<RecordRow> {
-        if !self.rows.contains_key(tenant_id) {
-            self.rows.insert(tenant_id.into(), BTreeMap::new());
+        let exists = self.rows.get(tenant_id).is_some_and(|sessions| sessions.contains_key(session_id));
+        if !exists {
+            let tenant: Arc<str> = match self.rows.get_key_value(tenant_id) {
+                Some((tenant, _)) => tenant.clone(),
+                None => tenant_id.into(),
+            };
+            let session: Arc<str> = session_id.into();
+            self.order.entry(tenant.clone()).or_default().insert(session.clone());
+            self.rows.entry(tenant).or_default().insert(session, Vec::new());
         }
-        let sessions = self.rows.get_mut(tenant_id).expect("inserted above");
-        if !sessions.contains_key(session_id) {
-            sessions.insert(session_id.into(), Vec::new());
-        }
-        sessions.get_mut(session_id).expect("inserted above")
+        self.rows.get_mut(tenant_id).and_then(|sessions| sessions.get_mut(session_id)).expect("inserted above")
     }
 
     /// Hands stored rows to the slot as one committed transaction; returns its end position.
@@ -247,6 +251,7 @@ impl MemoryRecord {
         let generation = inner.generations.get(tenant_id).map_or(1, |g| g + 1);
         inner.generations.insert(tenant_id.into(), generation);
         inner.rows.remove(tenant_id);
+        inner.order.remove(tenant_id);
         generation
     }
 
@@ -255,6 +260,7 @@ impl MemoryRecord {
         let mut inner = lock(&self.inner);
         inner.generations.remove(tenant_id);
         inner.rows.remove(tenant_id);
+        inner.order.remove(tenant_id);
     }
 
     /// The tenant's generation right now.
@@ -272,9 +278,9 @@ impl MemoryRecord {
     pub fn sessions(&self) -> Vec<(Arc<str>, Arc<str>)> {
         let inner = lock(&self.inner);
         inner
-            .rows
+            .order
             .iter()
-            .flat_map(|(tenant, sessions)| sessions.keys().map(move |session| (tenant.clone(), session.clone())))
+            .flat_map(|(tenant, sessions)| sessions.iter().map(move |session| (tenant.clone(), session.clone())))
             .collect()
     }
 
@@ -439,17 +445,18 @@ impl RecordReader for MemoryRecord {
             None => (Bound::Unbounded, None),
         };
         let mut heads = Vec::new();
-        for (tenant_id, sessions) in inner.rows.range::<str, _>((tenants, Bound::Unbounded)) {
-            let sessions: Box<dyn Iterator<Item = (&Arc<str>, &Vec<RecordRow>)>> = match first_sessions {
+        for (tenant_id, sessions) in inner.order.range::<str, _>((tenants, Bound::Unbounded)) {
+            let sessions: Box<dyn Iterator<Item = &Arc<str>>> = match first_sessions {
                 Some((tenant, session)) if **tenant_id == *tenant => {
                     Box::new(sessions.range::<str, _>((Bound::Excluded(session), Bound::Unbounded)))
                 }
                 _ => Box::new(sessions.iter()),
             };
-            for (session_id, list) in sessions {
+            for session_id in sessions {
                 if heads.len() >= limit {
                     return Ok(heads);
                 }
+                let list = inner.session(tenant_id, session_id).map_or(&[][..], Vec::as_slice);
                 if let Some(last) = list.last() {
                     heads.push(LogHead {
                         tenant_id: tenant_id.clone(),

@@ -22,6 +22,9 @@ pub struct RelayOptions {
     pub retry_max: Duration,
     /// Events the source may queue ahead of the relay.
     pub source_queue: usize,
+    /// With this many rows queued (the log is slow or down), the relay stops taking input until
+    /// some are done; the source keeps the rest. Bounds the relay's memory.
+    pub max_pending_rows: usize,
 }
 
 impl Default for RelayOptions {
@@ -34,6 +37,7 @@ impl Default for RelayOptions {
             retry_min: Duration::from_millis(50),
             retry_max: Duration::from_secs(2),
             source_queue: 1024,
+            max_pending_rows: 100_000,
         }
     }
 }

@@ -221,3 +221,26 @@ async fn stop_ends_the_relay_and_releases_the_slot() {
     assert_eq!(record.retained(), 1);
     assert!(record.confirmed().is_some_and(|c| c < Lsn(2)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn input_pauses_while_too_many_rows_are_queued() {
+    let record = MemoryRecord::new();
+    let log = Arc::new(MemoryLog::new());
+    let relay = start(&record, &log, RelayOptions { max_pending_rows: 4, ..RelayOptions::default() });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    log.fail_next_appends(u32::MAX);
+    for n in 0..20 {
+        let body = n.to_string();
+        record.commit_events([("t", "a", body.as_str()), ("t", "b", body.as_str())]);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Input stops once 4 rows are queued (a transaction is taken whole): the rest waits in the slot.
+    let status = relay.status();
+    assert_eq!((status.pending_rows, status.pending_txs), (4, 2), "{status:?}");
+    assert_eq!(record.retained(), 20);
+    log.fail_next_appends(0);
+    settle(&relay, &record).await;
+    assert_eq!(logged(&log, "t", 1, "a").len(), 20);
+    assert_eq!(logged(&log, "t", 1, "b").len(), 20);
+    relay.stop().await;
+}

@@ -72,17 +72,24 @@ struct Case {
     max_batch_records: usize,
     max_batch_bytes: usize,
     reconcile_page: usize,
+    max_pending_rows: usize,
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (prop::collection::vec(op(), 1..60), 1usize..6, prop_oneof![Just(60usize), Just(768 * 1024)], 1usize..4).prop_map(
-        |(ops, max_batch_records, max_batch_bytes, reconcile_page)| Case {
+    (
+        prop::collection::vec(op(), 1..60),
+        1usize..6,
+        prop_oneof![Just(60usize), Just(768 * 1024)],
+        1usize..4,
+        prop_oneof![Just(3usize), Just(100_000)],
+    )
+        .prop_map(|(ops, max_batch_records, max_batch_bytes, reconcile_page, max_pending_rows)| Case {
             ops,
             max_batch_records,
             max_batch_bytes,
             reconcile_page,
-        },
-    )
+            max_pending_rows,
+        })
 }
 
 fn tenant(t: u8) -> String {
@@ -126,6 +133,7 @@ async fn simulate(case: &Case) -> Result<(), TestCaseError> {
         max_batch_bytes: case.max_batch_bytes,
         reconcile_page: case.reconcile_page,
         reconcile_concurrency: 2,
+        max_pending_rows: case.max_pending_rows,
         ..RelayOptions::default()
     };
     let start = |record: &MemoryRecord| {

@@ -181,7 +181,13 @@ impl Relay {
         let driven = shared.clone();
         let mut stopping = shared.stop.subscribe();
         let driver = tokio::spawn(async move {
+            let max_pending = driven.options.max_pending_rows.max(1);
             loop {
+                if driven.lock().pending_rows >= max_pending {
+                    // Backpressure: the source keeps what is not taken yet.
+                    debug!(max_pending, "relay input paused until queued rows are done");
+                    driven.wait_until(|state| state.stopped || state.pending_rows < max_pending).await;
+                }
                 tokio::select! {
                     biased;
                     _ = stopping.wait_for(|stop| *stop) => break,
@@ -220,6 +226,7 @@ impl Relay {
     pub async fn stop(self) {
         self.shared.lock().stopped = true;
         self.shared.stop.send_replace(true);
+        // Wakes the driver if it waits for room (backpressure), and every other waiter.
         self.shared.changed.notify_waiters();
         let _ = self.source.await;
         let _ = self.driver.await;

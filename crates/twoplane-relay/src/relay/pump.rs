@@ -47,6 +47,9 @@ impl Failure {
 pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
     let mut delay = shared.options.retry_min;
     let mut failures = 0u32;
+    // Let the rest of the input that is already there reach the queue first: one append then
+    // carries more rows.
+    tokio::task::yield_now().await;
     while let Some(batch) = next_batch(&shared, &key) {
         match step(&shared, &key, &batch).await {
             Ok(()) => {
@@ -168,9 +171,13 @@ fn settle(shared: &Shared, key: &SessionKey, done: impl Fn(&RecordRow) -> bool) 
     let (moved, wake) = {
         let mut state = shared.lock();
         let reconciling = state.reconcile_pending > 0;
+        let full = state.pending_rows >= shared.options.max_pending_rows;
         let moved = state.settle(key, done);
-        // Waiters wait for idleness or for a reconciliation's rows (see `Shared::wait_until`).
-        (moved, state.is_idle() || (reconciling && state.reconcile_pending == 0))
+        // Waiters wait for idleness, a reconciliation's rows, or room for more input.
+        let wake = state.is_idle()
+            || (reconciling && state.reconcile_pending == 0)
+            || (full && state.pending_rows < shared.options.max_pending_rows);
+        (moved, wake)
     };
     publish_ack(&shared.acknowledged, moved);
     if wake {
