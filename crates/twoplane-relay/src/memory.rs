@@ -33,6 +33,8 @@ type SessionKey = (Arc<str>, Arc<str>);
 /// (basin, stream).
 type StreamKey = (String, String);
 type FastHash = foldhash::fast::RandomState;
+/// A tenant's rows by session.
+type TenantRows = HashMap<Arc<str>, Vec<RecordRow>, FastHash>;
 /// A basin's streams and their records.
 type Streams = HashMap<String, Vec<Arc<str>>, FastHash>;
 
@@ -82,7 +84,7 @@ type ReleaseHook = Box<dyn Fn(Released<'_>) + Send + Sync>;
 #[derive(Default)]
 struct RecordInner {
     /// Rows by tenant, then session; index = seq. Nested so that lookups take plain `&str`s.
-    rows: HashMap<Arc<str>, HashMap<Arc<str>, Vec<RecordRow>, FastHash>, FastHash>,
+    rows: HashMap<Arc<str>, TenantRows, FastHash>,
     /// The same sessions in (tenant, session) order, for `heads`.
     order: BTreeMap<Arc<str>, BTreeSet<Arc<str>>>,
     generations: HashMap<Arc<str>, u64>,
