@@ -244,3 +244,35 @@ async fn input_pauses_while_too_many_rows_are_queued() {
     assert_eq!(logged(&log, "t", 1, "b").len(), 20);
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn the_memory_record_pages_heads_in_byte_order() {
+    use twoplane_relay::RecordReader;
+    let record = MemoryRecord::new();
+    for (tenant, session) in [("b", "s2"), ("a", "s1"), ("B", "x"), ("a", "s0"), ("b", "s1"), ("a", "s1")] {
+        record.commit_events([(tenant, session, "{}")]);
+    }
+    let mut seen = Vec::new();
+    let mut after: Option<(String, String)> = None;
+    loop {
+        let page = record.heads(after.as_ref().map(|(t, s)| (t.as_str(), s.as_str())), 2).await.unwrap();
+        assert!(page.len() <= 2);
+        let Some(last) = page.last() else { break };
+        after = Some((last.tenant_id.to_string(), last.session_id.to_string()));
+        seen.extend(
+            page.into_iter().map(|h| (h.tenant_id.to_string(), h.session_id.to_string(), h.head, h.generation)),
+        );
+    }
+    let expected = [("B", "x", 1), ("a", "s0", 1), ("a", "s1", 2), ("b", "s1", 1), ("b", "s2", 1)];
+    let expected: Vec<_> = expected.iter().map(|&(t, s, h)| (t.to_owned(), s.to_owned(), h, 1)).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(record.read_range("a", "s1", 1, 5).await.unwrap().len(), 1);
+    assert_eq!(record.read_range("a", "s1", 0, 2).await.unwrap().iter().map(|r| r.seq).collect::<Vec<_>>(), [0, 1]);
+    assert!(record.read_range("zz", "s1", 0, 2).await.unwrap().is_empty());
+    record.reset_tenant("a");
+    assert_eq!(record.generation("a").await.unwrap(), Some(2));
+    assert!(record.heads(Some(("B", "x")), 10).await.unwrap().iter().all(|h| &*h.tenant_id == "b"));
+    record.delete_tenant("b");
+    assert_eq!(record.generation("b").await.unwrap(), None);
+    assert_eq!(record.heads(None, 10).await.unwrap().len(), 1);
+}
