@@ -17,8 +17,11 @@
 //! - a frame of another generation means the stream id was produced again: `stale`;
 //! - anything else (`open`, `stale`, `absent`) never comes from a producer: an error.
 //!
-//! Deliberately the same rules the conform pass checks (docs/contract.md §3), applied before it.
+//! The verdicts are the core's conform pass itself ([`twoplane_core::conform::Conform`], docs/contract.md
+//! §3), run here before the plane runs it again; this module only decides what each verdict
+//! means for a transport (skip, `stale` at a join it cannot serve, or a loss to report).
 
+use twoplane_core::conform::{Conform, ConformInput, Verdict, Violation};
 use twoplane_core::Frame;
 
 use crate::envelope::Envelope;
@@ -37,23 +40,42 @@ pub(crate) enum Step {
 
 #[derive(Debug)]
 pub(crate) struct Cursor {
-    pos: u64,
-    last_durable: u64,
+    /// The conform pass over what this reader was given: its `pos` is the end of the delivered
+    /// text, its last durable the last `durable` delivered.
+    conform: Conform,
     /// The highest durable length seen on the transport, delivered or not (informative only).
     seen_durable: u64,
-    started: bool,
     gen: Option<String>,
     seen_any: bool,
 }
 
+/// Offsets of decoded frames are at most 2^53 - 1, so they pass through `f64` exactly.
+fn num(x: u64) -> f64 {
+    x as f64
+}
+
 impl Cursor {
     pub fn new(from: u64) -> Cursor {
-        Cursor { pos: from, last_durable: 0, seen_durable: 0, started: false, gen: None, seen_any: false }
+        Cursor { conform: Conform::new(num(from)), seen_durable: 0, gen: None, seen_any: false }
     }
 
     /// Whether any frame arrived at all (if none did, the stream is unknown to the transport).
     pub fn seen_any(&self) -> bool {
         self.seen_any
+    }
+
+    /// End of the delivered text.
+    fn pos(&self) -> u64 {
+        self.conform.pos() as u64
+    }
+
+    fn last_durable(&self) -> u64 {
+        self.conform.last_durable() as u64
+    }
+
+    /// Whether text was delivered: only a delivered chunk moves the position past `from`.
+    fn started(&self) -> bool {
+        self.conform.pos() > self.conform.requested()
     }
 
     pub fn accept(&mut self, envelope: Envelope) -> Step {
@@ -63,48 +85,45 @@ impl Cursor {
             Some(g) if *g != envelope.gen => return Step::Finish(self.stale_here()),
             Some(_) => {}
         }
-        match envelope.frame {
+        let frame = envelope.frame;
+        let input = match &frame {
             Frame::Chunk { from, seq, text } => {
-                if seq <= self.pos {
-                    return Step::Skip;
-                }
-                if from > self.pos {
-                    if !self.started {
-                        // The transport's oldest text starts past the reader: its live position
-                        // (pub/sub) or the log's retained floor is `from`.
-                        return Step::Finish(Frame::Stale { floor_seq: from, durable_seq: self.durable_hint() });
-                    }
-                    return Step::Lost(format!(
-                        "relay lost text: a chunk at {from} follows the {} code units delivered",
-                        self.pos
-                    ));
-                }
-                self.started = true;
-                self.pos = seq;
-                Step::Deliver(Frame::Chunk { from, seq, text })
+                ConformInput::Chunk { from: num(*from), seq: num(*seq), text_len: Some(text.len() as f64) }
             }
             Frame::Durable { seq } => {
-                self.seen_durable = self.seen_durable.max(seq);
-                if seq > self.pos || seq < self.last_durable {
-                    return Step::Skip;
-                }
-                self.last_durable = seq;
-                Step::Deliver(Frame::Durable { seq })
+                self.seen_durable = self.seen_durable.max(*seq);
+                ConformInput::Durable { seq: num(*seq) }
             }
-            Frame::End { seq, status, error } => {
-                self.seen_durable = self.seen_durable.max(seq);
-                if seq <= self.pos {
-                    return Step::Finish(Frame::End { seq, status, error });
-                }
-                if !self.started {
-                    return Step::Finish(Frame::Stale { floor_seq: seq, durable_seq: seq });
-                }
-                Step::Lost(format!(
-                    "relay lost text: the stream ended at {seq} after {} code units delivered",
-                    self.pos
-                ))
+            Frame::End { seq, .. } => {
+                self.seen_durable = self.seen_durable.max(*seq);
+                ConformInput::End { seq: num(*seq) }
             }
-            other => Step::Lost(format!("a producer never relays a {} frame", other.kind().as_str())),
+            // The pass would accept these from a relay, but a producer never publishes them.
+            other => return Step::Lost(format!("a producer never relays a {} frame", other.kind().as_str())),
+        };
+        let started = self.started();
+        match self.conform.feed(input) {
+            Verdict::Drop => Step::Skip,
+            Verdict::Pass | Verdict::OpenThenPass if frame.is_terminal() => Step::Finish(frame),
+            Verdict::Pass | Verdict::OpenThenPass => Step::Deliver(frame),
+            // Text is missing. Before anything was delivered, the transport simply starts past
+            // the reader (its live position, or the log's retained floor): a join it cannot serve.
+            Verdict::Violation(Violation::ChunkGap { from, pos }) => {
+                if started {
+                    Step::Lost(format!("relay lost text: a chunk at {from} follows the {pos} code units delivered"))
+                } else {
+                    Step::Finish(Frame::Stale { floor_seq: from as u64, durable_seq: self.durable_hint() })
+                }
+            }
+            Verdict::Violation(Violation::EndOutruns { seq, pos }) => {
+                if started {
+                    Step::Lost(format!("relay lost text: the stream ended at {seq} after {pos} code units delivered"))
+                } else {
+                    Step::Finish(Frame::Stale { floor_seq: seq as u64, durable_seq: seq as u64 })
+                }
+            }
+            Verdict::Violation(v) => Step::Lost(format!("the relay broke the conform rules ({v:?})")),
+            Verdict::Terminate => Step::Finish(self.stale_here()),
         }
     }
 
@@ -119,11 +138,11 @@ impl Cursor {
     }
 
     fn stale_here(&self) -> Frame {
-        Frame::Stale { floor_seq: self.pos, durable_seq: self.last_durable }
+        Frame::Stale { floor_seq: self.pos(), durable_seq: self.last_durable() }
     }
 
     fn durable_hint(&self) -> u64 {
-        self.seen_durable.max(self.last_durable)
+        self.seen_durable.max(self.last_durable())
     }
 }
 
