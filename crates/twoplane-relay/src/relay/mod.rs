@@ -224,7 +224,16 @@ impl Relay {
     /// Stops gracefully: the source releases what it holds, pumps stop after their current
     /// append (nothing is written after this returns), backoff waits are cut short.
     pub async fn stop(self) {
-        self.shared.lock().stopped = true;
+        {
+            let mut state = self.shared.lock();
+            state.stopped = true;
+            // Parked pumps wake, see the relay stopped, and exit.
+            for queue in state.sessions.values() {
+                if queue.pump == state::Pump::Parked {
+                    queue.wake.notify_one();
+                }
+            }
+        }
         self.shared.stop.send_replace(true);
         // Wakes the driver if it waits for room (backpressure), and every other waiter.
         self.shared.changed.notify_waiters();

@@ -7,16 +7,18 @@
 //!   past it), or when its generation is obsolete (the tenant was reset or deleted).
 //! - After a failure the pump ensures the basin and re-checks the generation (see `basins`), so
 //!   a basin it re-creates for a generation that was reset in the meantime is never appended to.
-//! - Exactly one pump runs per session (the queue's `running` flag); it exits when its queue is
-//!   empty or the relay stops.
+//! - At most one pump task exists per session (the queue's `pump` state). It parks when its
+//!   queue is empty (woken by the next row) and exits when the relay stops or too many sessions
+//!   are kept.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use super::basins::Basin;
-use super::state::{Owner, SessionKey, KEEP_IDLE_QUEUES};
+use super::state::{Owner, Pump, SessionKey, KEEP_IDLE_QUEUES};
 use super::{publish_ack, Shared};
 use crate::types::{Append, LogError, RecordRow};
 
@@ -50,7 +52,17 @@ pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
     // Let the rest of the input that is already there reach the queue first: one append then
     // carries more rows.
     tokio::task::yield_now().await;
-    while let Some(batch) = next_batch(&shared, &key) {
+    loop {
+        let batch = match next_batch(&shared, &key) {
+            Next::Batch(batch) => batch,
+            Next::Park(wake) => {
+                wake.notified().await;
+                // As at the start: input already waiting joins this batch.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            Next::Exit => return,
+        };
         match step(&shared, &key, &batch).await {
             Ok(()) => {
                 delay = shared.options.retry_min;
@@ -88,15 +100,28 @@ pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
     }
 }
 
-/// Takes the next batch from the front of the queue, or ends the pump (clearing `running`,
-/// removing an empty queue) when there is nothing to do or the relay stopped.
-fn next_batch(shared: &Shared, key: &SessionKey) -> Option<Batch> {
+/// What a pump does next.
+enum Next {
+    Batch(Batch),
+    /// Nothing queued: wait for the next row.
+    Park(Arc<Notify>),
+    /// The relay stopped, or the session is not kept.
+    Exit,
+}
+
+/// Takes the next batch from the front of the queue; parks the pump on an empty queue, or ends
+/// it (removing the queue if too many are kept) when the relay stopped.
+fn next_batch(shared: &Shared, key: &SessionKey) -> Next {
     let mut state = shared.lock();
-    let stopped = state.stopped;
-    let queue = state.sessions.get_mut(key).expect("a running pump's queue stays until the pump exits");
+    let (stopped, kept) = (state.stopped, state.sessions.len() <= KEEP_IDLE_QUEUES);
+    let queue = state.sessions.get_mut(key).expect("a pump's queue stays until the pump exits");
+    if !stopped && queue.rows.is_empty() && kept {
+        queue.pump = Pump::Parked;
+        return Next::Park(queue.wake.clone());
+    }
     if stopped || queue.rows.is_empty() {
-        queue.running = false;
-        if queue.rows.is_empty() && state.sessions.len() > KEEP_IDLE_QUEUES {
+        queue.pump = Pump::Absent;
+        if queue.rows.is_empty() {
             state.sessions.remove(key);
         }
         state.pumps -= 1;
@@ -105,7 +130,7 @@ fn next_batch(shared: &Shared, key: &SessionKey) -> Option<Batch> {
         if wake {
             shared.changed.notify_waiters();
         }
-        return None;
+        return Next::Exit;
     }
     // Replays overlapping refills, and rows of an older generation arriving late, sort out here.
     let order = |q: &super::state::Queued| (q.row.generation, q.row.seq);
@@ -134,7 +159,7 @@ fn next_batch(shared: &Shared, key: &SessionKey) -> Option<Batch> {
         last = row.seq;
     }
     let basin = queue.basin(&shared.basins, &key.0, generation);
-    Some(Batch { generation, first, bodies, basin, stream: queue.stream.clone() })
+    Next::Batch(Batch { generation, first, bodies, basin, stream: queue.stream.clone() })
 }
 
 /// One append and what follows from its answer.

@@ -13,14 +13,14 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use super::basins::{Basin, Basins};
 use crate::names::session_stream;
 use crate::types::{Lsn, RecordRow};
 
-/// Empty queues kept (with their stream name and basin) for sessions that will likely get rows
-/// again soon; beyond this many sessions, a queue is dropped when it empties.
+/// Empty queues kept (with their stream name, basin and parked pump) for sessions that will
+/// likely get rows again soon; beyond this many sessions, a queue is dropped when it empties.
 pub(crate) const KEEP_IDLE_QUEUES: usize = 4096;
 
 /// A session: (tenant id, session id).
@@ -42,10 +42,22 @@ pub(crate) struct Queued {
     pub owner: Owner,
 }
 
+/// The pump task of a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pump {
+    /// None: the next row spawns one.
+    Absent,
+    /// Working through the queue.
+    Busy,
+    /// Waiting on `wake` for rows (kept, like the queue, because a session that had rows is
+    /// likely to get more; spawning a task per burst costs more than the relay's own work).
+    Parked,
+}
+
 pub(crate) struct SessionQueue {
     pub rows: Vec<Queued>,
-    /// A pump task owns this queue (set when it is spawned, cleared when it exits).
-    pub running: bool,
+    pub pump: Pump,
+    pub wake: Arc<Notify>,
     pub stream: Arc<str>,
     /// The basin of the last generation pumped (looked up once per generation).
     basin: Option<(u64, Arc<Basin>)>,
@@ -53,7 +65,13 @@ pub(crate) struct SessionQueue {
 
 impl SessionQueue {
     fn new(session_id: &str) -> Self {
-        SessionQueue { rows: Vec::new(), running: false, stream: session_stream(session_id).into(), basin: None }
+        SessionQueue {
+            rows: Vec::new(),
+            pump: Pump::Absent,
+            wake: Arc::new(Notify::new()),
+            stream: session_stream(session_id).into(),
+            basin: None,
+        }
     }
 
     pub fn basin(&mut self, basins: &Basins, tenant_id: &Arc<str>, generation: u64) -> Arc<Basin> {
@@ -115,7 +133,9 @@ impl State {
     }
 
     pub fn is_idle(&self) -> bool {
-        self.txs.is_empty() && self.pending_rows == 0 && self.pumps == 0
+        // Rows stay queued until settled (also during their append), so no queued row means no
+        // work in flight.
+        self.txs.is_empty() && self.pending_rows == 0
     }
 
     /// Registers a delivered transaction of `rows` rows; returns its id.
@@ -125,21 +145,29 @@ impl State {
     }
 
     /// Queues a row; returns the session when its pump must be spawned (the queue is then marked
-    /// running, and the caller spawns it).
+    /// busy, and the caller spawns it). A parked pump is woken instead.
     pub fn enqueue(&mut self, row: RecordRow, owner: Owner) -> Option<SessionKey> {
         self.pending_rows += 1;
         let key: SessionKey = (row.tenant_id.clone(), row.session_id.clone());
         if let Some(queue) = self.sessions.get_mut(&key) {
             queue.rows.push(Queued { row, owner });
-            if queue.running {
-                return None;
-            }
-            queue.running = true;
-            return Some(key);
+            return match queue.pump {
+                Pump::Busy => None,
+                Pump::Parked => {
+                    queue.pump = Pump::Busy;
+                    // A stored permit if the pump has not started waiting yet: no lost wake-up.
+                    queue.wake.notify_one();
+                    None
+                }
+                Pump::Absent => {
+                    queue.pump = Pump::Busy;
+                    Some(key)
+                }
+            };
         }
         let mut queue = SessionQueue::new(&row.session_id);
         queue.rows.push(Queued { row, owner });
-        queue.running = true;
+        queue.pump = Pump::Busy;
         self.sessions.insert(key.clone(), queue);
         Some(key)
     }
@@ -193,14 +221,14 @@ impl State {
     }
 
     /// The source was lost (or re-taken): everything queued is dropped, since the source
-    /// replays what was not acknowledged. Queues with a live pump stay (empty) until it exits.
+    /// replays what was not acknowledged. Queues with a pump task stay (empty).
     pub fn drop_queued(&mut self) {
         self.epoch += 1;
         self.first_tx += self.txs.len() as u64;
         self.txs.clear();
         self.sessions.retain(|_, queue| {
             queue.rows.clear();
-            queue.running
+            queue.pump != Pump::Absent
         });
         self.pending_rows = 0;
         self.reconcile_pending = 0;
