@@ -1,11 +1,11 @@
 //! Frame JSON decoding: never panics, and what decodes round-trips.
-//! The check itself lives in `twoplane_core::contract`, so crash inputs replay on stable Rust.
+//! The check itself lives in `twoplane_core::scenarios`, so crash inputs replay on stable Rust.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(broken) = twoplane_core::contract::frame_json_scenario(data) {
+    if let Err(broken) = twoplane_core::scenarios::frame_json_scenario(data) {
         panic!("{broken}");
     }
 });

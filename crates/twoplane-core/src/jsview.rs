@@ -1,4 +1,5 @@
-//! How JavaScript sees a parsed JSON value, for the rules that read untyped frames.
+//! How JavaScript sees a parsed JSON value, for the rules that read untyped frames (test support:
+//! only with the `testing` feature).
 //!
 //! A relay hands over whatever its adapter produced, so the conform pass and the reader must
 //! behave on a frame with a string where a number belongs, a missing field, or a value that is

@@ -8,14 +8,16 @@
 //! Offsets and lengths are UTF-16 code units ([`Text`]), the unit JavaScript counts in.
 
 pub mod conform;
-pub mod contract;
 pub mod error;
 pub mod frame;
 pub mod jsnum;
 pub mod json;
+#[cfg(feature = "testing")]
 pub mod jsview;
 pub mod reader;
 pub mod request;
+#[cfg(feature = "testing")]
+pub mod scenarios;
 pub mod splice;
 pub mod sql;
 pub mod sse;

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use twoplane_core::contract;
+use twoplane_core::scenarios;
 
 /// Runs `check` on every file in `dir` (a missing folder holds nothing) and returns how many.
 fn replay_dir(dir: &Path, check: fn(&[u8]) -> Result<(), String>) -> usize {
@@ -35,15 +35,15 @@ fn replay(target: &str, check: fn(&[u8]) -> Result<(), String>) {
 
 #[test]
 fn frame_json_seeds_and_regressions() {
-    replay("frame_json", contract::frame_json_scenario);
+    replay("frame_json", scenarios::frame_json_scenario);
 }
 
 #[test]
 fn sse_decode_seeds_and_regressions() {
-    replay("sse_decode", contract::sse_scenario);
+    replay("sse_decode", scenarios::sse_scenario);
 }
 
 #[test]
 fn relay_conform_seeds_and_regressions() {
-    replay("relay_conform", contract::relay_scenario);
+    replay("relay_conform", scenarios::relay_scenario);
 }

@@ -18,6 +18,7 @@
 use proptest::prelude::*;
 use twoplane_core::conform::RelayConform;
 use twoplane_core::reader::{ReaderAction, StopReason, TextReader};
+use twoplane_core::scenarios::relay_mutations;
 use twoplane_core::{Frame, StreamStatus, Text};
 
 /// Deltas as a model emits them: ASCII, CJK, astral characters (surrogate pairs), and the odd
@@ -180,37 +181,11 @@ proptest! {
 
     /// Conform over relayed sequences derived from the true frames; the reader behind it.
     #[test]
-    fn conform_keeps_readers_on_a_prefix((deltas, durable) in production(), join_at in any::<prop::sample::Index>(), ops in prop::collection::vec((0u8..8, any::<prop::sample::Index>()), 0..30), finish in 0u8..3) {
+    fn conform_keeps_readers_on_a_prefix((deltas, durable) in production(), join_at in any::<prop::sample::Index>(), ops in prop::collection::vec((0u8..8, any::<usize>()), 0..30), finish in 0u8..3) {
         let produced = concat(&deltas);
         let truth: Vec<Frame> = subscription(&deltas, &durable, 0, 0).into_iter().map(|(f, _)| f).collect();
         let join = join_at.index(produced.len() + 1);
-        let mut relayed: Vec<Frame> = truth.clone();
-        for (op, at) in ops {
-            if relayed.is_empty() {
-                break;
-            }
-            let i = at.index(relayed.len());
-            match op {
-                0 => { relayed.remove(i); }                                  // drop
-                1 => { let f = relayed[i].clone(); relayed.insert(i, f); }   // duplicate
-                2 => { let f = relayed.remove(i); let j = at.index(relayed.len() + 1); relayed.insert(j, f); } // reorder
-                3 => { relayed.truncate(i); }                                // truncate
-                4 => {                                                       // replay an earlier span
-                    let to = at.index(produced.len() + 1);
-                    let from = to / 2;
-                    relayed.insert(i, Frame::chunk(from as u64, Text::from_slice(&produced.units()[from..to])).unwrap());
-                }
-                5 => {                                                       // overlap the next frame
-                    if let Frame::Chunk { from, seq, .. } = relayed[i].clone() {
-                        let back = (from as usize).min(3);
-                        let start = from as usize - back;
-                        relayed[i] = Frame::chunk(start as u64, Text::from_slice(&produced.units()[start..seq as usize])).unwrap();
-                    }
-                }
-                6 => { relayed.insert(i, Frame::Durable { seq: at.index(produced.len() + 2) as u64 }); }
-                _ => { relayed.insert(i, Frame::Open { stream_id: "s".into(), from: at.index(produced.len() + 1) as u64, seq: produced.len() as u64, durable_seq: 0, ended: false }); }
-            }
-        }
+        let relayed = relay_mutations(&truth, produced.units(), ops);
         let mut conform = RelayConform::new("s".into(), join as u64);
         let mut reader = TextReader::new("s".into(), prefix(&produced, join));
         let mut out: Vec<Frame> = Vec::new();

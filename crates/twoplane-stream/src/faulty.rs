@@ -1,4 +1,4 @@
-//! A fault injector around any durable target, for tests.
+//! A fault injector around any durable target, for tests (only with the `testing` feature).
 //!
 //! Guarantees: each call to an operation consumes at most one queued fault for that operation,
 //! in the order they were injected; with no fault queued the call passes straight through. The

@@ -28,8 +28,10 @@ mod callback;
 mod checkpoint;
 mod error;
 mod fanout;
+#[cfg(feature = "testing")]
 mod faulty;
 mod live;
+#[cfg(feature = "testing")]
 mod memory;
 mod options;
 mod plane;
@@ -46,7 +48,11 @@ mod verdict;
 pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
 pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
 pub use error::{PlaneError, PlaneErrorKind};
+/// Test support, not library API (the `testing` feature): a fault injector around any target and
+/// an in-memory model of the mapped tables.
+#[cfg(feature = "testing")]
 pub use faulty::{Fault, FaultOp, FaultyTarget};
+#[cfg(feature = "testing")]
 pub use memory::{MemoryRow, MemoryTarget, MemoryWrite};
 pub use options::{
     CheckpointErrorHook, CheckpointErrorInfo, PlaneOptions, DEFAULT_CHECKPOINT_CHARS, DEFAULT_CHECKPOINT_INTERVAL_MS,

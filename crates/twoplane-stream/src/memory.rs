@@ -1,5 +1,5 @@
 //! An in-memory model of the mapped tables: the reference the SQL targets are tested against,
-//! and a store for tests, demos and benchmarks.
+//! and a store for tests and benchmarks (only with the `testing` feature).
 //!
 //! Guarantees: it applies exactly the semantics of the docs/contract.md §6 statements (the chunk
 //! insert and the compare-and-swap both guarded by `seq = from`, a deterministic chunk id that

@@ -75,8 +75,8 @@ pub struct CloseRequest<'a> {
 }
 
 /// Where checkpoints land. Implementations: [`crate::SqliteTarget`], [`crate::PostgresTarget`],
-/// [`crate::CallbackTarget`], the in-memory model [`crate::MemoryTarget`] and the fault injector
-/// [`crate::FaultyTarget`].
+/// [`crate::CallbackTarget`], the in-memory model `MemoryTarget` and the fault injector
+/// `FaultyTarget` (both test support, behind the `testing` feature).
 #[async_trait]
 pub trait DurableTarget: Send + Sync + 'static {
     fn caps(&self) -> TargetCaps;

@@ -1,9 +1,12 @@
-//! Executable statements of the contract, for fuzz targets and tests.
+//! Fuzz scenarios and the checks they share with the property tests (test support: only with the
+//! `testing` feature).
 //!
 //! Each `*_scenario` function turns arbitrary bytes into a run of the kernel and checks what the
 //! contract promises about it, returning the broken promise as an error. The cargo-fuzz targets
 //! in `fuzz/` call them, and an ordinary test replays every crash input kept in
 //! `tests/fuzz-crashers/`, so a crash once found stays a regression test on stable Rust.
+//! [`relay_mutations`] is the one generator of misbehaving relays, used by the relay fuzz target
+//! (through [`relay_scenario`]) and by the conform property test.
 
 use crate::conform::RelayConform;
 use crate::frame::{Frame, StreamStatus};
@@ -107,10 +110,63 @@ pub fn sse_scenario(data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// How a relay may mangle a producer's true frames without forging text: each `(op, at)` edits
+/// the list in turn, `at` choosing where (reduced modulo whatever range the edit needs).
+/// 0 drops a frame, 1 duplicates one, 2 moves one elsewhere, 3 truncates the list, 4 inserts a
+/// replay of an earlier span of `produced`, 5 widens a chunk to overlap text before it, 6 inserts
+/// a `durable` anywhere up to one past the produced length, 7 inserts an `open` at any offset.
+pub fn relay_mutations(truth: &[Frame], produced: &[u16], ops: impl IntoIterator<Item = (u8, usize)>) -> Vec<Frame> {
+    let mut relayed = truth.to_vec();
+    let span = |from: usize, to: usize| Frame::chunk(from as u64, Text::from_slice(&produced[from..to]));
+    for (op, at) in ops {
+        if relayed.is_empty() {
+            break;
+        }
+        let i = at % relayed.len();
+        match op % 8 {
+            0 => {
+                relayed.remove(i);
+            }
+            1 => relayed.insert(i, relayed[i].clone()),
+            2 => {
+                let f = relayed.remove(i);
+                relayed.insert(at % (relayed.len() + 1), f);
+            }
+            3 => relayed.truncate(i),
+            4 => {
+                let to = at % (produced.len() + 1);
+                if let Ok(replay) = span(to / 2, to) {
+                    relayed.insert(i, replay);
+                }
+            }
+            5 => {
+                if let Frame::Chunk { from, seq, .. } = relayed[i] {
+                    let start = from.saturating_sub(3) as usize;
+                    if let Ok(wider) = span(start, seq as usize) {
+                        relayed[i] = wider;
+                    }
+                }
+            }
+            6 => relayed.insert(i, Frame::Durable { seq: (at % (produced.len() + 2)) as u64 }),
+            _ => relayed.insert(
+                i,
+                Frame::Open {
+                    stream_id: "s".into(),
+                    from: (at % (produced.len() + 1)) as u64,
+                    seq: produced.len() as u64,
+                    durable_seq: 0,
+                    ended: false,
+                },
+            ),
+        }
+    }
+    relayed
+}
+
 /// A production relayed with replays, overlaps, gaps, drops, duplicates and reordering (never a
-/// forged text), through conform and into a reader: the reader never holds text that is not a
-/// prefix of the produced text, an `end` that conform passes means the whole text arrived, and
-/// conform's output is a legal subscription.
+/// forged text, see [`relay_mutations`]), through conform and into a reader: the reader never
+/// holds text that is not a prefix of the produced text, an `end` that conform passes means the
+/// whole text arrived, and conform's output is a legal subscription.
 pub fn relay_scenario(data: &[u8]) -> Result<(), String> {
     const PIECES: [&[u16]; 8] =
         [&[0x61], &[0x62, 0x63], &[0x6F22], &[0xD83D, 0xDE00], &[0xD800], &[0xDC00], &[0x20, 0x3042], &[0xD83D]];
@@ -132,39 +188,8 @@ pub fn relay_scenario(data: &[u8]) -> Result<(), String> {
     let total = produced.len();
     truth.push(Frame::End { seq: total as u64, status: StreamStatus::Complete, error: None });
     let join = b.below(total + 1);
-    let mut relayed = Vec::new();
-    for f in &truth {
-        match b.below(8) {
-            0 => {}
-            1 => {
-                relayed.push(f.clone());
-                relayed.push(f.clone());
-            }
-            2 if !relayed.is_empty() => {
-                let at = b.below(relayed.len());
-                relayed.insert(at, f.clone());
-            }
-            3 => {
-                let to = b.below(total + 1);
-                let from = b.below(to + 1);
-                let text = Text::from_slice(&produced.units()[from..to]);
-                relayed.push(Frame::chunk(from as u64, text).map_err(|e| e.to_string())?);
-                relayed.push(f.clone());
-            }
-            4 => {
-                let from = b.below(total + 1) as u64;
-                relayed.push(Frame::Open {
-                    stream_id: "s".into(),
-                    from,
-                    seq: total as u64,
-                    durable_seq: 0,
-                    ended: false,
-                });
-                relayed.push(f.clone());
-            }
-            _ => relayed.push(f.clone()),
-        }
-    }
+    let ops: Vec<(u8, usize)> = (0..b.below(24)).map(|_| (b.byte(), b.below(1 << 16))).collect();
+    let relayed = relay_mutations(&truth, produced.units(), ops);
     let mut conform = RelayConform::new("s".into(), join as u64);
     let mut reader = TextReader::new("s".into(), Text::from_slice(&produced.units()[..join]));
     let mut out = Vec::new();
