@@ -9,11 +9,13 @@
 //! woken once per frame (the worst case for fan-out). Every 256 pushes the producer waits until
 //! every subscriber has caught up (one shared atomic per subscriber per 256 frames), so none can
 //! fall `max_queued_frames` behind and be dropped: `dropped` counts subscribers that got `stale`
-//! anyway and must be 0 for the numbers to mean anything.
+//! anyway and must be 0 for the numbers to mean anything, so the benchmark exits with status 1
+//! (after printing every row) when any measured round dropped one.
 //!
 //! Run: cargo run --release -p twoplane-stream --example bench_fanout
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -166,18 +168,20 @@ async fn run(subscribers: usize, round: usize) -> Outcome {
     Outcome { delivered, dropped, wall, cpu, heap_per_sub, rss_per_sub }
 }
 
-fn main() {
+fn main() -> ExitCode {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     println!("twoplane-stream fan-out: {PUSHES} pushes of {} chars, 2 tokio workers, in-memory store", DELTA.len());
     println!(
         "{:>5} {:>12} {:>14} {:>16} {:>18} {:>14} {:>8}",
         "subs", "delivered", "frames/s", "cpu/frame (us)", "heap/idle sub (B)", "rss/sub (B)", "dropped"
     );
-    rt.block_on(async {
+    let dropped = rt.block_on(async {
         // Warm-up: first-touch page faults and allocator growth are not the plane's cost.
         run(100, 0).await;
+        let mut dropped = 0;
         for subs in [1, 100, 1_000] {
             let o = run(subs, 1).await;
+            dropped += o.dropped;
             println!(
                 "{:>5} {:>12} {:>14.0} {:>16.3} {:>18.0} {:>14.0} {:>8}",
                 subs,
@@ -189,5 +193,11 @@ fn main() {
                 o.dropped,
             );
         }
+        dropped
     });
+    if dropped > 0 {
+        eprintln!("bench_fanout: {dropped} subscribers were dropped with `stale`; the numbers above are not valid");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }
