@@ -55,6 +55,6 @@ pub struct RelayStatus {
     pub confirmed: Option<Lsn>,
     /// Reconciliations started since the relay started.
     pub reconciliations: u64,
-    /// The last failure (append, record, source), cleared by the next success.
+    /// The last failure (append, record, source), cleared when what failed recovers.
     pub last_error: Option<String>,
 }

@@ -2,51 +2,79 @@
 //! an obsolete generation.
 //!
 //! A reset moves a tenant's generation on and deletes the old basin; appends into it then fail
-//! and the rows are dropped as obsolete. The danger is the relay itself re-creating that basin:
-//! an "ensure" sent just before the reset can land just after it. So, per (tenant, generation):
-//! - an ensure runs alone (no append of that basin is in flight) and re-reads the tenant's
-//!   generation once the basin exists; if it moved on, the basin is marked retired;
-//! - an append holds the basin shared for its whole duration, and is not sent once the basin
-//!   is retired.
+//! and the rows are dropped as obsolete. The danger is a basin coming back: an "ensure" sent
+//! just before the reset can land just after it (from this process or one that stopped), and
+//! the basin then accepts appends again. So, per (tenant, generation), this process:
+//! - checks the tenant's generation before its first append into the basin;
+//! - runs an ensure alone (no append of that basin in flight) and re-reads the generation once
+//!   the basin exists;
+//! - marks the basin retired when either finds the generation obsolete, and never appends into
+//!   a retired basin; an append holds the basin shared for its whole duration.
 //!
-//! An append that was in flight during a reset lands in a deleted basin and fails. So no append
-//! of the relay lands in a basin after the reset of its generation, as long as the reset moves
-//! the generation no later than it deletes the basin.
+//! An append in flight during a reset lands in a deleted basin and fails. What remains open is
+//! an ensure of a process that crashed mid-request landing after the reset *and* after another
+//! process checked the generation: the basin then exists again, empty, until it is deleted.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{RwLock, RwLockReadGuard};
 
 use crate::names::BasinName;
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// Not checked against the record yet in this process.
+    Unchecked,
+    Current,
+    /// The generation is obsolete: never append here again.
+    Retired,
+}
+
 pub(crate) struct Basin {
     pub name: BasinName,
-    retired: RwLock<bool>,
+    standing: RwLock<Standing>,
 }
 
 /// An append may proceed while this is held.
-pub(crate) type AppendPermit<'a> = RwLockReadGuard<'a, bool>;
+pub(crate) type AppendPermit<'a> = RwLockReadGuard<'a, Standing>;
 
 impl Basin {
-    /// Permission to append; `None` once the basin is retired.
-    pub async fn permit(&self) -> Option<AppendPermit<'_>> {
-        let retired = self.retired.read().await;
-        (!*retired).then_some(retired)
+    /// Permission to append; `None` once the basin is retired. The first call checks the
+    /// generation with `current` (`None`: the record could not say; the append goes ahead and
+    /// the next one asks again).
+    pub async fn permit(&self, current: impl Future<Output = Option<bool>>) -> Option<AppendPermit<'_>> {
+        {
+            let standing = self.standing.read().await;
+            match *standing {
+                Standing::Current => return Some(standing),
+                Standing::Retired => return None,
+                Standing::Unchecked => {}
+            }
+        }
+        let mut standing = self.standing.write().await;
+        if *standing == Standing::Unchecked {
+            match current.await {
+                Some(true) => *standing = Standing::Current,
+                Some(false) => *standing = Standing::Retired,
+                None => {}
+            }
+        }
+        let standing = standing.downgrade();
+        (*standing != Standing::Retired).then_some(standing)
     }
 
     /// Runs `ensure` (create the basin, then re-read the generation: true while current) with no
     /// append in flight; retires the basin when the generation is no longer current. Returns
     /// whether the basin may still be written.
-    pub async fn ensure<E>(&self, ensure: impl std::future::Future<Output = Result<bool, E>>) -> Result<bool, E> {
-        let mut retired = self.retired.write().await;
-        if *retired {
+    pub async fn ensure<E>(&self, ensure: impl Future<Output = Result<bool, E>>) -> Result<bool, E> {
+        let mut standing = self.standing.write().await;
+        if *standing == Standing::Retired {
             return Ok(false);
         }
         let current = ensure.await?;
-        if !current {
-            *retired = true;
-        }
+        *standing = if current { Standing::Current } else { Standing::Retired };
         Ok(current)
     }
 }
@@ -65,7 +93,10 @@ impl Basins {
         known
             .entry((tenant_id.clone(), generation))
             .or_insert_with(|| {
-                Arc::new(Basin { name: BasinName::for_tenant(tenant_id, generation), retired: RwLock::new(false) })
+                Arc::new(Basin {
+                    name: BasinName::for_tenant(tenant_id, generation),
+                    standing: RwLock::new(Standing::Unchecked),
+                })
             })
             .clone()
     }

@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     /// settled, no pump left, an activation or loss, stop.
     changed: Notify,
     basins: Basins,
+    /// Reconciliation tasks, awaited by `stop` (they may create basins).
+    reconciles: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -77,6 +79,12 @@ impl Shared {
             .await
     }
 
+    /// The relay runs and activation `epoch` is still the current one.
+    fn is_current(&self, epoch: u64) -> bool {
+        let state = self.lock();
+        !state.stopped && state.epoch == epoch
+    }
+
     fn spawn_pump(self: &Arc<Self>, state: &mut State, key: SessionKey) {
         state.pumps += 1;
         tokio::spawn(pump::run(self.clone(), key));
@@ -98,12 +106,16 @@ impl Shared {
                 let epoch = {
                     let mut state = self.lock();
                     state.active = true;
+                    state.last_error = None; // the source is back
                     state.drop_queued();
                     state.epoch
                 };
                 info!(activation, fresh, "relay holds the change source");
                 if fresh {
-                    tokio::spawn(reconcile::run(self.clone(), epoch, activation));
+                    let task = tokio::spawn(reconcile::run(self.clone(), epoch, activation));
+                    let mut tasks = self.reconciles.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    tasks.retain(|task| !task.is_finished());
+                    tasks.push(task);
                 }
                 self.changed.notify_waiters();
             }
@@ -174,6 +186,7 @@ impl Relay {
             stop,
             changed: Notify::new(),
             basins: Basins::default(),
+            reconciles: Mutex::new(Vec::new()),
         });
         let link =
             SourceLink { events: events_tx, acknowledged: acknowledged_rx, reconciled: reconciled_rx, stop: stop_rx };
@@ -221,8 +234,9 @@ impl Relay {
         self.shared.wait_until(|state| state.stopped || state.is_idle()).await;
     }
 
-    /// Stops gracefully: the source releases what it holds, pumps stop after their current
-    /// append (nothing is written after this returns), backoff waits are cut short.
+    /// Stops gracefully: the source releases what it holds, pumps and reconciliation stop after
+    /// their current request (nothing is written after this returns, basins included), backoff
+    /// waits are cut short.
     pub async fn stop(self) {
         {
             let mut state = self.shared.lock();
@@ -240,6 +254,10 @@ impl Relay {
         let _ = self.source.await;
         let _ = self.driver.await;
         self.shared.wait_until(|state| state.pumps == 0).await;
+        let reconciles = std::mem::take(&mut *self.shared.reconciles.lock().unwrap_or_else(|p| p.into_inner()));
+        for task in reconciles {
+            let _ = task.await;
+        }
         info!("relay stopped");
     }
 }

@@ -65,9 +65,12 @@ pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
         };
         match step(&shared, &key, &batch).await {
             Ok(()) => {
-                delay = shared.options.retry_min;
-                failures = 0;
-                shared.lock().last_error = None;
+                if failures > 0 {
+                    // Recovered: the error this pump reported no longer holds.
+                    delay = shared.options.retry_min;
+                    failures = 0;
+                    shared.lock().last_error = None;
+                }
             }
             Err(failure) => {
                 failures += 1;
@@ -165,8 +168,15 @@ fn next_batch(shared: &Shared, key: &SessionKey) -> Next {
 /// One append and what follows from its answer.
 async fn step(shared: &Arc<Shared>, key: &SessionKey, batch: &Batch) -> Result<(), Failure> {
     let generation = batch.generation;
-    let Some(permit) = batch.basin.permit().await else {
-        // The relay found this generation obsolete after creating its basin again.
+    let current = async {
+        match shared.record.generation(&key.0).await {
+            // Obsolete: the tenant is gone or its generation moved past this one.
+            Ok(current) => Some(current.is_some_and(|current| current <= generation)),
+            Err(_) => None,
+        }
+    };
+    let Some(permit) = batch.basin.permit(current).await else {
+        // This generation is obsolete (see `basins`).
         settle_obsolete(shared, key, generation);
         return Ok(());
     };

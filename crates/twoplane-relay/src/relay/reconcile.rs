@@ -32,17 +32,19 @@ pub(super) async fn run(shared: Arc<Shared>, epoch: u64, activation: u64) {
         let mut state = shared.lock();
         state.reconciliations += 1;
     }
-    let current = || {
-        let state = shared.lock();
-        !state.stopped && state.epoch == epoch
-    };
+    let current = || shared.is_current(epoch);
     let mut delay = shared.options.retry_min;
     let (sessions, resent) = loop {
         if !current() {
             return;
         }
         match pass(&shared, epoch).await {
-            Ok(counts) => break counts,
+            Ok(counts) => {
+                if delay > shared.options.retry_min {
+                    shared.lock().last_error = None; // recovered from a failed pass
+                }
+                break counts;
+            }
             Err(error) => {
                 warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "relay reconciliation failed; retrying");
                 shared.lock().last_error = Some(error);
@@ -97,6 +99,11 @@ async fn pass(shared: &Arc<Shared>, epoch: u64) -> Result<(usize, u64), String> 
 
 /// Brings one session's log up to the record's head; returns the rows queued.
 async fn one(shared: &Arc<Shared>, epoch: u64, head: LogHead) -> Result<u64, String> {
+    // A stopping relay creates no basin: `stop` waits for this task, and nothing may be written
+    // after it returns.
+    if !shared.is_current(epoch) {
+        return Ok(0);
+    }
     let current = |generation: Option<u64>| generation == Some(head.generation);
     let generation = shared.record.generation(&head.tenant_id).await.map_err(|e| e.to_string())?;
     if !current(generation) {
