@@ -15,6 +15,12 @@ cargo run -q -p twoplane-core --example gen_vectors -- "$tmp"
 diff -ru tests/vectors "$tmp" --exclude README.md
 echo "vectors: identical"
 
+say "core: the JavaScript code tables are up to date (npm/twoplane/src/codes.js, codes.d.ts)"
+cargo run -q -p twoplane-core --example gen_js_codes -- "$tmp/codes"
+diff -u npm/twoplane/src/codes.js "$tmp/codes/codes.js"
+diff -u npm/twoplane/src/codes.d.ts "$tmp/codes/codes.d.ts"
+echo "codes: identical"
+
 say "core: builds for wasm32-unknown-unknown"
 rust_target wasm32-unknown-unknown
 cargo check -q -p twoplane-core --target wasm32-unknown-unknown
@@ -24,7 +30,7 @@ say "core: fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
 cargo_tool cargo-fuzz cargo-fuzz 0.13.2
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 found=0
-for target in frame_json sse_decode relay_conform; do
+for target in frame_json sse_decode relay_conform sse_json_array; do
   # From the committed seeds plus whatever corpus earlier runs grew (new inputs go to the first).
   mkdir -p "fuzz/corpus/$target"
   if ! (cargo +nightly fuzz run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \

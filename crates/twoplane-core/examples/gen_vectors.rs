@@ -11,13 +11,15 @@ use std::fs;
 use std::path::Path;
 
 use twoplane_core::conform::{Conform, Verdict};
+use twoplane_core::ddl_args::{ddl_of_js_args, DdlArgs, JsArg, JsType};
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
-use twoplane_core::request::stream_request_from_http;
+use twoplane_core::request::{stream_request_from_http, subscribe_url_units};
 use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_units};
 use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 use twoplane_core::sse::{encode_event, SseDecoder};
+use twoplane_core::text::pair_safe_cut;
 use twoplane_core::{frame_resume_point, json, Frame, Text};
 
 fn main() {
@@ -31,6 +33,7 @@ fn main() {
     write(out, "sse.json", sse_vectors());
     write(out, "request.json", request_vectors());
     write(out, "ddl.json", ddl_vectors());
+    write(out, "cut.json", cut_vectors());
 }
 
 // ---------------------------------------------------------------- output
@@ -929,7 +932,56 @@ fn request_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     assert_eq!(cases[1].get("expected").and_then(|e| e.get("from")), Some(&n(30.0)));
     assert_eq!(cases[2].get("expected").and_then(|e| e.get("from")), Some(&n(0.0)));
     assert_eq!(cases[3].get("expected").and_then(|e| e.get("from")), Some(&n(12.0)));
-    vec![("cases", cases)]
+    vec![("cases", cases), ("subscribe", subscribe_vectors())]
+}
+
+/// The subscribe URL (`subscribe_url_units`, what every reader requests) for endpoints with and
+/// without a query or a fragment, and ids that need escaping, are not ASCII, or hold lone
+/// surrogates.
+fn subscribe_vectors() -> Vec<JsonValue> {
+    let endpoints = [
+        "/api/stream",
+        "http://h/api/stream?chat=3",
+        "/api/stream?",
+        "/api/stream?chat=3&",
+        "/api/stream#",
+        "/api/stream#top?x=1",
+        "https://h:8443/api/stream?chat=3#frag",
+    ];
+    let ids: Vec<Text> = vec![
+        Text::from("m1"),
+        Text::from(""),
+        Text::from("a b+c"),
+        Text::from("a/b?c&d=e#f%g"),
+        Text::from("AZaz09-_.!~*'()"),
+        Text::from("漢字é"),
+        Text::from("😀"),
+        Text::from_units(vec![0xD800]),
+        Text::from_units(vec![0x61, 0xDC00, 0x62]),
+        Text::from_units(vec![0xD83D, 0xDE00, 0xD83D]),
+    ];
+    // Small enough for a reader to join at (its durable text is that long).
+    let froms = [0u64, 7, 130];
+    let mut cases = Vec::new();
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        for (k, id) in ids.iter().enumerate() {
+            let from = froms[(i + k) % froms.len()];
+            let url = subscribe_url_units(endpoint, id.units(), from);
+            cases.push(obj(vec![
+                ("endpoint", s(endpoint)),
+                ("streamId", t(id.clone())),
+                ("from", n(from as f64)),
+                ("url", s(&url)),
+            ]));
+        }
+    }
+    // The contract's own examples, answered by hand.
+    let url = |e: &str, id: &str, from: u64| subscribe_url_units(e, &utf16(id), from);
+    assert_eq!(url("/api/stream", "m1", 0), "/api/stream?streamId=m1&from=0");
+    assert_eq!(url("/api/stream?chat=3", "a b", 7), "/api/stream?chat=3&streamId=a%20b&from=7");
+    assert_eq!(url("/api/stream#", "m1", 1), "/api/stream?streamId=m1&from=1");
+    assert_eq!(subscribe_url_units("/s", &[0xD800], 2), "/s?streamId=%EF%BF%BD&from=2");
+    cases
 }
 
 // ---------------------------------------------------------------- DDL
@@ -968,11 +1020,110 @@ fn ddl_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
             cases.push(obj(vec![("tables", tbl.clone()), ("dialect", s(dialect.name())), result]));
         }
     }
+    let args = ddl_arg_vectors();
     assert_eq!(
         cases[0].get("expected").and_then(|e| e.as_array()).and_then(|a| a.first()),
         Some(&s(
             r#"CREATE TABLE IF NOT EXISTS "message_chunks" ("id" TEXT PRIMARY KEY, "streamId" TEXT NOT NULL, "seq" INTEGER NOT NULL, "text" TEXT NOT NULL)"#
         ))
     );
+    vec![("cases", cases), ("args", args)]
+}
+
+/// The type and units of a JSON value, as a binding reads the JavaScript value `JSON.parse` makes.
+fn js_arg(v: Option<&JsonValue>) -> JsArg<'_> {
+    match v {
+        None => JsArg::ABSENT,
+        Some(JsonValue::Null) => JsArg::of_type(JsType::Null),
+        Some(JsonValue::Bool(_)) => JsArg::of_type(JsType::Boolean),
+        Some(JsonValue::Number(_)) => JsArg::of_type(JsType::Number),
+        Some(JsonValue::String(t)) => JsArg::string(t.units()),
+        Some(JsonValue::Array(_) | JsonValue::Object(_)) => JsArg::of_type(JsType::Object),
+    }
+}
+
+/// `streamChunkTableDdl(tables, dialect)` with the arguments exactly as given (any JSON value),
+/// through the core's argument checks (`ddl_of_js_args`), which every binding calls.
+fn ddl_arg_vectors() -> Vec<JsonValue> {
+    let inputs: [(&str, &str); 17] = [
+        (r#"{"chunks":"c"}"#, r#""postgres""#),
+        (r#"{"chunks":"c"}"#, r#""sqlite""#),
+        (r#"{"chunks":"c"}"#, r#""Postgres""#),
+        (r#"{"chunks":"c"}"#, r#"{"name":5}"#),
+        (r#"{"chunks":"c"}"#, r#"{}"#),
+        (r#"null"#, r#"{"name":"postgres"}"#),
+        (r#""c""#, r#"{"name":"postgres"}"#),
+        (r#"7"#, r#"{"name":"sqlite"}"#),
+        (r#"{"chunks":"c"}"#, r#"null"#),
+        (r#"{"chunks":"c"}"#, r#"3"#),
+        (r#"{"message":"m"}"#, r#""sqlite""#),
+        (r#"{"chunks":null}"#, r#""sqlite""#),
+        (r#"{"chunks":4}"#, r#""sqlite""#),
+        (r#"{"chunks":["c"]}"#, r#""sqlite""#),
+        (r#"{"chunks":"c","columns":"x"}"#, r#""sqlite""#),
+        (r#"{"chunks":"c","columns":{"chunkKey":true}}"#, r#""sqlite""#),
+        (r#"{"chunks":"a\ud800","columns":{"chunkText":"t"}}"#, r#""postgres""#),
+    ];
+    let cases: Vec<JsonValue> = inputs
+        .iter()
+        .map(|(tables, dialect)| {
+            let (tables, dialect) = (j(tables), j(dialect));
+            let cols = tables.get("columns");
+            let args = DdlArgs {
+                tables: js_arg(Some(&tables)),
+                dialect: js_arg(Some(&dialect)),
+                dialect_name: js_arg(dialect.get("name")),
+                chunks: js_arg(tables.get("chunks")),
+                columns: js_arg(cols),
+                chunk_key: js_arg(cols.and_then(|c| c.get("chunkKey"))),
+                chunk_stream: js_arg(cols.and_then(|c| c.get("chunkStream"))),
+                chunk_seq: js_arg(cols.and_then(|c| c.get("chunkSeq"))),
+                chunk_text: js_arg(cols.and_then(|c| c.get("chunkText"))),
+            };
+            let result = match ddl_of_js_args(&args) {
+                Ok(stmts) => ("expected", arr(stmts.iter().map(|x| s(x)).collect())),
+                Err(e) => ("error", s(e.kind().as_str())),
+            };
+            obj(vec![("tables", tables.clone()), ("dialect", dialect.clone()), result])
+        })
+        .collect();
+    let kind = |i: usize| cases[i].get("error").and_then(JsonValue::as_text).map(Text::to_string_lossy);
+    assert_eq!(kind(5).as_deref(), Some("invalid_argument"));
+    assert_eq!(kind(9).as_deref(), Some("invalid_argument"));
+    assert_eq!(kind(10).as_deref(), Some("missing_field"));
+    assert_eq!(kind(12).as_deref(), Some("invalid_field"));
+    assert_eq!(kind(16).as_deref(), Some("invalid_identifier"));
+    cases
+}
+
+// ---------------------------------------------------------------- the cut rule
+
+/// `pair_safe_cut(units, at)`, the cut rule for checkpoints, for every text of up to three units
+/// over `a`, a high surrogate and a low surrogate, and every `at` up to one past its end.
+fn cut_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    const ALPHABET: [u16; 3] = [0x61, 0xD83D, 0xDE00];
+    let mut cases = Vec::new();
+    for len in 0..=3u32 {
+        for mut code in 0..3usize.pow(len) {
+            let mut units = Vec::new();
+            for _ in 0..len {
+                units.push(ALPHABET[code % 3]);
+                code /= 3;
+            }
+            for at in 0..=units.len() + 1 {
+                let cut = pair_safe_cut(&units, at);
+                cases.push(obj(vec![
+                    ("text", t(Text::from_units(units.clone()))),
+                    ("at", n(at as f64)),
+                    ("cut", n(cut as f64)),
+                ]));
+            }
+        }
+    }
+    // Answered by hand: a cut inside a pair, and at the live end after a high surrogate, moves
+    // back one unit; after a lone high surrogate followed by something else it does not.
+    assert_eq!(pair_safe_cut(&[0x61, 0xD83D, 0xDE00], 2), 1);
+    assert_eq!(pair_safe_cut(&[0x61, 0xD83D], 2), 1);
+    assert_eq!(pair_safe_cut(&[0xD83D, 0x61], 1), 1);
     vec![("cases", cases)]
 }

@@ -93,6 +93,18 @@ pub fn as_offset(x: f64) -> Option<u64> {
     }
 }
 
+/// [`as_offset`] for an argument a caller passed: an `invalid_offset` error naming `what` when `x`
+/// is not an offset. Every binding takes offset arguments through this, so they all refuse the
+/// same values with the same kind.
+pub fn offset_arg(what: &str, x: f64) -> crate::Result<u64> {
+    as_offset(x).ok_or_else(|| {
+        crate::Error::new(
+            crate::ErrorKind::InvalidOffset,
+            format!("{what} {} is not an integer in 0..=2^53-1", format(x)),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

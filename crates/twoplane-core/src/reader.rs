@@ -74,6 +74,16 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// Every reason, in code order ([`StopReason::code`] is the index).
+    pub const ALL: [StopReason; 6] = [
+        StopReason::End,
+        StopReason::Stale,
+        StopReason::Absent,
+        StopReason::Gap,
+        StopReason::ForeignStream,
+        StopReason::Malformed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::End => "end",
@@ -132,6 +142,13 @@ impl Reader {
     /// A reader that joined with `durable_len` code units of durable text in hand.
     pub fn new(durable_len: u64) -> Self {
         Reader { join: durable_len, acc_len: durable_len, stopped: None }
+    }
+
+    /// A reader joined at a length a caller passed as a JavaScript number: an `invalid_offset`
+    /// error for anything that is not an offset (NaN, a fraction, a negative, past 2^53 - 1),
+    /// so no binding quietly joins at 0 instead.
+    pub fn from_js_len(durable_len: f64) -> crate::Result<Self> {
+        crate::jsnum::offset_arg("durable length", durable_len).map(Reader::new)
     }
 
     /// The offset the subscription was opened at (fixed for the reader's life).
@@ -271,6 +288,23 @@ mod tests {
 
     fn chunk(from: u64, s: &str) -> Frame {
         Frame::chunk(from, t(s)).unwrap()
+    }
+
+    #[test]
+    fn stop_reason_codes_are_their_index_in_all() {
+        for (i, r) in StopReason::ALL.into_iter().enumerate() {
+            assert_eq!(r.code() as usize, i, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_length_from_javascript_must_be_an_offset() {
+        assert_eq!(Reader::from_js_len(5.0).map(|r| r.acc_len()), Ok(5));
+        assert_eq!(Reader::from_js_len(0.0).map(|r| r.join_offset()), Ok(0));
+        for bad in [f64::NAN, -1.0, 1.5, f64::INFINITY, 9_007_199_254_740_992.0] {
+            let e = Reader::from_js_len(bad).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidOffset, "{bad}");
+        }
     }
 
     #[test]

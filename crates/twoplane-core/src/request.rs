@@ -8,8 +8,11 @@
 //! - `Last-Event-ID` wins over `?from` whenever the header is present, even when it is empty: a
 //!   reconnecting `EventSource` sends where it actually got to, while its URL still names where it
 //!   first joined.
-//! - [`subscribe_url`] escapes the stream id exactly as `encodeURIComponent` does, so a URL built
-//!   here is byte-identical to one built in the browser.
+//! - [`subscribe_url`] (and [`subscribe_url_units`], for a stream id that is a JavaScript string)
+//!   is the one definition of the URL a reader subscribes with: the browser reader, the wasm build
+//!   and the Node addon all call it, and `tests/vectors/request.json` pins it. The id is escaped as
+//!   `encodeURIComponent` escapes it; a lone surrogate, which no URL can carry, is written as
+//!   U+FFFD (`%EF%BF%BD`), exactly what the URL parser makes of it.
 
 use crate::jsnum::{self, MAX_SAFE_INTEGER};
 
@@ -87,14 +90,40 @@ fn query_of(url: &str) -> String {
     }
 }
 
-/// The URL a reader subscribes with: `<endpoint>?streamId=<id>&from=<from>`, joined with `&`
-/// instead of `?` when the endpoint already carries a query.
+/// The URL a reader subscribes with (docs/contract.md §4): the endpoint, then the query parameters
+/// `streamId=<id>&from=<from>`.
+///
+/// - The endpoint's fragment (from its first `#`) is dropped: no client sends a fragment, and a
+///   query written after one would be part of the fragment instead of a query.
+/// - The parameters start the query (`?`) when the endpoint has none, and join it with `&` when it
+///   has one, with no separator at all when it already ends with `?` or `&`.
+/// - The id is percent-encoded as `encodeURIComponent` does; `from` is printed in decimal.
 pub fn subscribe_url(endpoint: &str, stream_id: &str, from: u64) -> String {
-    let mut out = String::with_capacity(endpoint.len() + stream_id.len() * 3 + 40);
-    out.push_str(endpoint);
-    out.push(if endpoint.contains('?') { '&' } else { '?' });
+    build_subscribe_url(endpoint, stream_id.chars(), stream_id.len(), from)
+}
+
+/// [`subscribe_url`] for a stream id given as UTF-16 code units (a JavaScript string): a lone
+/// surrogate is written as U+FFFD, what the URL parser turns it into (a URL is UTF-8 and cannot
+/// hold one; `encodeURIComponent` would throw instead).
+pub fn subscribe_url_units(endpoint: &str, stream_id: &[u16], from: u64) -> String {
+    let chars = char::decode_utf16(stream_id.iter().copied()).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER));
+    build_subscribe_url(endpoint, chars, stream_id.len(), from)
+}
+
+fn build_subscribe_url(endpoint: &str, stream_id: impl Iterator<Item = char>, id_len: usize, from: u64) -> String {
+    let base = endpoint.split_once('#').map_or(endpoint, |(before, _)| before);
+    let mut out = String::with_capacity(base.len() + id_len * 3 + 40);
+    out.push_str(base);
+    if !base.contains('?') {
+        out.push('?');
+    } else if !(base.ends_with('?') || base.ends_with('&')) {
+        out.push('&');
+    }
     out.push_str("streamId=");
-    encode_uri_component_into(&mut out, stream_id);
+    let mut utf8 = [0u8; 4];
+    for c in stream_id {
+        encode_uri_component_into(&mut out, c.encode_utf8(&mut utf8));
+    }
     out.push_str("&from=");
     out.push_str(&from.to_string());
     out
@@ -216,6 +245,24 @@ mod tests {
         assert_eq!(subscribe_url("/api/stream", "m1", 0), "/api/stream?streamId=m1&from=0");
         assert_eq!(subscribe_url("/api/stream?chat=3", "m1", 42), "/api/stream?chat=3&streamId=m1&from=42");
         assert_eq!(subscribe_url("https://h/s", "a b", 7), "https://h/s?streamId=a%20b&from=7");
+        // An endpoint that already ends its query needs no separator.
+        assert_eq!(subscribe_url("/s?", "m", 1), "/s?streamId=m&from=1");
+        assert_eq!(subscribe_url("/s?a=1&", "m", 1), "/s?a=1&streamId=m&from=1");
+    }
+
+    #[test]
+    fn subscribe_url_drops_the_endpoint_fragment() {
+        assert_eq!(subscribe_url("/s#", "m", 2), "/s?streamId=m&from=2");
+        assert_eq!(subscribe_url("/s#top?x=1", "m", 2), "/s?streamId=m&from=2");
+        assert_eq!(subscribe_url("/s?a=1#f", "m", 2), "/s?a=1&streamId=m&from=2");
+    }
+
+    #[test]
+    fn subscribe_url_units_writes_lone_surrogates_as_replacement_characters() {
+        let id: Vec<u16> = vec![0x61, 0xD800, 0x62, 0xDC00, 0xD83D, 0xDE00, 0xD83D];
+        assert_eq!(subscribe_url_units("/s", &id, 3), "/s?streamId=a%EF%BF%BDb%EF%BF%BD%F0%9F%98%80%EF%BF%BD&from=3");
+        let well_formed: Vec<u16> = "é x".encode_utf16().collect();
+        assert_eq!(subscribe_url_units("/s", &well_formed, 0), subscribe_url("/s", "é x", 0));
     }
 
     #[test]

@@ -4,13 +4,15 @@
 use std::path::PathBuf;
 
 use twoplane_core::conform::{Conform, Verdict};
+use twoplane_core::ddl_args::{ddl_of_js_args, DdlArgs, JsArg, JsType};
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
-use twoplane_core::request::stream_request_from_http;
+use twoplane_core::request::{stream_request_from_http, subscribe_url_units};
 use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_units};
 use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 use twoplane_core::sse::{encode_event, SseDecoder};
+use twoplane_core::text::pair_safe_cut;
 use twoplane_core::{frame_resume_point, Text};
 
 fn load(name: &str) -> JsonValue {
@@ -209,6 +211,65 @@ fn request_vectors() {
         let want = case.get("expected").unwrap();
         assert_eq!(Text::from(got.stream_id.as_str()), *text(want, "streamId"), "{url}");
         assert_eq!(got.from, num(want, "from"), "{url}");
+    }
+}
+
+#[test]
+fn subscribe_url_vectors() {
+    let file = load("request.json");
+    for case in cases(&file, "subscribe") {
+        let endpoint = text(case, "endpoint").to_string_lossy();
+        let from = num(case, "from") as u64;
+        let got = subscribe_url_units(&endpoint, text(case, "streamId").units(), from);
+        assert_eq!(Text::from(got.as_str()), *text(case, "url"), "{endpoint} {:?}", text(case, "streamId"));
+    }
+}
+
+#[test]
+fn cut_rule_vectors() {
+    let file = load("cut.json");
+    for case in cases(&file, "cases") {
+        let units = text(case, "text").units();
+        let at = num(case, "at") as usize;
+        assert_eq!(pair_safe_cut(units, at) as f64, num(case, "cut"), "{units:x?} at {at}");
+    }
+}
+
+/// A JSON value's JavaScript type and units, as a binding reads the value `JSON.parse` makes.
+fn js_arg(v: Option<&JsonValue>) -> JsArg<'_> {
+    match v {
+        None => JsArg::ABSENT,
+        Some(JsonValue::Null) => JsArg::of_type(JsType::Null),
+        Some(JsonValue::Bool(_)) => JsArg::of_type(JsType::Boolean),
+        Some(JsonValue::Number(_)) => JsArg::of_type(JsType::Number),
+        Some(JsonValue::String(t)) => JsArg::string(t.units()),
+        Some(JsonValue::Array(_) | JsonValue::Object(_)) => JsArg::of_type(JsType::Object),
+    }
+}
+
+#[test]
+fn ddl_argument_vectors() {
+    let file = load("ddl.json");
+    for case in cases(&file, "args") {
+        let (tables, dialect) = (case.get("tables").unwrap(), case.get("dialect").unwrap());
+        let cols = tables.get("columns");
+        let col = |k: &str| js_arg(cols.and_then(|c| c.get(k)));
+        let args = DdlArgs {
+            tables: js_arg(Some(tables)),
+            dialect: js_arg(Some(dialect)),
+            dialect_name: js_arg(dialect.get("name")),
+            chunks: js_arg(tables.get("chunks")),
+            columns: js_arg(cols),
+            chunk_key: col("chunkKey"),
+            chunk_stream: col("chunkStream"),
+            chunk_seq: col("chunkSeq"),
+            chunk_text: col("chunkText"),
+        };
+        match (ddl_of_js_args(&args), case.get("expected")) {
+            (Ok(stmts), Some(want)) => assert_eq!(&JsonValue::Array(stmts.iter().map(|x| jstr(x)).collect()), want),
+            (Err(e), None) => assert_eq!(e.kind().as_str(), text(case, "error").to_string_lossy()),
+            (got, want) => panic!("ddl args mismatch: {got:?} vs {want:?}"),
+        }
     }
 }
 
