@@ -76,9 +76,9 @@ export declare function splicePointOf(durableLen: number, producedLen: number): 
 export declare function streamChunkId(streamId: string, seq: number): string
 
 /**
- * The chunk table's migration for `tables` (`{ message, chunks, columns? }`) in `dialect`
- * (`{ name }`, or the name itself): `name === "postgres"` picks Postgres types, any other name
- * SQLite's, as the function this replaces decides.
+ * The chunk table's migration for `tables` (`{ chunks, columns? }`) in `dialect` (`{ name }`, or
+ * the name itself). Reads the properties the core's checks look at; the core
+ * (`twoplane_core::ddl_args`) decides what is refused and which dialect a name picks.
  */
 export declare function streamChunkTableDdlOf(tables: unknown, dialect: unknown): Array<string>
 
@@ -94,3 +94,11 @@ export interface StreamRequest {
  * fetch API, so a lossy conversion replaces exactly what the URL parser itself would.
  */
 export declare function streamRequestOf(url: string, lastEventId?: string | undefined | null): StreamRequest
+
+/**
+ * The URL a reader subscribes with (`twoplane_core::request::subscribe_url_units`). The endpoint
+ * is a URL, where the URL standard itself replaces lone surrogates, so a lossy conversion loses
+ * nothing; the stream id crosses as code units and the core decides what a lone surrogate
+ * becomes. `from` must be an offset (`invalid_offset`).
+ */
+export declare function subscribeUrlOf(endpoint: string, streamId: string, from: number): string

@@ -139,6 +139,7 @@ test(`${tag} the process survives garbage thrown at the raw build (no abort)`, (
       attempt(() => be.streamChunkId(v, w));
       attempt(() => be.streamChunkTableDdl(v, w));
       attempt(() => be.streamRequestFromHttp(v, w));
+      attempt(() => be.subscribeUrl(v, w, v));
       const c = new be.Conform(0);
       attempt(() => c.feed(v, w, v, w, v));
       attempt(() => c.reason(v, w, v, w));
@@ -153,6 +154,7 @@ test(`${tag} the process survives garbage thrown at the raw build (no abort)`, (
         for (const f of [
           () => new addon.Conform(v), () => new addon.Reader(v), () => addon.splicePointOf(v, w), () => addon.assemblyOrderOf(v),
           () => addon.streamChunkId(v, w), () => addon.streamChunkTableDdlOf(v, w), () => addon.streamRequestOf(v, w),
+          () => addon.subscribeUrlOf(v, w, v),
           () => addon.encodeSseJson(v, w, v), () => addon.encodeSseJson('[{"a":"\\\\"}', new Float64Array(1), 1),
           () => addon.encodeSseJson('[1,2]', new Float64Array(1), w), () => addon.Conform.prototype.feed.call(v, 1, true, 1, 2, 3),
           () => new addon.Conform(0).reason(v, w, v, w),
@@ -165,4 +167,21 @@ test(`${tag} the process survives garbage thrown at the raw build (no abort)`, (
   assert.equal(r.signal, null, `killed by ${r.signal}: ${r.stderr}`);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^survived \d+/);
+});
+
+test(`${tag} a durable length that is not an offset is invalid_offset, whichever backend reads it`, () => {
+  // The backend's Reader (the core's Reader::from_js_len); the addon and the wasm build used to
+  // disagree here (one threw, the other joined at 0).
+  for (const bad of [NaN, -1, 1.5, 2 ** 53, Infinity, -Infinity, '3', undefined, null, {}]) {
+    throwsKind(() => new api.backend.Reader(bad), 'invalid_offset', `Reader(${String(bad)})`);
+  }
+  assert.equal(new api.backend.Reader(3).accLen(), 3);
+  assert.equal(new api.backend.Reader(2 ** 53 - 1).resumeFrom(), 2 ** 53 - 1);
+});
+
+test(`${tag} subscribeUrl refuses a from that is not an offset with invalid_offset`, () => {
+  for (const bad of [NaN, -1, 0.5, 2 ** 53, '3']) {
+    throwsKind(() => api.backend.subscribeUrl('/s', 'm', bad), 'invalid_offset', `subscribeUrl from ${String(bad)}`);
+  }
+  assert.equal(api.backend.subscribeUrl('/s', 'm', 4), '/s?streamId=m&from=4');
 });

@@ -140,3 +140,48 @@ test(`[${BACKEND}] ddl.json: both dialects, and refusals with their kind`, () =>
     }
   }
 });
+
+test(`[${BACKEND}] ddl.json args: the arguments exactly as given, refused with the core's kind`, () => {
+  const { args } = load('ddl');
+  assert.ok(args.length > 10);
+  for (const c of args) {
+    const msg = JSON.stringify(c);
+    if ('error' in c) {
+      assert.throws(() => api.streamChunkTableDdl(c.tables, c.dialect), (err) => {
+        assert.ok(err instanceof api.TwoplaneError, msg);
+        assert.equal(err.kind, c.error, msg);
+        return true;
+      });
+    } else {
+      assert.deepEqual(api.streamChunkTableDdl(c.tables, c.dialect), c.expected, msg);
+    }
+  }
+});
+
+/** The URL a StreamReader requests when it starts, joined holding `from` units of durable text. */
+function urlRequested(endpoint, streamId, from) {
+  let url = null;
+  const reader = new api.StreamReader({
+    endpoint,
+    streamId,
+    durableText: 'x'.repeat(from),
+    // Never answers: only the URL of the first request is wanted.
+    fetch: (u) => {
+      url = u;
+      return new Promise(() => {});
+    },
+  });
+  reader.start();
+  reader.close();
+  return url;
+}
+
+test(`[${BACKEND}] request.json subscribe: the URL the reader requests, and the backend's subscribeUrl`, () => {
+  const { subscribe } = load('request');
+  assert.ok(subscribe.length > 50);
+  for (const c of subscribe) {
+    const msg = JSON.stringify(c);
+    assert.equal(urlRequested(c.endpoint, c.streamId, c.from), c.url, msg);
+    assert.equal(api.backend.subscribeUrl(c.endpoint, c.streamId, c.from), c.url, `backend.subscribeUrl ${msg}`);
+  }
+});

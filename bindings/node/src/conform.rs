@@ -1,12 +1,12 @@
 //! The numeric conform pass (docs/contract.md §3) as a JavaScript class. JavaScript keeps the frame
 //! objects; per frame it passes the kind code and the numbers the rules read, and gets a verdict
-//! code back (0 drop, 1 pass, 2 synthesized open then pass, 3 violation, 4 terminate). The
-//! violation itself is remembered here so the reason text is built only when one happened.
+//! code back (`Verdict::code`). The core remembers the violation that ended the pass, so the
+//! reason text is built only when one happened.
 
 use napi::{Env, JsString};
 use napi_derive::napi;
-use twoplane_core::conform::{ConformInput, RawPieces};
-use twoplane_core::{Conform as CoreConform, Verdict, Violation};
+use twoplane_core::conform::RawPieces;
+use twoplane_core::Conform as CoreConform;
 
 use crate::error::Kind;
 use crate::text::{js_string, units_of};
@@ -25,7 +25,6 @@ pub(crate) fn kind_code(kind: f64) -> u32 {
 #[napi(js_name = "Conform")]
 pub struct NapiConform {
     core: CoreConform,
-    last: Option<Violation>,
 }
 
 #[napi]
@@ -33,29 +32,25 @@ impl NapiConform {
     /// Any number is accepted, as the JavaScript class it replaces accepts it.
     #[napi(constructor, catch_unwind)]
     pub fn new(from: f64) -> Self {
-        NapiConform { core: CoreConform::new(from), last: None }
+        NapiConform { core: CoreConform::new(from) }
     }
 
     /// One frame, reduced to numbers (see `docs/js-backend.md`); returns the verdict code.
     #[napi(catch_unwind)]
     pub fn feed(&mut self, kind: f64, id_matches: bool, a: f64, b: f64, c: f64) -> u32 {
-        let input = ConformInput::from_code(kind_code(kind), id_matches, a, b, c);
-        let v = self.core.feed(input);
-        self.record(v)
+        self.core.feed_code(kind_code(kind), id_matches, a, b, c)
     }
 
     /// The source finished without a terminal frame.
     #[napi(catch_unwind)]
     pub fn end(&mut self) -> u32 {
-        let v = self.core.end();
-        self.record(v)
+        self.core.end().code()
     }
 
     /// The source threw or the reader is being dropped.
     #[napi(catch_unwind)]
     pub fn fail(&mut self) -> u32 {
-        let v = self.core.fail();
-        self.record(v)
+        self.core.fail().code()
     }
 
     #[napi(catch_unwind)]
@@ -76,7 +71,7 @@ impl NapiConform {
     /// The code of the last violation, or -1 when none happened.
     #[napi(catch_unwind)]
     pub fn violation(&self) -> i32 {
-        self.last.map_or(-1, |v| v.code() as i32)
+        self.core.last_violation().map_or(-1, |v| v.code() as i32)
     }
 
     /// The reason text of the last violation, built from the offending frame's own values as
@@ -90,21 +85,12 @@ impl NapiConform {
         seq: JsString,
         type_json: JsString,
     ) -> Result<JsString<'e>, Kind> {
-        let Some(violation) = self.last else {
+        let Some(violation) = self.core.last_violation() else {
             return js_string(env, &[]);
         };
         let (id, from, seq, ty) =
             (units_of(&stream_id_json)?, units_of(&from)?, units_of(&seq)?, units_of(&type_json)?);
         let raw = RawPieces { stream_id_json: &id, from: &from, seq: &seq, type_json: &ty };
         js_string(env, violation.reason(&raw).units())
-    }
-}
-
-impl NapiConform {
-    fn record(&mut self, verdict: Verdict) -> u32 {
-        if let Verdict::Violation(v) = verdict {
-            self.last = Some(v);
-        }
-        verdict.code()
     }
 }

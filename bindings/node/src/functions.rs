@@ -1,17 +1,18 @@
 //! The pure functions of the backend interface: splice point, assembly order, chunk id, the chunk
-//! table's DDL and the subscribe request. Conversion only; each calls one core function.
+//! table's DDL, the subscribe request and the subscribe URL. Conversion only; each calls one core
+//! function.
 
 use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint32Array, Unknown};
 use napi::{Env, JsString, ValueType};
 use napi_derive::napi;
-use twoplane_core::jsnum::as_offset;
-use twoplane_core::request::stream_request_from_http;
+use twoplane_core::ddl_args::{ddl_of_js_args, DdlArgs, JsArg, JsType};
+use twoplane_core::jsnum::{as_offset, offset_arg};
+use twoplane_core::request::{stream_request_from_http, subscribe_url_units};
 use twoplane_core::splice::{assembly_order, splice_point, stream_chunk_id_units};
-use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 use twoplane_core::ErrorKind;
 
 use crate::error::{err, from_core, from_napi, Kind};
-use crate::text::{checked_string, js_string, units_of};
+use crate::text::{js_string, units_of};
 use napi::Result;
 
 /// A length as JavaScript hands it (`string.length`): a non-negative integer.
@@ -42,97 +43,101 @@ pub fn stream_chunk_id<'e>(env: &'e Env, stream_id: JsString, seq: f64) -> Resul
     js_string(env, stream_chunk_id_units(&id, seq).units())
 }
 
-/// What a JavaScript property holds, for the few shapes read here.
-enum Prop {
-    Absent,
-    Text(Vec<u16>),
-    Object(Object<'static>),
-    Other(ValueType),
+/// A value as the core's argument checks read it: its JavaScript type, its code units when it is
+/// a string, and the object itself when it is one (to read its properties next).
+struct Read {
+    ty: JsType,
+    text: Vec<u16>,
+    object: Option<Object<'static>>,
 }
 
-fn prop(obj: &Object<'_>, name: &str) -> Result<Prop, Kind> {
-    let Some(v) = obj.get::<Unknown>(name).map_err(from_napi)? else {
-        return Ok(Prop::Absent);
+impl Read {
+    const ABSENT: Read = Read { ty: JsType::Undefined, text: Vec::new(), object: None };
+
+    fn arg(&self) -> JsArg<'_> {
+        JsArg { ty: self.ty, text: &self.text }
+    }
+
+    /// Property `name`, when this is an object; absent otherwise.
+    fn prop(&self, name: &str) -> Result<Read, Kind> {
+        match &self.object {
+            Some(obj) => read(obj.get::<Unknown>(name).map_err(from_napi)?),
+            None => Ok(Read::ABSENT),
+        }
+    }
+}
+
+fn read(v: Option<Unknown>) -> Result<Read, Kind> {
+    let Some(v) = v else {
+        return Ok(Read::ABSENT);
     };
-    Ok(match v.get_type().map_err(from_napi)? {
-        ValueType::Undefined | ValueType::Null => Prop::Absent,
-        ValueType::String => {
+    let ty = match v.get_type().map_err(from_napi)? {
+        ValueType::Undefined => JsType::Undefined,
+        // Without Node-API 6 (not enabled here) a BigInt has no type of its own: `napi_typeof`'s
+        // bigint comes back as Unknown, and it is the only value that does.
+        ValueType::Unknown => JsType::BigInt,
+        ValueType::Null => JsType::Null,
+        ValueType::Boolean => JsType::Boolean,
+        ValueType::Number => JsType::Number,
+        ValueType::String => JsType::String,
+        ValueType::Symbol => JsType::Symbol,
+        ValueType::Object | ValueType::External => JsType::Object,
+        ValueType::Function => JsType::Function,
+    };
+    let mut out = Read { ty, text: Vec::new(), object: None };
+    match ty {
+        JsType::String => {
             // SAFETY: the type was checked just above.
             let s: JsString = unsafe { v.cast() }.map_err(from_napi)?;
-            Prop::Text(units_of(&s)?)
+            out.text = units_of(&s)?;
         }
-        ValueType::Object => {
+        JsType::Object => {
             let raw = v.value();
-            Prop::Object(Object::from_raw(raw.env, raw.value))
+            out.object = Some(Object::from_raw(raw.env, raw.value));
         }
-        other => Prop::Other(other),
-    })
-}
-
-/// An identifier: a string that converts to UTF-8 without loss. A lone surrogate in a table or
-/// column name is refused rather than replaced, since SQL text cannot carry it faithfully.
-fn ident(field: &'static str, p: Prop, default: Option<&str>) -> Result<Option<String>, Kind> {
-    match p {
-        Prop::Absent => Ok(default.map(str::to_owned)),
-        Prop::Text(units) => checked_string(&units)
-            .map(Some)
-            .ok_or_else(|| err(ErrorKind::InvalidIdentifier, format!("{field} holds an unpaired surrogate"))),
-        Prop::Object(_) => Err(err(ErrorKind::InvalidField, format!("{field} must be a string, not an object"))),
-        Prop::Other(t) => Err(err(ErrorKind::InvalidField, format!("{field} must be a string, not {t}"))),
+        _ => {}
     }
+    Ok(out)
 }
 
-/// The chunk table's migration for `tables` (`{ message, chunks, columns? }`) in `dialect`
-/// (`{ name }`, or the name itself): `name === "postgres"` picks Postgres types, any other name
-/// SQLite's, as the function this replaces decides.
+/// The chunk table's migration for `tables` (`{ chunks, columns? }`) in `dialect` (`{ name }`, or
+/// the name itself). Reads the properties the core's checks look at; the core
+/// (`twoplane_core::ddl_args`) decides what is refused and which dialect a name picks.
 #[napi(catch_unwind)]
 pub fn stream_chunk_table_ddl_of(tables: Unknown, dialect: Unknown) -> Result<Vec<String>, Kind> {
-    let tables = match tables.get_type().map_err(from_napi)? {
-        ValueType::Object => {
-            let raw = tables.value();
-            Object::from_raw(raw.env, raw.value)
-        }
-        t => return Err(err(ErrorKind::InvalidArgument, format!("tables must be an object, not {t}"))),
-    };
-    let dialect_name = match dialect.get_type().map_err(from_napi)? {
-        ValueType::String => {
-            // SAFETY: checked above.
-            let s: JsString = unsafe { dialect.cast() }.map_err(from_napi)?;
-            Some(units_of(&s)?)
-        }
-        ValueType::Object => {
-            let raw = dialect.value();
-            match prop(&Object::from_raw(raw.env, raw.value), "name")? {
-                Prop::Text(units) => Some(units),
-                _ => None,
-            }
-        }
-        t => return Err(err(ErrorKind::InvalidArgument, format!("dialect must be an object with a name, not {t}"))),
-    };
-    let postgres: Vec<u16> = "postgres".encode_utf16().collect();
-    let dialect = if dialect_name.as_deref() == Some(&postgres[..]) { Dialect::Postgres } else { Dialect::Sqlite };
+    let (tables, dialect) = (read(Some(tables))?, read(Some(dialect))?);
+    let dialect_name = dialect.prop("name")?;
+    let chunks = tables.prop("chunks")?;
+    let columns = tables.prop("columns")?;
+    let (key, stream, seq, text) = (
+        columns.prop("chunkKey")?,
+        columns.prop("chunkStream")?,
+        columns.prop("chunkSeq")?,
+        columns.prop("chunkText")?,
+    );
+    ddl_of_js_args(&DdlArgs {
+        tables: tables.arg(),
+        dialect: dialect.arg(),
+        dialect_name: dialect_name.arg(),
+        chunks: chunks.arg(),
+        columns: columns.arg(),
+        chunk_key: key.arg(),
+        chunk_stream: stream.arg(),
+        chunk_seq: seq.arg(),
+        chunk_text: text.arg(),
+    })
+    .map_err(from_core)
+}
 
-    let chunks = match prop(&tables, "chunks")? {
-        Prop::Absent => return Err(err(ErrorKind::MissingField, "tables.chunks is required")),
-        p => ident("tables.chunks", p, None)?.unwrap_or_default(),
-    };
-    let message = match prop(&tables, "message")? {
-        Prop::Text(units) => checked_string(&units).unwrap_or_default(),
-        _ => String::new(),
-    };
-    let mut columns = StreamColumns::default();
-    match prop(&tables, "columns")? {
-        Prop::Absent => {}
-        Prop::Object(cols) => {
-            columns.chunk_key = ident("columns.chunkKey", prop(&cols, "chunkKey")?, None)?;
-            columns.chunk_stream = ident("columns.chunkStream", prop(&cols, "chunkStream")?, None)?;
-            columns.chunk_seq = ident("columns.chunkSeq", prop(&cols, "chunkSeq")?, None)?;
-            columns.chunk_text = ident("columns.chunkText", prop(&cols, "chunkText")?, None)?;
-        }
-        _ => return Err(err(ErrorKind::InvalidField, "tables.columns must be an object")),
-    }
-    let tables = StreamTables { message, chunks, columns };
-    stream_chunk_table_ddl(&tables, dialect).map_err(from_core)
+/// The URL a reader subscribes with (`twoplane_core::request::subscribe_url_units`). The endpoint
+/// is a URL, where the URL standard itself replaces lone surrogates, so a lossy conversion loses
+/// nothing; the stream id crosses as code units and the core decides what a lone surrogate
+/// becomes. `from` must be an offset (`invalid_offset`).
+#[napi(catch_unwind)]
+pub fn subscribe_url_of(endpoint: JsString, stream_id: JsString, from: f64) -> Result<String, Kind> {
+    let from = offset_arg("from", from).map_err(from_core)?;
+    let endpoint = String::from_utf16_lossy(&units_of(&endpoint)?);
+    Ok(subscribe_url_units(&endpoint, &units_of(&stream_id)?, from))
 }
 
 /// A subscribe request: `{ streamId, from }`.

@@ -2,12 +2,11 @@
 //! the accumulated text and applies the action code (0 ignore, 1 splice at `at()`, 2 stop).
 
 use napi_derive::napi;
-use twoplane_core::jsnum::as_offset;
 use twoplane_core::reader::ReaderInput;
-use twoplane_core::{ErrorKind, Reader as CoreReader, ReaderAction};
+use twoplane_core::{Reader as CoreReader, ReaderAction};
 
 use crate::conform::kind_code;
-use crate::error::{err, Kind};
+use crate::error::{from_core, Kind};
 use napi::Result;
 
 #[napi(js_name = "Reader")]
@@ -21,13 +20,7 @@ impl NapiReader {
     /// `durableLen` is the length of the durable text the reader joined with: an offset.
     #[napi(constructor, catch_unwind)]
     pub fn new(durable_len: f64) -> Result<Self, Kind> {
-        let Some(len) = as_offset(durable_len) else {
-            return Err(err(
-                ErrorKind::InvalidOffset,
-                format!("durable length {} is not an integer in 0..=2^53-1", twoplane_core::jsnum::format(durable_len)),
-            ));
-        };
-        Ok(NapiReader { core: CoreReader::new(len), at: 0.0 })
+        Ok(NapiReader { core: CoreReader::from_js_len(durable_len).map_err(from_core)?, at: 0.0 })
     }
 
     #[napi(catch_unwind)]

@@ -37,9 +37,3 @@ pub fn units_of(s: &JsString<'_>) -> Result<Vec<u16>, Kind> {
 pub fn js_string<'e>(env: &'e Env, units: &[u16]) -> Result<JsString<'e>, Kind> {
     env.create_string_utf16(units).map_err(from_napi)
 }
-
-/// Well-formed text as a Rust `String`, or `None` when it holds an unpaired surrogate (the
-/// caller decides what that means; it is never silently replaced).
-pub fn checked_string(units: &[u16]) -> Option<String> {
-    String::from_utf16(units).ok()
-}

@@ -11,8 +11,9 @@
 //!   about a nanosecond and a half per byte.
 //! - **Text crosses as UTF-16 code units** (`&[u16]` in, `Vec<u16>` out), never as `&str` or
 //!   `String`, because wasm-bindgen's string conversion replaces unpaired surrogates. The only
-//!   `&str` inputs are the URL and `Last-Event-ID` of `streamRequestFromHttp`,
-//!   where the URL standard itself turns a lone surrogate into U+FFFD, so nothing is lost.
+//!   `&str` inputs are URLs (the URL and `Last-Event-ID` of `streamRequestFromHttp`, the endpoint
+//!   of `subscribeUrl`), where the URL standard itself turns a lone surrogate into U+FFFD, so
+//!   nothing is lost.
 //! - **Nothing panics.** `panic = "abort"` makes a panic an unrecoverable trap that would poison
 //!   the module for the whole page, so no input is unwrapped: numbers are taken as JavaScript
 //!   numbers (the core handles NaN and fractions), and failures come back as errors whose message
@@ -20,9 +21,9 @@
 
 use std::cell::RefCell;
 use twoplane_core::conform::{self, RawPieces};
+use twoplane_core::ddl_args::{ddl_of_js_args, DdlArgs, JsArg, JsType};
 use twoplane_core::reader::{self, ReaderAction, ReaderInput};
-use twoplane_core::sql::{self, Dialect, StreamColumns, StreamTables};
-use twoplane_core::{jsnum, splice, Error, ErrorKind};
+use twoplane_core::{jsnum, splice};
 
 use wasm_bindgen::prelude::*;
 
@@ -176,12 +177,12 @@ pub fn conform_reason(h: u32, stream_id_json: &[u16], from: &[u16], seq: &[u16],
     })
 }
 
-/// A reader that joined holding `durable_len` code units. A length is always a safe integer in
-/// JavaScript; anything else is taken as 0 rather than trapping. Returns its handle.
+/// A reader that joined holding `durable_len` code units; anything that is not an offset is the
+/// core's `invalid_offset` error, as in every binding. Returns its handle.
 #[wasm_bindgen(js_name = readerNew)]
-pub fn reader_new(durable_len: f64) -> u32 {
-    let state = ReaderState { core: reader::Reader::new(jsnum::as_offset(durable_len).unwrap_or(0)) };
-    READERS.with(|slab| slab.try_borrow_mut().map_or(NO_INSTANCE, |mut slab| slab.insert(state)))
+pub fn reader_new(durable_len: f64) -> Result<u32, String> {
+    let state = ReaderState { core: reader::Reader::from_js_len(durable_len).map_err(|e| e.to_string())? };
+    Ok(READERS.with(|slab| slab.try_borrow_mut().map_or(NO_INSTANCE, |mut slab| slab.insert(state))))
 }
 
 #[wasm_bindgen(js_name = readerDrop)]
@@ -243,52 +244,40 @@ pub fn stream_chunk_id(stream_id: &[u16], seq: f64) -> Vec<u16> {
     splice::stream_chunk_id_units(stream_id, seq).into_units()
 }
 
-/// Bits of `streamChunkTableDdl`'s `present` mask: which column overrides were given.
-const HAS_KEY: u32 = 1;
-const HAS_STREAM: u32 = 2;
-const HAS_SEQ: u32 = 4;
-const HAS_TEXT: u32 = 8;
+/// How many values `streamChunkTableDdl` reads, in `DdlArgs` order: tables, dialect,
+/// dialect.name, tables.chunks, tables.columns, columns.chunkKey, .chunkStream, .chunkSeq,
+/// .chunkText.
+const DDL_VALUES: usize = 9;
 
-/// The chunk table's DDL: Postgres types when `postgres`, else SQLite's (the function this
-/// replaces treats every dialect name but `"postgres"` as SQLite). Names arrive as UTF-16 and must
-/// be well-formed: an unpaired surrogate cannot be written to a UTF-8 catalog, so it is refused
-/// as `invalid_identifier` rather than silently replaced. `present` says which column overrides
-/// were given (the rest take defaults).
+/// The chunk table's DDL for `streamChunkTableDdl(tables, dialect)`. The adapter reads the values
+/// the core's checks look at (`twoplane_core::ddl_args`), in `DdlArgs` order: `types[i]` is the
+/// `JsType` code of value `i`, and the code units of the strings among them are concatenated in
+/// `texts`, `lens[i]` units each (0 for a value that is not a string). The core decides what is
+/// refused, with which kind, and which dialect a name picks. Malformed arrays (only a caller
+/// bypassing the adapter sends them) read as absent values, never as a trap.
 #[wasm_bindgen(js_name = streamChunkTableDdl)]
-pub fn stream_chunk_table_ddl(
-    postgres: bool,
-    chunks: &[u16],
-    present: u32,
-    chunk_key: &[u16],
-    chunk_stream: &[u16],
-    chunk_seq: &[u16],
-    chunk_text: &[u16],
-) -> Result<Vec<String>, String> {
-    let dialect = if postgres { Dialect::Postgres } else { Dialect::Sqlite };
-    let column = |bit: u32, units: &[u16]| -> Result<Option<String>, String> {
-        if present & bit == 0 {
-            return Ok(None);
-        }
-        identifier(units).map(Some)
-    };
-    let tables = StreamTables {
-        message: String::new(),
-        chunks: identifier(chunks)?,
-        columns: StreamColumns {
-            chunk_key: column(HAS_KEY, chunk_key)?,
-            chunk_stream: column(HAS_STREAM, chunk_stream)?,
-            chunk_seq: column(HAS_SEQ, chunk_seq)?,
-            chunk_text: column(HAS_TEXT, chunk_text)?,
-            ..Default::default()
-        },
-    };
-    sql::stream_chunk_table_ddl(&tables, dialect).map_err(|e| e.to_string())
+pub fn stream_chunk_table_ddl(types: &[u32], texts: &[u16], lens: &[u32]) -> Result<Vec<String>, String> {
+    let mut values = [JsArg::ABSENT; DDL_VALUES];
+    let mut at = 0usize;
+    for (i, value) in values.iter_mut().enumerate() {
+        let len = lens.get(i).map_or(0, |&n| n as usize);
+        let text = at.checked_add(len).and_then(|end| texts.get(at..end)).unwrap_or(&[]);
+        at = at.saturating_add(len);
+        *value = JsArg { ty: JsType::from_code(types.get(i).copied().unwrap_or(0)), text };
+    }
+    let [tables, dialect, dialect_name, chunks, columns, chunk_key, chunk_stream, chunk_seq, chunk_text] = values;
+    let args =
+        DdlArgs { tables, dialect, dialect_name, chunks, columns, chunk_key, chunk_stream, chunk_seq, chunk_text };
+    ddl_of_js_args(&args).map_err(|e| e.to_string())
 }
 
-fn identifier(units: &[u16]) -> Result<String, String> {
-    String::from_utf16(units).map_err(|_| {
-        Error::new(ErrorKind::InvalidIdentifier, "table or column name holds an unpaired surrogate").to_string()
-    })
+/// The URL a reader subscribes with (`twoplane_core::request::subscribe_url_units`). The endpoint
+/// comes as `&str` (a URL, where the URL standard itself replaces lone surrogates); the stream id
+/// as code units, so the core decides what a lone surrogate becomes. `from` must be an offset.
+#[wasm_bindgen(js_name = subscribeUrl)]
+pub fn subscribe_url(endpoint: &str, stream_id: &[u16], from: f64) -> Result<String, String> {
+    let from = jsnum::offset_arg("from", from).map_err(|e| e.to_string())?;
+    Ok(twoplane_core::request::subscribe_url_units(endpoint, stream_id, from))
 }
 
 /// A parsed subscribe request; the adapter copies both fields into a plain object.
@@ -395,15 +384,16 @@ mod tests {
 
     #[test]
     fn reader_reports_splices_and_stops() {
-        let r = reader_new(2.0);
+        let r = reader_new(2.0).unwrap();
         assert_eq!(reader_feed(r, 1, 1.0, 4.0, 3.0), 1.0);
         assert_eq!((reader_acc_len(r), reader_stop_code(r)), (4.0, -1));
         assert_eq!(reader_feed(r, 2, 4.0, f64::NAN, f64::NAN), -1.0);
         assert_eq!(reader_feed(r, 1, 9.0, 10.0, 1.0), -2.0);
         assert_eq!(reader_stop_code(r), 3);
         assert_eq!(reader_resume_from(r), 4.0);
-        let n = reader_new(f64::NAN);
-        assert_eq!(reader_acc_len(n), 0.0);
+        for bad in [f64::NAN, -1.0, 0.5] {
+            assert!(reader_new(bad).unwrap_err().starts_with("invalid_offset: "), "{bad}");
+        }
         reader_drop(r);
         assert_eq!(reader_feed(r, 1, 0.0, 1.0, 1.0), -3.0);
     }
@@ -416,15 +406,36 @@ mod tests {
         assert_eq!(stream_chunk_id(&[0xD800], 3.0), vec![0xD800, u16::from(b':'), u16::from(b'3')]);
     }
 
+    /// The values of `streamChunkTableDdl` as the adapter packs them.
+    fn ddl(values: [(JsType, &str); DDL_VALUES]) -> Result<Vec<String>, String> {
+        let types: Vec<u32> = values.iter().map(|(t, _)| *t as u32).collect();
+        let texts: Vec<u16> = values.iter().flat_map(|(_, s)| s.encode_utf16()).collect();
+        let lens: Vec<u32> = values.iter().map(|(_, s)| s.encode_utf16().count() as u32).collect();
+        stream_chunk_table_ddl(&types, &texts, &lens)
+    }
+
     #[test]
-    fn ddl_refuses_lone_surrogates() {
-        let ok = stream_chunk_table_ddl(false, &u("c"), HAS_TEXT, &[], &[], &[], &u("t")).unwrap();
-        assert!(ok[0].contains("\"t\" TEXT NOT NULL"));
-        let pg = stream_chunk_table_ddl(true, &u("c"), 0, &[], &[], &[], &[]).unwrap();
-        assert!(pg[0].contains("\"seq\" bigint NOT NULL"));
-        let err = stream_chunk_table_ddl(false, &[0xD800], 0, &[], &[], &[], &[]).unwrap_err();
-        assert!(err.starts_with("invalid_identifier: "));
-        let err = stream_chunk_table_ddl(false, &u("a\"b"), 0, &[], &[], &[], &[]).unwrap_err();
-        assert!(err.starts_with("invalid_identifier: "));
+    fn ddl_unpacks_the_values_in_order() {
+        use JsType::{Object as O, String as S, Undefined as U};
+        let ok =
+            ddl([(O, ""), (S, "sqlite"), (U, ""), (S, "c"), (O, ""), (U, ""), (U, ""), (U, ""), (S, "t")]).unwrap();
+        assert!(ok[0].contains("\"t\" TEXT NOT NULL"), "{ok:?}");
+        let pg =
+            ddl([(O, ""), (O, ""), (S, "postgres"), (S, "c"), (U, ""), (U, ""), (U, ""), (U, ""), (U, "")]).unwrap();
+        assert!(pg[0].contains("\"seq\" bigint NOT NULL"), "{pg:?}");
+        let err = ddl([(O, ""), (S, "x"), (U, ""), (U, ""), (U, ""), (U, ""), (U, ""), (U, ""), (U, "")]).unwrap_err();
+        assert!(err.starts_with("missing_field: "), "{err}");
+        let err = stream_chunk_table_ddl(&[7, 4, 0, 4], &[0xD800], &[0, 0, 0, 1]).unwrap_err();
+        assert!(err.starts_with("invalid_identifier: "), "{err}");
+        // Arrays that do not add up read as absent values instead of trapping.
+        let err = stream_chunk_table_ddl(&[7, 4, 0, 4], &[], &[0, 5, 0, 9]).unwrap_err();
+        assert!(err.starts_with("invalid_identifier: "), "{err}");
+        assert!(stream_chunk_table_ddl(&[], &[], &[]).unwrap_err().starts_with("invalid_argument: "));
+    }
+
+    #[test]
+    fn subscribe_url_is_the_cores() {
+        assert_eq!(subscribe_url("/s?a=1", &[0x61, 0xD800], 3.0).unwrap(), "/s?a=1&streamId=a%EF%BF%BD&from=3");
+        assert!(subscribe_url("/s", &[], -1.0).unwrap_err().starts_with("invalid_offset: "));
     }
 }

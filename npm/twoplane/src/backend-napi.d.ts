@@ -11,6 +11,7 @@ export interface TwoplaneAddon {
   streamChunkId(streamId: string, seq: number): string;
   streamChunkTableDdlOf(tables: unknown, dialect: unknown): string[];
   streamRequestOf(url: string, lastEventId?: string | null): { streamId: string; from: number };
+  subscribeUrlOf(endpoint: string, streamId: string, from: number): string;
   encodeSseJson(json: string, resumePoints: Float64Array, count: number): string;
 }
 

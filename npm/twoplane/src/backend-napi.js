@@ -15,22 +15,12 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { TwoplaneError } from './errors.js';
+import { ERROR_KINDS } from './codes.js';
 
 const require = createRequire(import.meta.url);
 
-/** The ErrorKind names the addon may put on `code` (twoplane_core::ErrorKind::as_str). */
-const KINDS = new Set([
-  'invalid_json',
-  'missing_field',
-  'invalid_field',
-  'invalid_offset',
-  'unknown_frame_type',
-  'chunk_span',
-  'invalid_status',
-  'invalid_identifier',
-  'invalid_argument',
-  'invalid_state',
-]);
+/** The ErrorKind names the addon may put on `code` (generated from the core). */
+const KINDS = new Set(ERROR_KINDS);
 
 /** An addon error as a TwoplaneError. Node-API's own conversion failures (`NumberExpected`, ...)
  *  are argument errors; anything without a code (a user getter that threw while the addon read an
@@ -200,6 +190,13 @@ export function napiBackend(addon) {
     streamRequestFromHttp(url, lastEventId) {
       try {
         return addon.streamRequestOf(String(url), lastEventId === null || lastEventId === undefined ? null : String(lastEventId));
+      } catch (err) {
+        throw toTwoplaneError(err);
+      }
+    },
+    subscribeUrl(endpoint, streamId, from) {
+      try {
+        return addon.subscribeUrlOf(String(endpoint), String(streamId), n(from));
       } catch (err) {
         throw toTwoplaneError(err);
       }

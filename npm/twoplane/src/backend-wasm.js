@@ -6,12 +6,7 @@
 
 import { TwoplaneError } from './errors.js';
 import { fromUnits, toUnits } from './units.js';
-
-// streamChunkTableDdl's `present` mask (bindings/wasm/src/lib.rs).
-const HAS_KEY = 1;
-const HAS_STREAM = 2;
-const HAS_SEQ = 4;
-const HAS_TEXT = 8;
+import { JS_TYPES } from './codes.js';
 
 /** Core errors cross as `"<kind>: <message>"` (the core's Display); rebuild the typed error. */
 function coreError(raw) {
@@ -20,27 +15,12 @@ function coreError(raw) {
   return at > 0 ? new TwoplaneError(text.slice(0, at), text.slice(at + 2)) : new TwoplaneError('invalid_argument', text);
 }
 
-/** What a property of an argument object holds, judged the way the Node addon judges it, so both
- *  backends accept and refuse the same arguments with the same kinds. */
-function prop(obj, name) {
-  const v = obj[name];
-  if (v === undefined || v === null) return { absent: true };
-  return { value: v };
+/** The core's JsType code of a value (twoplane_core::ddl_args::JsType). */
+function typeCode(v) {
+  return JS_TYPES.indexOf(v === null ? 'null' : typeof v);
 }
 
-function describe(v) {
-  if (typeof v === 'object') return 'an object';
-  return typeof v;
-}
-
-/** An identifier argument: a string (checked for lone surrogates in Rust), or absent. */
-function ident(field, p) {
-  if (p.absent) return undefined;
-  if (typeof p.value === 'string') return p.value;
-  throw new TwoplaneError('invalid_field', `${field} must be a string, not ${describe(p.value)}`);
-}
-
-const EMPTY = new Uint16Array(0);
+const isObject = (v) => typeof v === 'object' && v !== null;
 
 /**
  * The backend object over an initialized wasm-bindgen module namespace (`glue`) and the
@@ -101,7 +81,11 @@ export function wasmBackend(glue, raw = glue) {
     #at = -1;
 
     constructor(durableLen) {
-      this.#h = glue.readerNew(durableLen);
+      try {
+        this.#h = glue.readerNew(typeof durableLen === 'number' ? durableLen : NaN);
+      } catch (err) {
+        throw coreError(err);
+      }
       readers.register(this, this.#h);
     }
 
@@ -144,32 +128,28 @@ export function wasmBackend(glue, raw = glue) {
     streamChunkId(streamId, seq) {
       return fromUnits(glue.streamChunkId(toUnits(streamId), seq));
     },
+    // Reads the values the core's checks look at (bindings/wasm/src/lib.rs, in DdlArgs order:
+    // tables, dialect, dialect.name, tables.chunks, tables.columns and the four column names) in
+    // the order the addon reads them; the core decides what is refused and how.
     streamChunkTableDdl(tables, dialect) {
-      if (typeof tables !== 'object' || tables === null) {
-        throw new TwoplaneError('invalid_argument', `tables must be an object, not ${tables === null ? 'null' : typeof tables}`);
+      const dialectName = isObject(dialect) ? dialect.name : undefined;
+      const chunks = isObject(tables) ? tables.chunks : undefined;
+      const columns = isObject(tables) ? tables.columns : undefined;
+      const col = (name) => (isObject(columns) ? columns[name] : undefined);
+      const values = [tables, dialect, dialectName, chunks, columns, col('chunkKey'), col('chunkStream'), col('chunkSeq'), col('chunkText')];
+      const types = new Uint32Array(values.length);
+      const lens = new Uint32Array(values.length);
+      let text = '';
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
+        types[i] = typeCode(v);
+        if (typeof v === 'string') {
+          lens[i] = v.length;
+          text += v;
+        }
       }
-      let name;
-      if (typeof dialect === 'string') name = dialect;
-      else if (typeof dialect === 'object' && dialect !== null) name = dialect.name;
-      else throw new TwoplaneError('invalid_argument', `dialect must be an object with a name, not ${dialect === null ? 'null' : typeof dialect}`);
-      const chunksProp = prop(tables, 'chunks');
-      if (chunksProp.absent) throw new TwoplaneError('missing_field', 'tables.chunks is required');
-      const chunks = ident('tables.chunks', chunksProp);
-      const columns = prop(tables, 'columns');
-      const cols = [undefined, undefined, undefined, undefined];
-      if (!columns.absent) {
-        if (typeof columns.value !== 'object') throw new TwoplaneError('invalid_field', 'tables.columns must be an object');
-        const c = columns.value;
-        cols[0] = ident('columns.chunkKey', prop(c, 'chunkKey'));
-        cols[1] = ident('columns.chunkStream', prop(c, 'chunkStream'));
-        cols[2] = ident('columns.chunkSeq', prop(c, 'chunkSeq'));
-        cols[3] = ident('columns.chunkText', prop(c, 'chunkText'));
-      }
-      const present = (cols[0] !== undefined ? HAS_KEY : 0) | (cols[1] !== undefined ? HAS_STREAM : 0) |
-        (cols[2] !== undefined ? HAS_SEQ : 0) | (cols[3] !== undefined ? HAS_TEXT : 0);
-      const u = (s) => (s === undefined ? EMPTY : toUnits(s));
       try {
-        return glue.streamChunkTableDdl(name === 'postgres', toUnits(chunks), present, u(cols[0]), u(cols[1]), u(cols[2]), u(cols[3]));
+        return glue.streamChunkTableDdl(types, toUnits(text), lens);
       } catch (err) {
         throw coreError(err);
       }
@@ -180,6 +160,13 @@ export function wasmBackend(glue, raw = glue) {
       const out = { streamId: r.streamId, from: r.from };
       r.free();
       return out;
+    },
+    subscribeUrl(endpoint, streamId, from) {
+      try {
+        return glue.subscribeUrl(String(endpoint), toUnits(String(streamId)), typeof from === 'number' ? from : NaN);
+      } catch (err) {
+        throw coreError(err);
+      }
     },
   };
 }

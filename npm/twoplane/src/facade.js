@@ -13,8 +13,9 @@
 // - Every error thrown carries a stable `.kind` and is a `TwoplaneError`.
 //
 // THE BACKEND CONTRACT (docs/js-backend.md is the full reference). `buildApi(backend)` needs an
-// object with exactly these members; numbers are JS numbers, kind codes are open 0, chunk 1,
-// durable 2, end 3, stale 4, absent 5, anything else 6:
+// object with exactly these members; numbers are JS numbers, and every code is the core's, as
+// generated into codes.js (KIND_*: open 0, chunk 1, durable 2, end 3, stale 4, absent 5, anything
+// else 6; VERDICT_*; ACTION_*; STOP_REASONS):
 //   name                                  "wasm" | "napi"
 //   new Conform(from)                     numeric conform pass; methods:
 //     feed(kind, idMatches, a, b, c)      open: a=from b=seq c=durableSeq; chunk: a=from b=seq
@@ -34,6 +35,7 @@
 //   streamChunkId(streamId, seq)          string
 //   streamChunkTableDdl(tables, dialect)  string[]; throws an error with `.kind`
 //   streamRequestFromHttp(url, lastEventId|null)  { streamId, from }
+//   subscribeUrl(endpoint, streamId, from)  the URL a reader subscribes with (string)
 // A backend may be mixed per operation (the Node entry may take some members from the addon and
 // some from the wasm build): the facade never assumes two members come from the same binding,
 // except that a Conform's or Reader's methods come with its constructor.
@@ -42,6 +44,10 @@ import { TwoplaneError, asTwoplaneError } from './errors.js';
 import { createStreamReader } from './reader.js';
 import { SseDecoder, encodeSseEvent } from './sse.js';
 import { frameKindCode, num, textLen } from './frames.js';
+import {
+  KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN,
+  VERDICT_DROP, VERDICT_OPEN_THEN_PASS, VERDICT_PASS, VERDICT_VIOLATION,
+} from './codes.js';
 
 /** The status column's value while a stream is live. */
 export const STREAM_STATUS_STREAMING = 'streaming';
@@ -80,10 +86,10 @@ function field(frame, name) {
 /** `frameResumePoint` (docs/contract.md §2): the SSE `id:` of a frame, or undefined. */
 export function frameResumePoint(frame) {
   switch (frameKindCode(frame)) {
-    case 0: return frame.from;
-    case 1:
-    case 2:
-    case 3: return frame.seq;
+    case KIND_OPEN: return frame.from;
+    case KIND_CHUNK:
+    case KIND_DURABLE:
+    case KIND_END: return frame.seq;
     default: return undefined;
   }
 }
@@ -185,14 +191,14 @@ export function buildApi(backend) {
         // The hot path, a chunk that passes, takes one numeric call and one array: the relay
         // leg feeds thousands of these per second and a plain-JavaScript pass is the yardstick.
         if (frame !== null && frame !== undefined && frame.type === 'chunk') {
-          verdict = this.#core.feed(1, false, num(frame.from), num(frame.seq), textLen(frame.text));
-          if (verdict === 1) return [frame];
+          verdict = this.#core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(frame.text));
+          if (verdict === VERDICT_PASS) return [frame];
         } else {
           verdict = this.#feedOther(frame);
         }
       } catch {
         // A getter that throws (a Proxy, say) makes the frame unreadable: an unknown frame.
-        verdict = this.#core.feed(6, false, NaN, NaN, NaN);
+        verdict = this.#core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN);
       }
       return this.#apply(verdict, frame, true);
     }
@@ -200,10 +206,10 @@ export function buildApi(backend) {
     #feedOther(frame) {
       const kind = frameKindCode(frame);
       switch (kind) {
-        case 0:
-          return this.#core.feed(0, frame.streamId === this.streamId, num(frame.from), num(frame.seq), num(frame.durableSeq));
-        case 2:
-        case 3:
+        case KIND_OPEN:
+          return this.#core.feed(KIND_OPEN, frame.streamId === this.streamId, num(frame.from), num(frame.seq), num(frame.durableSeq));
+        case KIND_DURABLE:
+        case KIND_END:
           return this.#core.feed(kind, false, num(frame.seq), NaN, NaN);
         default:
           return this.#core.feed(kind, false, NaN, NaN, NaN);
@@ -224,13 +230,13 @@ export function buildApi(backend) {
 
     #apply(verdict, frame, fed) {
       switch (verdict) {
-        case 0:
+        case VERDICT_DROP:
           return [];
-        case 1:
+        case VERDICT_PASS:
           return [frame];
-        case 2:
+        case VERDICT_OPEN_THEN_PASS:
           return [this.#synthOpen(), frame];
-        case 3: {
+        case VERDICT_VIOLATION: {
           const stale = this.#stale();
           const report = this.onViolation;
           if (typeof report === 'function') {

@@ -1,8 +1,11 @@
-// Types of the public names of `twoplane` (every entry: ".", "./wasm", "./node"). Hand-written;
-// checked against a usage file by tests/browser/types (tsc --noEmit).
+// Types of the public names of `twoplane` (every entry: ".", "./wasm", "./node"). Hand-written,
+// except the code names imported from codes.d.ts (generated from the core); checked against a
+// usage file by tests/browser/types (tsc --noEmit).
 
-/** How a sealed stream ended. */
-export type StreamStatus = 'complete' | 'cancelled' | 'error' | 'interrupted';
+import type { CoreStopReason, StreamStatus, TwoplaneErrorKind } from './codes.js';
+
+/** How a sealed stream ended (generated from the core, in codes.d.ts). */
+export type { StreamStatus };
 
 /** The status column's value while a stream is live. */
 export declare const STREAM_STATUS_STREAMING: 'streaming';
@@ -159,15 +162,7 @@ export declare class StreamRelayConform {
 }
 
 /** Why a StreamReader stopped. */
-export type StreamStopReason =
-  | 'end'
-  | 'stale'
-  | 'absent'
-  | 'gap'
-  | 'foreign_stream'
-  | 'malformed'
-  | 'refused'
-  | 'closed';
+export type StreamStopReason = CoreStopReason | 'refused' | 'closed';
 
 /** One change of the accumulator: it was cut at `cut`, then `appended` was appended. */
 export interface StreamReaderUpdate {
@@ -241,17 +236,8 @@ export declare function encodeSseEvent(frame: StreamFrame): string;
  *  Throws a TwoplaneError (`invalid_argument`) when `frames` is not an array. */
 export declare function encodeSseEvents(frames: readonly StreamFrame[]): string;
 
-export type TwoplaneErrorKind =
-  | 'invalid_json'
-  | 'missing_field'
-  | 'invalid_field'
-  | 'invalid_offset'
-  | 'unknown_frame_type'
-  | 'chunk_span'
-  | 'invalid_status'
-  | 'invalid_identifier'
-  | 'invalid_argument'
-  | 'invalid_state';
+/** The stable `.kind` of every error (generated from the core, in codes.d.ts). */
+export type { TwoplaneErrorKind };
 
 export declare class TwoplaneError extends Error {
   constructor(kind: TwoplaneErrorKind, message: string, options?: { cause?: unknown });

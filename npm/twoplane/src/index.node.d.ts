@@ -17,6 +17,7 @@ export declare const ROUTES: Readonly<{
   streamChunkId: TwoplaneBuild;
   streamChunkTableDdl: TwoplaneBuild;
   streamRequestFromHttp: TwoplaneBuild;
+  subscribeUrl: TwoplaneBuild;
   encodeSseEvents: TwoplaneBuild;
 }>;
 /** The smallest batch `encodeSseEvents` hands to the addon; smaller ones stay in JavaScript. */

@@ -51,6 +51,9 @@ export const ROUTES = Object.freeze({
   streamChunkId: 'napi',
   streamChunkTableDdl: 'wasm',
   streamRequestFromHttp: 'wasm',
+  // Once per connection, not per frame: not worth a route of its own; the wasm build like the
+  // request parser above.
+  subscribeUrl: 'wasm',
   encodeSseEvents: 'napi',
 });
 
@@ -81,7 +84,7 @@ const wasm = wasmApi === null ? null : wasmApi.backend;
 /** Member by member: the routed choice when both builds loaded, else the one that did. */
 const routes = {};
 const backend = { name: napi !== null ? 'napi' : 'wasm' };
-for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkTableDdl', 'streamRequestFromHttp']) {
+for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl']) {
   const from = napi === null ? 'wasm' : wasm === null ? 'napi' : ROUTES[member];
   routes[member] = from;
   backend[member] = (from === 'napi' ? napi : wasm)[member];

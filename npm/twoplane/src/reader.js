@@ -20,29 +20,7 @@
 import { TwoplaneError } from './errors.js';
 import { frameKindCode, num, textLen } from './frames.js';
 import { SseDecoder } from './sse.js';
-
-/** StopReason codes of the core, in code order. */
-const STOP_REASONS = ['end', 'stale', 'absent', 'gap', 'foreign_stream', 'malformed'];
-
-
-/** A lone surrogate cannot be percent-encoded (encodeURIComponent throws); the URL parser would
- *  turn it into U+FFFD anyway, so do exactly that. */
-function encodeId(id) {
-  try {
-    return encodeURIComponent(id);
-  } catch {
-    const fixed = typeof id.toWellFormed === 'function'
-      ? id.toWellFormed()
-      : id.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-    return encodeURIComponent(fixed);
-  }
-}
-
-/** `<endpoint>?streamId=<id>&from=<n>` (`&` when the endpoint already has a query). */
-export function subscribeUrl(endpoint, streamId, from) {
-  const sep = endpoint.includes('?') ? '&' : '?';
-  return `${endpoint}${sep}streamId=${encodeId(streamId)}&from=${from}`;
-}
+import { ACTION_SPLICE, ACTION_STOP, KIND_CHUNK, KIND_OPEN, KIND_UNKNOWN, STOP_REASONS } from './codes.js';
 
 /** Report an app callback's exception without letting it unwind into the reader. */
 function report(err) {
@@ -247,21 +225,21 @@ export function createStreamReader(backend, { spliceStreamText }) {
         // The hot path, a chunk: one numeric call decides, and the text never leaves JavaScript.
         if (frame !== null && frame !== undefined && frame.type === 'chunk') {
           text = frame.text;
-          action = this.#core.feed(1, false, num(frame.from), num(frame.seq), textLen(text));
+          action = this.#core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(text));
         } else {
           action = this.#feedOther(frame);
         }
       } catch {
         // A getter that throws (a Proxy, say) makes the frame unreadable: an unknown frame.
-        action = this.#core.feed(6, false, NaN, NaN, NaN);
+        action = this.#core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN);
       }
-      if (action === 1) {
+      if (action === ACTION_SPLICE) {
         const at = this.#core.at();
         this.#splice(at, text);
         if (this.#onUpdate !== null) this.#emitUpdate(at, text);
         return true;
       }
-      if (action === 2) {
+      if (action === ACTION_STOP) {
         this.#stop(STOP_REASONS[this.#core.stopCode()] ?? 'malformed', frame);
         return false;
       }
@@ -270,7 +248,7 @@ export function createStreamReader(backend, { spliceStreamText }) {
 
     #feedOther(frame) {
       const kind = frameKindCode(frame);
-      if (kind === 0) return this.#core.feed(0, frame.streamId === this.#streamId, num(frame.from), NaN, NaN);
+      if (kind === KIND_OPEN) return this.#core.feed(KIND_OPEN, frame.streamId === this.#streamId, num(frame.from), NaN, NaN);
       return this.#core.feed(kind, false, NaN, NaN, NaN);
     }
 
@@ -379,7 +357,9 @@ export function createStreamReader(backend, { spliceStreamText }) {
       const reconnect = this.#connections > 0;
       this.#connections++;
       this.#connectedFrom = from;
-      const url = subscribeUrl(this.#endpoint, this.#streamId, from);
+      // The core builds the URL (twoplane_core::request::subscribe_url_units), for every runtime:
+      // one call per connection, nothing next to the network round trip it starts.
+      const url = backend.subscribeUrl(this.#endpoint, this.#streamId, from);
       if (this.#transport === 'eventsource') this.#runEventSource(gen, url);
       else this.#runFetch(gen, url, from, reconnect).catch(() => this.#dropped(gen));
     }

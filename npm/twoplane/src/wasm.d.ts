@@ -49,6 +49,8 @@ export interface TwoplaneBackend {
   streamChunkId(streamId: string, seq: number): string;
   streamChunkTableDdl(tables: unknown, dialect: unknown): string[];
   streamRequestFromHttp(url: string, lastEventId: string | null): { streamId: string; from: number };
+  /** The URL a reader subscribes with; throws `invalid_offset` when `from` is not an offset. */
+  subscribeUrl(endpoint: string, streamId: string, from: number): string;
 }
 
 /** Every public name, as `buildApi` returns them. */

@@ -98,6 +98,36 @@ function ddlCase(api, c) {
   return j(got) === j(want) ? null : `${j(got)}, want ${j(want)}`;
 }
 
+function ddlArgsCase(api, c) {
+  let got;
+  try {
+    got = { expected: api.streamChunkTableDdl(c.tables, c.dialect) };
+  } catch (err) {
+    if (!(err instanceof api.TwoplaneError)) return `threw a ${err?.name}, not a TwoplaneError: ${err}`;
+    got = { error: err.kind };
+  }
+  const want = 'error' in c ? { error: c.error } : { expected: c.expected };
+  return j(got) === j(want) ? null : `${j(got)}, want ${j(want)}`;
+}
+
+/** The URL a StreamReader requests when it starts, joined holding `c.from` units of durable text
+ *  (its resume point), through a fetch that records the URL and never answers. */
+function subscribeCase(api, c) {
+  let url = null;
+  const reader = new api.StreamReader({
+    endpoint: c.endpoint,
+    streamId: c.streamId,
+    durableText: 'x'.repeat(c.from),
+    fetch: (u) => {
+      url = u;
+      return new Promise(() => {});
+    },
+  });
+  reader.start();
+  reader.close();
+  return url === c.url ? null : `${j(url)}, want ${j(c.url)}`;
+}
+
 /** Every case of every file given; files that are missing are skipped. */
 export function replayVectors(api, files) {
   const out = [];
@@ -144,7 +174,9 @@ export function replayVectors(api, files) {
       })));
   }
   for (const c of request?.cases ?? []) out.push(result('request', c.url + (c.lastEventId === null ? '' : ` (Last-Event-ID ${j(c.lastEventId)})`), () => requestCase(api, c)));
+  for (const c of request?.subscribe ?? []) out.push(result('request', `subscribe ${c.endpoint} ${j(c.streamId)} ${c.from}`, () => subscribeCase(api, c)));
   for (const c of ddl?.cases ?? []) out.push(result('ddl', `${j(c.tables)} ${c.dialect}`, () => ddlCase(api, c)));
+  for (const c of ddl?.args ?? []) out.push(result('ddl', `args ${j(c.tables)} ${j(c.dialect)}`, () => ddlArgsCase(api, c)));
   return out;
 }
 
