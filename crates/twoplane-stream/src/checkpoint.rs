@@ -15,6 +15,7 @@
 //! - After the seal the stream stays joinable for `linger`, then leaves the plane's map.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::time::{sleep, sleep_until, Instant};
@@ -133,38 +134,25 @@ impl LiveStream {
         }
     }
 
-    /// Back off before retry `attempt`; `false` when a seal superseded the wait.
-    async fn backoff_unless_sealed(&self, attempt: u32) -> bool {
-        self.unless_sealed(sleep(self.cfg.backoff_for(attempt))).await.is_some()
-    }
-
     async fn append_round(&self, slice: Slice) {
-        let mut last_err = None;
-        let mut sent = 0;
-        for attempt in 0..=self.cfg.retries {
-            if attempt > 0 && !self.backoff_unless_sealed(attempt).await {
-                return;
-            }
-            sent = {
+        // The number of the attempt last sent, so a failure answers only the waiters it carried.
+        let sent = AtomicU64::new(0);
+        let attempt = |_| {
+            let number = {
                 let mut st = self.lock();
                 st.attempts += 1;
                 st.attempts
             };
+            sent.store(number, Ordering::Relaxed);
             let request = AppendRequest { stream_id: &self.id, from: slice.from, seq: slice.to, text: &slice.text };
-            match self.unless_sealed(self.cfg.target.append(request)).await {
-                None => return,
-                Some(Ok(ack)) => return self.accept_ack(&slice, ack, sent),
-                Some(Err(e)) => {
-                    let retry = e.is_retryable();
-                    last_err = Some(e);
-                    if !retry {
-                        break;
-                    }
-                }
-            }
+            self.cfg.target.append(request)
+        };
+        // A seal supersedes the round at any point, in flight or backing off.
+        match self.unless_sealed(self.cfg.retry.retry(attempt, PlaneError::is_retryable)).await {
+            None => {}
+            Some(Ok(ack)) => self.accept_ack(&slice, ack, sent.load(Ordering::Relaxed)),
+            Some(Err(err)) => self.append_failed(&slice, err, sent.load(Ordering::Relaxed)).await,
         }
-        let err = last_err.unwrap_or_else(|| PlaneError::store("the checkpoint failed"));
-        self.append_failed(&slice, err, sent).await;
     }
 
     /// `sent`: the number of the attempt this acknowledges.
@@ -264,12 +252,8 @@ impl LiveStream {
                 st.sealing.clone().unwrap_or(Seal { status: twoplane_core::StreamStatus::Interrupted, error: None });
             (seal, st.durable, st.seq, st.buf.clone(), st.buf_from)
         };
-        let mut outcome: Result<(), PlaneError> = Err(PlaneError::store("the seal was not attempted"));
-        for attempt in 0..=self.cfg.retries {
-            if attempt > 0 {
-                sleep(self.cfg.backoff_for(attempt)).await;
-            }
-            let request = CloseRequest {
+        let close = |_| {
+            self.cfg.target.close(CloseRequest {
                 stream_id: &self.id,
                 from,
                 seq,
@@ -277,21 +261,9 @@ impl LiveStream {
                 body_from,
                 status: seal.status,
                 error: seal.error.as_deref(),
-            };
-            match self.cfg.target.close(request).await {
-                Ok(()) => {
-                    outcome = Ok(());
-                    break;
-                }
-                Err(e) => {
-                    let retry = e.is_retryable();
-                    outcome = Err(e);
-                    if !retry {
-                        break;
-                    }
-                }
-            }
-        }
+            })
+        };
+        let outcome = self.cfg.retry.retry(close, PlaneError::is_retryable).await;
         let truth = match &outcome {
             Ok(()) => None,
             // The seal failed: learn how much the store holds anyway, so `end` reports it.

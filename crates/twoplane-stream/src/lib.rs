@@ -34,11 +34,13 @@ mod live;
 #[cfg(feature = "testing")]
 mod memory;
 mod options;
+mod pg_client;
 mod plane;
 mod postgres;
 mod relay;
 mod relay_leg;
 mod report;
+mod retry;
 mod sqlite;
 mod subscription;
 mod sweeper;
@@ -59,9 +61,11 @@ pub use options::{
     DEFAULT_CHECKPOINT_RETRIES, DEFAULT_LINGER_MS, DEFAULT_MAX_QUEUED_FRAMES, DEFAULT_RELAY_ATTACH_TIMEOUT_MS,
     DEFAULT_RETAIN_CHARS, DEFAULT_RETRY_BACKOFF_MS,
 };
+pub use pg_client::{PgClient, PgSession};
 pub use plane::{DrainReport, Plane, StreamHandle};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
+pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
 pub use subscription::Subscription;
 pub use sweeper::{

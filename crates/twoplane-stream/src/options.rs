@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::auth::Authorizer;
 use crate::error::PlaneError;
 use crate::relay::{Relay, RelayErrorHook, RelayTopology};
+use crate::retry::Backoff;
 use crate::target::{DurableTarget, TargetCaps, TargetMode};
 
 pub const DEFAULT_CHECKPOINT_CHARS: u64 = 512;
@@ -122,8 +123,8 @@ impl fmt::Debug for PlaneOptions {
 pub(crate) struct Config {
     pub chars: u64,
     pub interval: Duration,
-    pub retries: u32,
-    pub backoff: Duration,
+    /// Every store call's retries (`retries`, backing off from `retry_backoff_ms`).
+    pub retry: Backoff,
     /// `None`: keep everything (table mode).
     pub retain_chars: Option<u64>,
     pub linger: Duration,
@@ -194,8 +195,7 @@ impl Config {
         Ok(Config {
             chars: options.chars,
             interval: Duration::from_millis(options.interval_ms),
-            retries: options.retries,
-            backoff: Duration::from_millis(options.retry_backoff_ms),
+            retry: Backoff::new(Duration::from_millis(options.retry_backoff_ms), options.retries),
             retain_chars,
             linger: Duration::from_millis(options.linger_ms),
             max_queued_frames: options.max_queued_frames,
@@ -211,11 +211,6 @@ impl Config {
             on_relay_error: options.on_relay_error,
             on_checkpoint_error: options.on_checkpoint_error,
         })
-    }
-
-    /// Backoff before retry number `attempt` (1-based): base, 2x, 4x, ...
-    pub fn backoff_for(&self, attempt: u32) -> Duration {
-        self.backoff.saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
     }
 }
 

@@ -153,24 +153,18 @@ impl Plane {
         self.with_retries(|| cfg.target.open(request)).await
     }
 
-    async fn with_retries<'a, T, F, Fut>(&self, mut op: F) -> Result<T, PlaneError>
+    async fn with_retries<T, F, Fut>(&self, mut op: F) -> Result<T, PlaneError>
     where
         F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T, PlaneError>> + 'a,
+        Fut: std::future::Future<Output = Result<T, PlaneError>>,
     {
-        let cfg = &self.shared.cfg;
-        let mut attempt = 0;
-        loop {
-            match op().await {
-                Ok(v) => return Ok(v),
-                Err(e) if !e.is_retryable() || attempt >= cfg.retries => return Err(e),
-                Err(e) => {
-                    attempt += 1;
-                    tracing::debug!(error = %e, attempt, "retrying a store call");
-                    tokio::time::sleep(cfg.backoff_for(attempt)).await;
-                }
+        let retry = |attempt| {
+            if attempt > 0 {
+                tracing::debug!(attempt, "retrying a store call");
             }
-        }
+            op()
+        };
+        self.shared.cfg.retry.retry(retry, PlaneError::is_retryable).await
     }
 
     /// Subscribe `user` to `stream_id` from `from` (see the module guarantees).

@@ -8,16 +8,14 @@
 //! application's and its `seq` column need not be `bigint`. Text with a lone surrogate is
 //! refused before it reaches the server (which rejects it as invalid UTF-8).
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use bytes::BytesMut;
-use tokio::sync::{Mutex, MutexGuard};
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::Row;
 use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, SqlValue, Statement, StreamTables};
 
 use crate::error::PlaneError;
+use crate::pg_client::{PgClient, PgSession};
 use crate::target::{
     text_is_truthy, utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps,
     TargetMode,
@@ -30,16 +28,9 @@ use crate::verdict;
 pub const PG_SCHEMA_LOCK_KEY: i64 = 0x7477_6f70_6c61_6e65;
 
 pub struct PostgresTarget {
-    url: String,
     sql: MappedSql,
     tables: StreamTables,
-    conn: Mutex<Option<PgConn>>,
-}
-
-struct PgConn {
-    client: Client,
-    /// Prepared statements by SQL text (valid for this connection only).
-    prepared: HashMap<String, tokio_postgres::Statement>,
+    conn: PgClient,
 }
 
 fn db_err(context: &str) -> impl FnOnce(tokio_postgres::Error) -> PlaneError + '_ {
@@ -97,22 +88,16 @@ fn truthy_cell(row: &Row, idx: usize) -> Result<bool, tokio_postgres::Error> {
     }
 }
 
-impl PgConn {
-    async fn statement(&mut self, sql: &str) -> Result<tokio_postgres::Statement, PlaneError> {
-        if let Some(s) = self.prepared.get(sql) {
-            return Ok(s.clone());
-        }
-        let prepared = self.client.prepare(sql).await.map_err(db_err("preparing a statement"))?;
-        self.prepared.insert(sql.to_owned(), prepared.clone());
-        Ok(prepared)
-    }
+/// The statements of one call, on the connection it holds.
+struct PgConn<'a>(&'a mut PgSession);
 
+impl PgConn<'_> {
     async fn transact(&mut self, statements: &[Statement], context: &str) -> Result<(), PlaneError> {
         let mut prepared = Vec::with_capacity(statements.len());
         for s in statements {
-            prepared.push(self.statement(&s.sql).await?);
+            prepared.push(self.0.prepare_cached(&s.sql).await.map_err(db_err("preparing a statement"))?);
         }
-        let tx = self.client.transaction().await.map_err(db_err(context))?;
+        let tx = self.0.client_mut().transaction().await.map_err(db_err(context))?;
         for (s, p) in statements.iter().zip(&prepared) {
             let bound = params(s);
             tx.execute(p, &as_dyn(&bound)).await.map_err(db_err(context))?;
@@ -121,9 +106,9 @@ impl PgConn {
     }
 
     async fn query_opt(&mut self, sql: &str, id: &str, context: &str) -> Result<Option<Row>, PlaneError> {
-        let statement = self.statement(sql).await?;
+        let statement = self.0.prepare_cached(sql).await.map_err(db_err("preparing a statement"))?;
         let bound = [PgParam(SqlValue::Text(id.to_owned()))];
-        self.client.query_opt(&statement, &as_dyn(&bound)).await.map_err(db_err(context))
+        self.0.client().query_opt(&statement, &as_dyn(&bound)).await.map_err(db_err(context))
     }
 
     async fn read_state(&mut self, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
@@ -149,29 +134,9 @@ impl PostgresTarget {
     /// servers) and build the statements for `tables`.
     pub async fn connect(url: &str, tables: &StreamTables) -> Result<PostgresTarget, PlaneError> {
         let sql = MappedSql::new(tables, Dialect::Postgres)?;
-        let target = PostgresTarget { url: url.to_owned(), sql, tables: tables.clone(), conn: Mutex::new(None) };
-        {
-            let mut guard = target.conn.lock().await;
-            target.ensure(&mut guard).await?;
-        }
+        let target = PostgresTarget { sql, tables: tables.clone(), conn: PgClient::new(url, "checkpoints") };
+        drop(target.conn.lock().await.map_err(db_err("connecting"))?);
         Ok(target)
-    }
-
-    async fn ensure<'g>(&self, guard: &'g mut MutexGuard<'_, Option<PgConn>>) -> Result<&'g mut PgConn, PlaneError> {
-        if guard.as_ref().is_some_and(|c| c.client.is_closed()) {
-            tracing::warn!("postgres connection lost; reconnecting");
-            **guard = None;
-        }
-        if guard.is_none() {
-            let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(db_err("connecting"))?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::warn!(error = %e, "postgres connection ended");
-                }
-            });
-            **guard = Some(PgConn { client, prepared: HashMap::new() });
-        }
-        guard.as_mut().ok_or_else(|| PlaneError::store("postgres: no connection"))
     }
 
     /// Create the chunk table and its index if they do not exist (the core's DDL). Safe when
@@ -179,13 +144,12 @@ impl PostgresTarget {
     /// advisory lock [`PG_SCHEMA_LOCK_KEY`].
     pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
         let ddl = stream_chunk_table_ddl(&self.tables, Dialect::Postgres)?;
-        let mut guard = self.conn.lock().await;
-        let conn = self.ensure(&mut guard).await?;
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         // PostgreSQL's CREATE ... IF NOT EXISTS checks and creates in two steps: two instances
         // starting together can both find nothing, and the slower one then fails on the
         // catalog's unique index. The transaction-scoped lock makes the second creator wait
         // for the first to commit, after which it finds the table and does nothing.
-        let tx = conn.client.transaction().await.map_err(db_err("creating the chunk table"))?;
+        let tx = session.client_mut().transaction().await.map_err(db_err("creating the chunk table"))?;
         tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({PG_SCHEMA_LOCK_KEY})"))
             .await
             .map_err(db_err("taking the schema lock"))?;
@@ -203,8 +167,8 @@ impl DurableTarget for PostgresTarget {
     }
 
     async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
-        let mut guard = self.conn.lock().await;
-        let conn = self.ensure(&mut guard).await?;
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
+        let mut conn = PgConn(&mut session);
         let row = conn.query_opt(&self.sql.probe_open(), stream_id, "probing the message row").await?;
         let row = match row {
             None => None,
@@ -217,8 +181,8 @@ impl DurableTarget for PostgresTarget {
     }
 
     async fn open(&self, request: OpenRequest<'_>) -> Result<(), PlaneError> {
-        let mut guard = self.conn.lock().await;
-        let conn = self.ensure(&mut guard).await?;
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
+        let mut conn = PgConn(&mut session);
         let mark = self.sql.mark_streaming(request.stream_id, request.host_token);
         conn.transact(std::slice::from_ref(&mark), "marking the row streaming").await?;
         if let Some(probe) = self.sql.probe_host() {
@@ -235,8 +199,8 @@ impl DurableTarget for PostgresTarget {
     async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
         let text = utf8_for_table(request.text, "a checkpoint slice")?;
         let statements = self.sql.append(request.stream_id, request.from, request.seq, &text);
-        let mut guard = self.conn.lock().await;
-        let conn = self.ensure(&mut guard).await?;
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
+        let mut conn = PgConn(&mut session);
         conn.transact(&statements, "committing a checkpoint").await?;
         conn.read_state(&self.sql, request.stream_id).await
     }
@@ -248,14 +212,14 @@ impl DurableTarget for PostgresTarget {
         let body = utf8_for_table(request.body, "the response body")?;
         let statements =
             self.sql.compact(request.stream_id, &body, request.body.len() as u64, request.status, request.error);
-        let mut guard = self.conn.lock().await;
-        let conn = self.ensure(&mut guard).await?;
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
+        let mut conn = PgConn(&mut session);
         conn.transact(&statements, "compacting the stream").await
     }
 
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {
-        let mut guard = self.conn.lock().await;
-        let conn = self.ensure(&mut guard).await?;
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
+        let mut conn = PgConn(&mut session);
         conn.read_state(&self.sql, stream_id).await.map(|ack| Some(ack.durable_seq))
     }
 }

@@ -39,13 +39,15 @@ use rusqlite::types::Value;
 use rusqlite::Connection;
 use tokio::sync::watch;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::Row;
 use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, SqlValue, Statement, StreamTables};
 
 pub use twoplane_core::sql::DEFAULT_HOST_LEASE_TABLE;
 
 use crate::error::PlaneError;
+use crate::pg_client::PgClient;
 use crate::postgres::{as_dyn, int_cell, params};
+use crate::retry::Backoff;
 
 /// Default lease time to live: 15 s.
 pub const DEFAULT_LEASE_TTL_MS: u64 = 15_000;
@@ -140,17 +142,23 @@ struct Inner {
 }
 
 enum Db {
-    Postgres(Box<PgDb>),
+    /// Its own connection: a sweep must not queue behind the plane's checkpoints, nor they
+    /// behind it.
+    Postgres(Box<PgClient>),
     Sqlite(Arc<Mutex<Connection>>),
 }
+
+/// Creating the lease table: two retries, 50 ms then 100 ms apart, whatever the error (a twin
+/// instance creating it at the same moment is the usual one).
+const LEASE_DDL_RETRY: Backoff = Backoff::new(Duration::from_millis(50), 2);
 
 impl Sweeper {
     /// A sweeper on PostgreSQL (its own connection, re-established after a loss). `tables` is the
     /// plane's mapping; its `host` column must be mapped.
     pub async fn postgres(url: &str, tables: &StreamTables, options: SweeperOptions) -> Result<Sweeper, PlaneError> {
         let (lease, mapped) = statements(tables, &options, Dialect::Postgres)?;
-        let db = PgDb { url: url.to_owned(), client: tokio::sync::Mutex::new(None) };
-        drop(db.client().await?);
+        let db = PgClient::new(url, "sweeper");
+        drop(db.lock().await.map_err(pg_err("connecting"))?);
         Ok(Sweeper { inner: Arc::new(Inner { db: Db::Postgres(Box::new(db)), lease, mapped, options }) })
     }
 
@@ -178,18 +186,17 @@ impl Sweeper {
             // Instances usually start together, and PostgreSQL's CREATE TABLE IF NOT EXISTS is
             // not safe against a concurrent twin (one of them can fail on the catalog's unique
             // index). The loser's retry finds the table and succeeds.
-            let mut attempt: u32 = 0;
-            loop {
-                attempt += 1;
-                match self.inner.db.execute(Statement { sql: ddl.clone(), params: Vec::new() }).await {
-                    Ok(_) => break,
-                    Err(e) if attempt < 3 => {
-                        tracing::debug!(error = %e, "creating the lease table failed; retrying");
-                        tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+            LEASE_DDL_RETRY
+                .retry(
+                    |attempt| {
+                        if attempt > 0 {
+                            tracing::debug!(attempt, "creating the lease table failed; retrying");
+                        }
+                        self.inner.db.execute(Statement { sql: ddl.clone(), params: Vec::new() })
+                    },
+                    |_| true,
+                )
+                .await?;
         }
         Ok(())
     }
@@ -351,40 +358,14 @@ fn pg_err(context: &str) -> impl FnOnce(tokio_postgres::Error) -> PlaneError + '
     move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
 }
 
-/// A PostgreSQL connection of the sweeper's own (a sweep must not queue behind the plane's
-/// checkpoints, and vice versa).
-struct PgDb {
-    url: String,
-    client: tokio::sync::Mutex<Option<Client>>,
-}
-
-impl PgDb {
-    async fn client(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Client>>, PlaneError> {
-        let mut guard = self.client.lock().await;
-        if guard.as_ref().is_some_and(Client::is_closed) {
-            *guard = None;
-        }
-        if guard.is_none() {
-            let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(pg_err("connecting"))?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::warn!(error = %e, "sweeper's postgres connection ended");
-                }
-            });
-            *guard = Some(client);
-        }
-        Ok(guard)
-    }
-}
-
 impl Db {
     async fn execute(&self, statement: Statement) -> Result<u64, PlaneError> {
         match self {
             Db::Postgres(pg) => {
-                let guard = pg.client().await?;
-                let client = guard.as_ref().ok_or_else(|| PlaneError::store("postgres: no connection"))?;
+                let session = pg.lock().await.map_err(pg_err("connecting"))?;
                 let bound = params(&statement);
-                client
+                session
+                    .client()
                     .execute(statement.sql.as_str(), &as_dyn(&bound))
                     .await
                     .map_err(pg_err("running a lease statement"))
@@ -406,10 +387,13 @@ impl Db {
     async fn query_keys(&self, statement: Statement) -> Result<Vec<String>, PlaneError> {
         match self {
             Db::Postgres(pg) => {
-                let guard = pg.client().await?;
-                let client = guard.as_ref().ok_or_else(|| PlaneError::store("postgres: no connection"))?;
+                let session = pg.lock().await.map_err(pg_err("connecting"))?;
                 let bound = params(&statement);
-                let rows = client.query(statement.sql.as_str(), &as_dyn(&bound)).await.map_err(pg_err("sweeping"))?;
+                let rows = session
+                    .client()
+                    .query(statement.sql.as_str(), &as_dyn(&bound))
+                    .await
+                    .map_err(pg_err("sweeping"))?;
                 rows.iter().map(pg_key).collect()
             }
             Db::Sqlite(conn) => {
