@@ -32,6 +32,7 @@ use twoplane_stream::{
     DEFAULT_SWEEP_INTERVAL_MS,
 };
 
+use crate::assets::PackageSource;
 use crate::demo::{self, redact_url, DemoDb, Pace};
 use crate::http::{sse_router, SseConfig};
 use crate::server::{self, HttpConfig};
@@ -73,8 +74,8 @@ pub struct ServeConfig {
     pub demo: bool,
     pub listen: SocketAddr,
     pub store: Store,
-    /// The `npm/twoplane` directory, served at `/pkg/twoplane/` (demo only).
-    pub package_dir: PathBuf,
+    /// The browser package, served at `/pkg/twoplane/` (demo only).
+    pub package: PackageSource,
     pub keep_alive: Duration,
     /// The relay; `None`: readers of streams hosted elsewhere get `absent`.
     pub relay: Option<RelayConfig>,
@@ -179,12 +180,6 @@ impl fmt::Display for ServeError {
 
 impl std::error::Error for ServeError {}
 
-/// `npm/twoplane` in the source tree this crate was built from.
-pub fn default_package_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../npm/twoplane");
-    dir.canonicalize().unwrap_or(dir)
-}
-
 /// Resolves on SIGTERM or Ctrl-C.
 pub async fn shutdown_signal() {
     #[cfg(unix)]
@@ -276,8 +271,11 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     let mut router = Router::new().route("/healthz", get(|| async { "ok\n" })).merge(sse_routes);
     if config.demo {
-        check_package_dir(&config.package_dir);
-        router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package_dir, config.demo_pace));
+        if let Some(problem) = config.package.problem() {
+            // The page would otherwise fail in the browser's console, where nobody looks.
+            tracing::warn!("the chat page will not load: {problem}");
+        }
+        router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package, config.demo_pace));
     }
     Ok(Running { addr, plane, stats, host_id, sweeper, listener, router })
 }
@@ -354,16 +352,4 @@ pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Res
     running.serve(shutdown).await?;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// The demo page imports the browser package from this directory; say plainly when it is not
-/// there (the page would otherwise fail in the browser console, where nobody looks).
-fn check_package_dir(dir: &Path) {
-    let entry = dir.join("src/index.browser.js");
-    let wasm = dir.join("wasm");
-    if !entry.is_file() {
-        tracing::warn!(dir = %dir.display(), "the browser package is missing: the chat page will not load (pass --assets DIR)");
-    } else if !wasm.is_dir() {
-        tracing::warn!(dir = %dir.display(), "the browser package has no wasm build: run scripts/build-wasm.sh");
-    }
 }

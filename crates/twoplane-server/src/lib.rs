@@ -7,8 +7,10 @@
 //! - [`app`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
 //!   plane, Redis relay, host-lease sweeper, routes, signals.
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
+//! - [`assets`]: the browser package the page imports, compiled into the binary.
 
 pub mod app;
+pub mod assets;
 pub mod demo;
 pub mod http;
 pub mod server;

@@ -18,6 +18,7 @@ use tracing_subscriber::EnvFilter;
 
 use twoplane_redis::Topology;
 use twoplane_server::app::{self, RelayConfig, ServeConfig, Store};
+use twoplane_server::assets::PackageSource;
 use twoplane_server::demo::{answer, Pace};
 
 #[derive(Parser, Debug)]
@@ -84,8 +85,8 @@ struct ServeArgs {
     /// live (with --pg or --redis) [default: 5000].
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     sweep_interval_ms: Option<u64>,
-    /// The browser package directory served at /pkg/twoplane/ (default: npm/twoplane in the
-    /// source tree this binary was built from).
+    /// Serve the browser package at /pkg/twoplane/ from this directory (laid out like
+    /// npm/twoplane) instead of the copy compiled into the binary.
     #[arg(long)]
     assets: Option<PathBuf>,
     /// Milliseconds between SSE keep-alive comments.
@@ -161,7 +162,7 @@ fn main() -> ExitCode {
         demo: args.demo,
         listen: args.listen,
         store,
-        package_dir: args.assets.unwrap_or_else(app::default_package_dir),
+        package: args.assets.map_or(PackageSource::Embedded, PackageSource::Dir),
         keep_alive: std::time::Duration::from_millis(args.keep_alive_ms),
         relay,
         host_id: args.host_id,

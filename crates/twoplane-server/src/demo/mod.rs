@@ -19,7 +19,7 @@ mod db;
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::path::Path;
+use crate::assets::PackageSource;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -99,16 +99,15 @@ impl IdSource {
 
 /// The demo's routes: the page, the browser package, `POST /api/chat`, `GET /api/messages`.
 /// The SSE endpoint is mounted separately ([`crate::http::sse_router`]).
-pub fn routes(plane: Plane, db: DemoDb, package_dir: &Path, pace: Pace) -> Router {
+pub fn routes(plane: Plane, db: DemoDb, package: &PackageSource, pace: Pace) -> Router {
     let state = DemoState { plane, db, pace, ids: Arc::new(IdSource::new()) };
-    let package = tower_http::services::ServeDir::new(package_dir);
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
         .route("/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
         .route("/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
         .route("/api/chat", post(chat))
         .route("/api/messages", get(messages))
-        .nest_service("/pkg/twoplane", package)
+        .nest("/pkg/twoplane", package.router())
         .with_state(state)
 }
 
