@@ -10,11 +10,13 @@ cd "$ROOT"
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
-say "server: cargo test -p twoplane-server"
-cargo test -p twoplane-server
-
+# The wasm build first: the binary compiles the browser package in, and tests/installed.rs
+# checks that an installed binary serves exactly those bytes.
 say "server: the browser package (wasm build)"
 bash scripts/build-wasm.sh
+
+say "server: cargo test -p twoplane-server"
+cargo test -p twoplane-server
 
 [ -x /usr/bin/chromium ] || apt_install chromium
 npm_ci "$ROOT/tests/demo"
