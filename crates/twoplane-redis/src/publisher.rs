@@ -20,7 +20,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RetryMethod;
 use tokio::sync::mpsc;
 use twoplane_core::Frame;
-use twoplane_stream::{RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
+use twoplane_stream::{redact_url, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
 
 use crate::envelope::new_generation;
 use crate::error::RedisRelayError;
@@ -182,7 +182,9 @@ pub(crate) async fn connect(
     url: &str,
     options: &RedisRelayOptions,
 ) -> Result<(redis::Client, ConnectionManager), RedisRelayError> {
-    let client = redis::Client::open(url).map_err(|e| RedisRelayError::redis(format!("bad Redis URL {url:?}"), e))?;
+    // The URL may carry a password: only its redacted form goes into a message.
+    let shown = redact_url(url);
+    let client = redis::Client::open(url).map_err(|e| RedisRelayError::redis(format!("bad Redis URL {shown}"), e))?;
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(options.connect_timeout()))
         .set_response_timeout(Some(options.connect_timeout()))
@@ -196,7 +198,24 @@ pub(crate) async fn connect(
         ConnectionManager::new_with_config(client.clone(), config),
     )
     .await
-    .map_err(|_| RedisRelayError::new(format!("connecting to Redis at {url} timed out")))?
-    .map_err(|e| RedisRelayError::redis(format!("connecting to Redis at {url}"), e))?;
+    .map_err(|_| RedisRelayError::new(format!("connecting to Redis at {shown} timed out")))?
+    .map_err(|e| RedisRelayError::redis(format!("connecting to Redis at {shown}"), e))?;
     Ok((client, conn))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A password in the URL never reaches an adapter error (which the plane logs).
+    #[tokio::test]
+    async fn connection_errors_do_not_show_the_password() {
+        let options = RedisRelayOptions::default();
+        for url in ["nope://user:hunter2@127.0.0.1:1/", "redis://:hunter2@127.0.0.1:1/"] {
+            let Err(e) = connect(url, &options).await else { panic!("{url} connected") };
+            let shown = e.to_string();
+            assert!(!shown.contains("hunter2"), "{shown}");
+            assert!(shown.contains(":***@127.0.0.1:1"), "{shown}");
+        }
+    }
 }

@@ -37,6 +37,7 @@ mod options;
 mod pg_client;
 mod plane;
 mod postgres;
+mod redact;
 mod relay;
 mod relay_leg;
 mod report;
@@ -64,6 +65,7 @@ pub use options::{
 pub use pg_client::{PgClient, PgSession};
 pub use plane::{DrainReport, Plane, StreamHandle};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
+pub use redact::redact_url;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
