@@ -33,6 +33,9 @@ impl StreamStatus {
         }
     }
 
+    /// The status a name stands for. No runtime reads a status back (the stores only write it),
+    /// so this is test support only.
+    #[cfg(any(test, feature = "testing"))]
     pub fn parse(s: &str) -> Result<Self> {
         StreamStatus::ALL
             .into_iter()

@@ -88,8 +88,9 @@ pub fn encode_event(frame: &Frame) -> String {
     out
 }
 
-/// Many frames as consecutive events, in one buffer reserved up front (a replay sends several
-/// frames at once, and one write beats several).
+/// Many frames as consecutive events, in one buffer reserved up front. Nothing in the runtimes
+/// sends a batch this way (the server writes frame by frame), so it is test support only.
+#[cfg(any(test, feature = "testing"))]
 pub fn encode_events(frames: &[Frame]) -> String {
     let mut out = String::with_capacity(frames.iter().map(estimated_event_len).sum());
     for frame in frames {

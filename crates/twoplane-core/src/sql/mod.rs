@@ -1,0 +1,491 @@
+//! The durable plane's SQL (docs/contract.md §6), for SQLite and Postgres, in one place: the
+//! names, dialects, parameters and chunk-table DDL shared by the statements of the mapped tables
+//! ([`MappedSql`], in `mapped.rs`) and of the host lease ([`HostLeaseSql`], in `host_lease.rs`).
+//!
+//! Guarantees:
+//! - Every identifier is double-quoted, and a name that cannot be quoted safely (one holding `"`
+//!   or NUL, or an empty one) is refused with [`ErrorKind::InvalidIdentifier`] instead of escaped:
+//!   names come from the application's configuration, where a quote character is a typo to
+//!   report at startup, not something to paper over with escaping.
+//! - [`MappedSql::new`] checks every name once; after that no method can fail, so a checkpoint
+//!   never discovers a bad mapping halfway through a stream.
+//! - Values never appear in SQL text: they travel as numbered parameters ([`SqlValue`]).
+//! - Every statement is idempotent under replay (a chunk id is deterministic and the insert is
+//!   guarded by the same `seq = from` predicate as the compare-and-swap), so a commit whose
+//!   acknowledgement was lost can simply be retried; the read-back decides what happened.
+//! - The optional `cancel`, `error` and `host` columns appear in SQL only when they are named.
+
+mod host_lease;
+mod mapped;
+
+pub use host_lease::{HostLeaseSql, DEFAULT_HOST_LEASE_TABLE};
+pub use mapped::MappedSql;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The SQL dialect: it decides the placeholder syntax and the chunk table's column types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The `i`-th (1-based) parameter: `?1` for SQLite, `$1` for Postgres. Numbered rather than
+    /// bare `?` so one statement text can refer to a parameter by position in both dialects.
+    pub fn placeholder(self, i: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("?{i}"),
+            Dialect::Postgres => format!("${i}"),
+        }
+    }
+
+    /// `"sqlite"` or `"postgres"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+        }
+    }
+
+    /// The inverse of [`Dialect::name`], for bindings that receive the dialect as a string.
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        match name {
+            "sqlite" => Some(Dialect::Sqlite),
+            "postgres" => Some(Dialect::Postgres),
+            _ => None,
+        }
+    }
+
+    fn text_type(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "TEXT",
+            Dialect::Postgres => "text",
+        }
+    }
+
+    fn int_type(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "INTEGER",
+            Dialect::Postgres => "bigint",
+        }
+    }
+}
+
+/// Column names as the application maps them; `None` takes the default (see [`ResolvedColumns`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamColumns {
+    pub key: Option<String>,
+    pub body: Option<String>,
+    pub status: Option<String>,
+    pub seq: Option<String>,
+    pub cancel: Option<String>,
+    pub error: Option<String>,
+    pub host: Option<String>,
+    pub chunk_key: Option<String>,
+    pub chunk_stream: Option<String>,
+    pub chunk_seq: Option<String>,
+    pub chunk_text: Option<String>,
+}
+
+impl StreamColumns {
+    /// Apply the defaults.
+    pub fn resolve(&self) -> ResolvedColumns {
+        let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_owned());
+        ResolvedColumns {
+            key: or(&self.key, "id"),
+            body: or(&self.body, "body"),
+            status: or(&self.status, "status"),
+            seq: or(&self.seq, "seq"),
+            cancel: self.cancel.clone(),
+            error: self.error.clone(),
+            host: self.host.clone(),
+            chunk_key: or(&self.chunk_key, "id"),
+            chunk_stream: or(&self.chunk_stream, "streamId"),
+            chunk_seq: or(&self.chunk_seq, "seq"),
+            chunk_text: or(&self.chunk_text, "text"),
+        }
+    }
+}
+
+/// Where the plane's rows live: the application's message table and the generated chunk table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamTables {
+    pub message: String,
+    pub chunks: String,
+    pub columns: StreamColumns,
+}
+
+/// Every column name with defaults applied. `cancel`, `error` and `host` have no default: naming
+/// one is what switches its feature on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedColumns {
+    /// Message key (unique). Default `id`.
+    pub key: String,
+    /// Compacted response text. Default `body`.
+    pub body: String,
+    /// `streaming`, then the final status. Default `status`.
+    pub status: String,
+    /// Durable length, the compare-and-swap column. Default `seq`.
+    pub seq: String,
+    pub cancel: Option<String>,
+    pub error: Option<String>,
+    pub host: Option<String>,
+    /// Chunk primary key. Default `id`.
+    pub chunk_key: String,
+    /// Chunk to message reference. Default `streamId`.
+    pub chunk_stream: String,
+    /// Where the chunk's text ends (rows are assembled in this order). Default `seq`.
+    pub chunk_seq: String,
+    /// The chunk's slice of text. Default `text`.
+    pub chunk_text: String,
+}
+
+/// A name as a JSON string, for error messages: it shows quotes and control characters
+/// unambiguously without pulling the Unicode tables of `{:?}` into the WebAssembly build.
+fn json_quoted(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    crate::json::write_json_string(&mut out, &name.encode_utf16().collect::<Vec<u16>>());
+    out
+}
+
+/// `name` wrapped in double quotes, the identifier quoting SQLite and Postgres share.
+pub fn quote_ident(name: &str) -> Result<String> {
+    if name.is_empty() || name.contains('"') || name.contains('\0') {
+        return Err(Error::new(
+            ErrorKind::InvalidIdentifier,
+            format!(
+                "table or column name {} cannot be used: names must be non-empty and hold no '\"' or NUL",
+                json_quoted(name)
+            ),
+        ));
+    }
+    Ok(format!("\"{name}\""))
+}
+
+/// The chunk table's migration: the table, then its `(stream, seq)` index, which serves both
+/// reading a stream's chunks in order and compaction's delete by stream.
+pub fn stream_chunk_table_ddl(tables: &StreamTables, dialect: Dialect) -> Result<Vec<String>> {
+    let c = tables.columns.resolve();
+    let chunks = quote_ident(&tables.chunks)?;
+    let index = quote_ident(&format!("{}_stream_seq", tables.chunks))?;
+    let (key, stream, seq, text) = (
+        quote_ident(&c.chunk_key)?,
+        quote_ident(&c.chunk_stream)?,
+        quote_ident(&c.chunk_seq)?,
+        quote_ident(&c.chunk_text)?,
+    );
+    let (t, i) = (dialect.text_type(), dialect.int_type());
+    Ok(vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {chunks} ({key} {t} PRIMARY KEY, {stream} {t} NOT NULL, \
+             {seq} {i} NOT NULL, {text} {t} NOT NULL)"
+        ),
+        format!("CREATE INDEX IF NOT EXISTS {index} ON {chunks} ({stream}, {seq})"),
+    ])
+}
+
+/// One bound parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SqlValue {
+    Text(String),
+    Int(i64),
+    Null,
+}
+
+/// A statement and its parameters, in placeholder order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statement {
+    pub sql: String,
+    pub params: Vec<SqlValue>,
+}
+
+/// An offset as a parameter. Offsets are at most 2^53 - 1, so they fit; anything larger (which no
+/// valid frame carries) saturates rather than wrapping into a negative number.
+pub(crate) fn int(v: u64) -> SqlValue {
+    SqlValue::Int(i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn text(v: &str) -> SqlValue {
+    SqlValue::Text(v.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::StreamStatus;
+
+    pub(super) fn tables() -> StreamTables {
+        StreamTables { message: "messages".into(), chunks: "chunks".into(), columns: StreamColumns::default() }
+    }
+
+    pub(super) fn full_tables() -> StreamTables {
+        StreamTables {
+            message: "msg".into(),
+            chunks: "msg_chunks".into(),
+            columns: StreamColumns {
+                key: Some("uid".into()),
+                body: Some("content".into()),
+                status: Some("state".into()),
+                seq: Some("len".into()),
+                cancel: Some("stop".into()),
+                error: Some("err".into()),
+                host: Some("owner".into()),
+                chunk_key: Some("cid".into()),
+                chunk_stream: Some("message_uid".into()),
+                chunk_seq: Some("end_at".into()),
+                chunk_text: Some("slice".into()),
+            },
+        }
+    }
+
+    pub(super) fn t(s: &str) -> SqlValue {
+        SqlValue::Text(s.into())
+    }
+
+    #[test]
+    fn placeholders_and_names() {
+        assert_eq!(Dialect::Sqlite.placeholder(1), "?1");
+        assert_eq!(Dialect::Postgres.placeholder(12), "$12");
+        for d in [Dialect::Sqlite, Dialect::Postgres] {
+            assert_eq!(Dialect::from_name(d.name()), Some(d));
+        }
+        assert_eq!(Dialect::from_name("mysql"), None);
+    }
+
+    #[test]
+    fn ddl_with_default_columns() {
+        assert_eq!(
+            stream_chunk_table_ddl(&tables(), Dialect::Sqlite).unwrap(),
+            vec![
+                r#"CREATE TABLE IF NOT EXISTS "chunks" ("id" TEXT PRIMARY KEY, "streamId" TEXT NOT NULL, "seq" INTEGER NOT NULL, "text" TEXT NOT NULL)"#,
+                r#"CREATE INDEX IF NOT EXISTS "chunks_stream_seq" ON "chunks" ("streamId", "seq")"#,
+            ]
+        );
+        assert_eq!(
+            stream_chunk_table_ddl(&tables(), Dialect::Postgres).unwrap(),
+            vec![
+                r#"CREATE TABLE IF NOT EXISTS "chunks" ("id" text PRIMARY KEY, "streamId" text NOT NULL, "seq" bigint NOT NULL, "text" text NOT NULL)"#,
+                r#"CREATE INDEX IF NOT EXISTS "chunks_stream_seq" ON "chunks" ("streamId", "seq")"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn ddl_with_mapped_columns() {
+        assert_eq!(
+            stream_chunk_table_ddl(&full_tables(), Dialect::Postgres).unwrap(),
+            vec![
+                r#"CREATE TABLE IF NOT EXISTS "msg_chunks" ("cid" text PRIMARY KEY, "message_uid" text NOT NULL, "end_at" bigint NOT NULL, "slice" text NOT NULL)"#,
+                r#"CREATE INDEX IF NOT EXISTS "msg_chunks_stream_seq" ON "msg_chunks" ("message_uid", "end_at")"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_identifiers_are_refused() {
+        assert_eq!(quote_ident("a b").unwrap(), "\"a b\"");
+        for bad in ["a\"b", "", "x\0y"] {
+            let err = quote_ident(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidIdentifier);
+            assert!(err.message().contains(&json_quoted(bad)), "{}", err.message());
+        }
+        let mut bad_table = tables();
+        bad_table.chunks = "ch\"unks".into();
+        assert_eq!(
+            stream_chunk_table_ddl(&bad_table, Dialect::Sqlite).unwrap_err().kind(),
+            ErrorKind::InvalidIdentifier
+        );
+        assert_eq!(MappedSql::new(&bad_table, Dialect::Sqlite).unwrap_err().kind(), ErrorKind::InvalidIdentifier);
+        let mut bad_column = tables();
+        bad_column.columns.chunk_text = Some("te\"xt".into());
+        assert_eq!(
+            stream_chunk_table_ddl(&bad_column, Dialect::Sqlite).unwrap_err().kind(),
+            ErrorKind::InvalidIdentifier
+        );
+        // Optional columns are checked up front too, even though they are used only sometimes.
+        for set in [
+            |c: &mut StreamColumns| c.cancel = Some("c\"".into()),
+            |c: &mut StreamColumns| c.error = Some("".into()),
+            |c: &mut StreamColumns| c.host = Some("h\"".into()),
+            |c: &mut StreamColumns| c.key = Some("k\"".into()),
+        ] {
+            let mut tb = tables();
+            set(&mut tb.columns);
+            let err = MappedSql::new(&tb, Dialect::Postgres).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidIdentifier);
+        }
+        let mut bad_message = tables();
+        bad_message.message = String::new();
+        assert!(MappedSql::new(&bad_message, Dialect::Sqlite).is_err());
+    }
+
+    #[test]
+    fn resolved_defaults() {
+        let c = StreamColumns::default().resolve();
+        assert_eq!(
+            (c.key.as_str(), c.body.as_str(), c.status.as_str(), c.seq.as_str()),
+            ("id", "body", "status", "seq")
+        );
+        assert_eq!(
+            (c.chunk_key.as_str(), c.chunk_stream.as_str(), c.chunk_seq.as_str(), c.chunk_text.as_str()),
+            ("id", "streamId", "seq", "text")
+        );
+        assert_eq!((c.cancel, c.error, c.host), (None, None, None));
+        let sql = MappedSql::new(&tables(), Dialect::Sqlite).unwrap();
+        assert!(!sql.has_cancel() && !sql.has_host());
+        assert_eq!(sql.columns().chunk_stream, "streamId");
+        assert_eq!(sql.dialect(), Dialect::Sqlite);
+    }
+
+    #[test]
+    fn statements_with_default_columns_sqlite() {
+        let sql = MappedSql::new(&tables(), Dialect::Sqlite).unwrap();
+        assert_eq!(sql.probe_open(), r#"SELECT "seq" AS seq, "status" AS status FROM "messages" WHERE "id" = ?1"#);
+        assert_eq!(
+            sql.mark_streaming("m1", "host-a"),
+            Statement {
+                sql: r#"UPDATE "messages" SET "status" = ?1 WHERE "id" = ?2"#.into(),
+                params: vec![t("streaming"), t("m1")],
+            }
+        );
+        assert_eq!(sql.probe_host(), None);
+        let [insert, cas] = sql.append("m1", 5, 9, "abcd");
+        assert_eq!(
+            insert,
+            Statement {
+                sql: r#"INSERT INTO "chunks" ("id", "streamId", "seq", "text") SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM "messages" WHERE "id" = ?5 AND "seq" = ?6) ON CONFLICT DO NOTHING"#.into(),
+                params: vec![t("m1:9"), t("m1"), SqlValue::Int(9), t("abcd"), t("m1"), SqlValue::Int(5)],
+            }
+        );
+        assert_eq!(
+            cas,
+            Statement {
+                sql: r#"UPDATE "messages" SET "seq" = ?1 WHERE "id" = ?2 AND "seq" = ?3"#.into(),
+                params: vec![SqlValue::Int(9), t("m1"), SqlValue::Int(5)],
+            }
+        );
+        let [update, delete] = sql.compact("m1", "hello😀", 7, StreamStatus::Complete, Some("ignored: no column"));
+        assert_eq!(
+            update,
+            Statement {
+                sql: r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3 WHERE "id" = ?4"#.into(),
+                params: vec![t("hello😀"), SqlValue::Int(7), t("complete"), t("m1")],
+            }
+        );
+        assert_eq!(
+            delete,
+            Statement { sql: r#"DELETE FROM "chunks" WHERE "streamId" = ?1"#.into(), params: vec![t("m1")] }
+        );
+        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq FROM "messages" WHERE "id" = ?1"#);
+        assert_eq!(sql.sweep_interrupted("host-a"), None);
+    }
+
+    #[test]
+    fn statements_with_every_column_postgres() {
+        let sql = MappedSql::new(&full_tables(), Dialect::Postgres).unwrap();
+        assert!(sql.has_cancel() && sql.has_host());
+        assert_eq!(sql.probe_open(), r#"SELECT "len" AS seq, "state" AS status FROM "msg" WHERE "uid" = $1"#);
+        assert_eq!(
+            sql.mark_streaming("m1", "host-a"),
+            Statement {
+                sql: r#"UPDATE "msg" SET "state" = $1, "owner" = $2 WHERE "uid" = $3 AND ("state" IS NULL OR "state" <> $4)"#.into(),
+                params: vec![t("streaming"), t("host-a"), t("m1"), t("streaming")],
+            }
+        );
+        assert_eq!(sql.probe_host().as_deref(), Some(r#"SELECT "owner" AS host FROM "msg" WHERE "uid" = $1"#));
+        let [insert, cas] = sql.append("m1", 0, 3, "abc");
+        assert_eq!(
+            insert.sql,
+            r#"INSERT INTO "msg_chunks" ("cid", "message_uid", "end_at", "slice") SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM "msg" WHERE "uid" = $5 AND "len" = $6) ON CONFLICT DO NOTHING"#
+        );
+        assert_eq!(insert.params, vec![t("m1:3"), t("m1"), SqlValue::Int(3), t("abc"), t("m1"), SqlValue::Int(0)]);
+        assert_eq!(cas.sql, r#"UPDATE "msg" SET "len" = $1 WHERE "uid" = $2 AND "len" = $3"#);
+        assert_eq!(cas.params, vec![SqlValue::Int(3), t("m1"), SqlValue::Int(0)]);
+
+        let [update, delete] = sql.compact("m1", "abc", 3, StreamStatus::Error, Some("boom"));
+        assert_eq!(
+            update.sql,
+            r#"UPDATE "msg" SET "content" = $1, "len" = $2, "state" = $3, "err" = $4 WHERE "uid" = $5"#
+        );
+        assert_eq!(update.params, vec![t("abc"), SqlValue::Int(3), t("error"), t("boom"), t("m1")]);
+        assert_eq!(delete.sql, r#"DELETE FROM "msg_chunks" WHERE "message_uid" = $1"#);
+        assert_eq!(delete.params, vec![t("m1")]);
+        // No error: the mapped column is cleared with NULL, not left as it was.
+        let [update, _] = sql.compact("m1", "", 0, StreamStatus::Cancelled, None);
+        assert_eq!(update.params, vec![t(""), SqlValue::Int(0), t("cancelled"), SqlValue::Null, t("m1")]);
+
+        assert_eq!(sql.probe_state(), r#"SELECT "len" AS seq, "stop" AS cancel FROM "msg" WHERE "uid" = $1"#);
+        assert_eq!(
+            sql.sweep_interrupted("host-a"),
+            Some(Statement {
+                sql: r#"UPDATE "msg" SET "state" = $1 WHERE "owner" = $2 AND "state" = $3"#.into(),
+                params: vec![t("interrupted"), t("host-a"), t("streaming")],
+            })
+        );
+    }
+
+    #[test]
+    fn optional_columns_are_independent() {
+        // Only `error` mapped: compaction numbers the key after it; nothing else changes.
+        let mut tb = tables();
+        tb.columns.error = Some("error".into());
+        let sql = MappedSql::new(&tb, Dialect::Sqlite).unwrap();
+        let [update, _] = sql.compact("s", "x", 1, StreamStatus::Interrupted, None);
+        assert_eq!(
+            update.sql,
+            r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3, "error" = ?4 WHERE "id" = ?5"#
+        );
+        assert_eq!(update.params, vec![t("x"), SqlValue::Int(1), t("interrupted"), SqlValue::Null, t("s")]);
+        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq FROM "messages" WHERE "id" = ?1"#);
+        assert!(sql.probe_host().is_none());
+
+        // Only `cancel` mapped.
+        let mut tb = tables();
+        tb.columns.cancel = Some("cancel".into());
+        let sql = MappedSql::new(&tb, Dialect::Sqlite).unwrap();
+        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq, "cancel" AS cancel FROM "messages" WHERE "id" = ?1"#);
+        let [update, _] = sql.compact("s", "x", 1, StreamStatus::Complete, Some("e"));
+        assert_eq!(update.params.len(), 4);
+
+        // Only `host` mapped, SQLite placeholders.
+        let mut tb = tables();
+        tb.columns.host = Some("host".into());
+        let sql = MappedSql::new(&tb, Dialect::Sqlite).unwrap();
+        assert_eq!(
+            sql.mark_streaming("s", "tok").sql,
+            r#"UPDATE "messages" SET "status" = ?1, "host" = ?2 WHERE "id" = ?3 AND ("status" IS NULL OR "status" <> ?4)"#
+        );
+        assert_eq!(
+            sql.sweep_interrupted("tok").unwrap().sql,
+            r#"UPDATE "messages" SET "status" = ?1 WHERE "host" = ?2 AND "status" = ?3"#
+        );
+    }
+
+    #[test]
+    fn placeholders_match_parameter_counts() {
+        for d in [Dialect::Sqlite, Dialect::Postgres] {
+            for tb in [tables(), full_tables()] {
+                let sql = MappedSql::new(&tb, d).unwrap();
+                let mut stmts = vec![sql.mark_streaming("s", "h")];
+                stmts.extend(sql.append("s", 1, 2, "x"));
+                stmts.extend(sql.compact("s", "ab", 2, StreamStatus::Complete, None));
+                stmts.extend(sql.sweep_interrupted("h"));
+                for st in stmts {
+                    for i in 1..=st.params.len() {
+                        assert!(st.sql.contains(&d.placeholder(i)), "{} lacks {}", st.sql, d.placeholder(i));
+                    }
+                    assert!(!st.sql.contains(&d.placeholder(st.params.len() + 1)), "{}", st.sql);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn huge_offsets_saturate_instead_of_wrapping() {
+        let sql = MappedSql::new(&tables(), Dialect::Sqlite).unwrap();
+        let [_, cas] = sql.append("s", u64::MAX - 1, u64::MAX, "");
+        assert_eq!(cas.params[0], SqlValue::Int(i64::MAX));
+        assert_eq!(cas.params[2], SqlValue::Int(i64::MAX));
+    }
+}
