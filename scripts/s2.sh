@@ -88,6 +88,8 @@ start() {
     # setsid: the server outlives this script and is not hit by the caller's Ctrl-C.
     RUST_LOG="${RUST_LOG:-warn}" setsid "$BIN" --port "$port" >"$BASE/server.log" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
+    # scripts/test.sh stops, when it ends, the servers its run started.
+    if [[ -n "${TWOPLANE_STARTED_SERVICES:-}" ]]; then echo "s2 $BASE" >>"$TWOPLANE_STARTED_SERVICES"; fi
     local i
     for i in $(seq 1 200); do
         if healthy "$port" 2>/dev/null; then

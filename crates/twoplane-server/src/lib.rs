@@ -6,6 +6,7 @@
 //!   per-connection buffer, vectored writes) and graceful shutdown.
 //! - [`app`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
 //!   plane, Redis relay, host-lease sweeper, routes, signals.
+//! - [`relay`]: `twoplane relay`: the commit-log relay from PostgreSQL into S2 or Redis logs.
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
 //! - [`assets`]: the browser package the page imports, compiled into the binary.
 
@@ -13,4 +14,5 @@ pub mod app;
 pub mod assets;
 pub mod demo;
 pub mod http;
+pub mod relay;
 pub mod server;

@@ -4,9 +4,11 @@
 //! plane on an embedded SQLite file (one instance) or on a PostgreSQL server shared by several
 //! instances, relaying live frames between them through Redis, and serves its streams over SSE;
 //! `--demo` adds a simulated model and the chat page. `twoplane demo-answer` prints the text the
-//! demo's model produces for a prompt and a seed. Every failure a user can cause (a bad flag, an
-//! unparseable address, a database that cannot be used, a port in use) ends as one `twoplane:
-//! error: ...` line and exit code 1 (2 for flag errors, as clap reports them), never a panic.
+//! demo's model produces for a prompt and a seed. `twoplane relay --pg URL (--s2 URL | --redis
+//! URL)` relays committed record rows from PostgreSQL into per-session logs (see
+//! `twoplane_server::relay`). Every failure a user can cause (a bad flag, an unparseable address,
+//! a database that cannot be used, a port in use) ends as one `twoplane: error: ...` line and exit
+//! code 1 (2 for flag errors, as clap reports them), never a panic.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -39,6 +41,9 @@ struct Cli {
 enum Command {
     /// Serve the plane's streams over HTTP (SSE at /api/stream).
     Serve(Box<ServeArgs>),
+    /// Relay committed event rows of the record (PostgreSQL) into per-session logs (S2 or
+    /// Redis Streams), exactly once and in order per session.
+    Relay(Box<RelayArgs>),
     /// Print the answer the demo's model gives to a prompt with a seed (exactly the text
     /// `POST /api/chat {"prompt", "seed"}` streams; no newline is added).
     DemoAnswer(DemoAnswerArgs),
@@ -98,6 +103,38 @@ struct ServeArgs {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("log").required(true).args(["s2", "redis"])))]
+struct RelayArgs {
+    /// PostgreSQL URL of the record (needs wal_level=logical and a role allowed to replicate).
+    #[arg(long, value_name = "URL")]
+    pg: String,
+    /// S2 endpoint the logs go to (s2-lite: http://127.0.0.1:PORT).
+    #[arg(long, value_name = "URL")]
+    s2: Option<String>,
+    /// Redis URL the logs go to instead (Redis Streams, redis://HOST:PORT/).
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// Logical replication slot (created when missing).
+    #[arg(long, value_name = "NAME", default_value = "twoplane_relay")]
+    slot: String,
+    /// Publication of the events table (created when missing).
+    #[arg(long, value_name = "NAME", default_value = "twoplane_relay")]
+    publication: String,
+    /// The record's tenants table (tenant_id, generation); may be schema-qualified.
+    #[arg(long, value_name = "TABLE", default_value = "twoplane_relay_tenants")]
+    tenants_table: String,
+    /// The record's events table (tenant_id, session_id, seq, generation, body).
+    #[arg(long, value_name = "TABLE", default_value = "twoplane_relay_events")]
+    events_table: String,
+    /// The table keeping each slot's reconcile-pending flag (created when missing).
+    #[arg(long, value_name = "TABLE", default_value = "twoplane_relay_state")]
+    state_table: String,
+    /// Serve `GET /status` (JSON) on this address (IP:PORT).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
+    status_listen: Option<SocketAddr>,
+}
+
+#[derive(clap::Args, Debug)]
 struct DemoAnswerArgs {
     /// The prompt (trimmed, as `POST /api/chat` trims it).
     #[arg(long)]
@@ -126,8 +163,9 @@ fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 
 fn init_logging(format: LogFormat) {
     // RUST_LOG wins; otherwise info for this program, warnings from libraries.
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("warn,twoplane=info,twoplane_server=info,twoplane_stream=info"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new("warn,twoplane=info,twoplane_server=info,twoplane_stream=info,twoplane_relay=info")
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -143,6 +181,10 @@ fn main() -> ExitCode {
     let args = match cli.command {
         Command::Serve(args) => args,
         Command::DemoAnswer(args) => return demo_answer(&args),
+        Command::Relay(args) => {
+            init_logging(cli.log_format);
+            return relay(*args);
+        }
     };
     init_logging(cli.log_format);
     let store = match args.pg {
@@ -181,6 +223,31 @@ fn main() -> ExitCode {
     match runtime.block_on(app::run(config, app::shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
+    }
+}
+
+fn relay(args: RelayArgs) -> ExitCode {
+    let log = match (args.s2, args.redis) {
+        (Some(url), None) => twoplane_server::relay::LogTarget::S2(url),
+        (None, Some(url)) => twoplane_server::relay::LogTarget::Redis(url),
+        _ => return fail("give exactly one of --s2 URL and --redis URL"),
+    };
+    let mut source = twoplane_relay::pg_source::PgSourceConfig {
+        slot: args.slot,
+        publication: args.publication,
+        state_table: args.state_table,
+        ..Default::default()
+    };
+    source.tables.tenants = args.tenants_table;
+    source.tables.events = args.events_table;
+    let command = twoplane_server::relay::RelayCommand { pg: args.pg, log, source, status_listen: args.status_listen };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(twoplane_server::relay::run(command, app::shutdown_signal())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
     }
 }
 

@@ -1,0 +1,121 @@
+//! `twoplane relay`: runs the commit-log relay of `twoplane-relay` as a process: committed rows of
+//! the record in PostgreSQL (read through a logical replication slot) into per-session logs in
+//! S2 or Redis Streams.
+//!
+//! Guarantees: logs go through `tracing`; `GET /status` (on `--status-listen`) answers the
+//! relay's [`RelayStatus`] as JSON plus the log store's kind, and never a URL or a credential;
+//! SIGTERM (or Ctrl-C) stops it gracefully: the status server stops, then the relay releases the
+//! slot and lets in-flight appends finish. Several processes may run at once: one holds the slot,
+//! the others wait for it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use twoplane_relay::pg_record::{PgRecord, RecordTables};
+use twoplane_relay::pg_source::{PgSource, PgSourceConfig};
+use twoplane_relay::redis_log::{RedisLog, RedisLogOptions};
+use twoplane_relay::s2::S2LogStore;
+use twoplane_relay::{LogStore, Relay, RelayOptions, RelayStatus};
+
+/// Where the logs go.
+#[derive(Clone, Debug)]
+pub enum LogTarget {
+    /// An S2 endpoint (`http://host:port`, see `twoplane_relay::s2`).
+    S2(String),
+    /// A Redis server (`redis://host:port/`): Redis Streams, see `twoplane_relay::redis_log`.
+    Redis(String),
+}
+
+/// Everything `twoplane relay` needs.
+#[derive(Clone, Debug)]
+pub struct RelayCommand {
+    pub pg: String,
+    pub log: LogTarget,
+    pub source: PgSourceConfig,
+    pub status_listen: Option<SocketAddr>,
+}
+
+#[derive(Serialize)]
+struct StatusBody {
+    #[serde(flatten)]
+    status: RelayStatus,
+    /// `s2` or `redis`.
+    log_store: &'static str,
+}
+
+struct StatusState {
+    relay: Arc<Relay>,
+    log_store: &'static str,
+}
+
+async fn status(State(state): State<Arc<StatusState>>) -> Json<StatusBody> {
+    Json(StatusBody { status: state.relay.status(), log_store: state.log_store })
+}
+
+/// Runs the relay until `shutdown` resolves, then stops it gracefully. Errors are the ones a
+/// user can fix (a bad URL or slot name, a port in use), as one line each.
+pub async fn run(command: RelayCommand, shutdown: impl std::future::Future<Output = ()>) -> Result<(), String> {
+    let (log, kind): (Arc<dyn LogStore>, &'static str) = match &command.log {
+        LogTarget::S2(url) => (Arc::new(S2LogStore::new(url).map_err(|e| format!("--s2: {e}"))?), "s2"),
+        LogTarget::Redis(url) => {
+            let store = RedisLog::connect(url, RedisLogOptions::default())
+                .await
+                // The store's message may quote the URL; it must not reach a log with its password.
+                .map_err(|e| format!("--redis: {}", e.to_string().replace(url.as_str(), "<url>")))?;
+            (Arc::new(store), "redis")
+        }
+    };
+    let tables: RecordTables = command.source.tables.clone();
+    let source = PgSource::new(&command.pg, command.source.clone()).map_err(|e| format!("--pg: {e}"))?;
+    let record = Arc::new(PgRecord::new(&command.pg, tables));
+
+    // Bind before starting, so a port in use is reported and nothing has been touched yet.
+    let listener = match command.status_listen {
+        Some(addr) => {
+            Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?)
+        }
+        None => None,
+    };
+
+    let relay = Arc::new(Relay::start(Box::new(source), record, log, RelayOptions::default()));
+    tracing::info!(
+        slot = %command.source.slot,
+        publication = %command.source.publication,
+        log_store = kind,
+        "relay started"
+    );
+
+    let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = listener.map(|listener| {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "status at GET /status");
+        }
+        let app = Router::new()
+            .route("/status", get(status))
+            .with_state(Arc::new(StatusState { relay: relay.clone(), log_store: kind }));
+        tokio::spawn(async move {
+            let served = axum::serve(listener, app).with_graceful_shutdown(async {
+                let _ = http_stopped.await;
+            });
+            if let Err(e) = served.await {
+                tracing::warn!(error = %e, "status server failed");
+            }
+        })
+    });
+
+    shutdown.await;
+    let _ = stop_http.send(());
+    if let Some(server) = server {
+        let _ = server.await;
+    }
+    match Arc::try_unwrap(relay) {
+        Ok(relay) => relay.stop().await,
+        // Only the status server shares it, and it has ended; kept as a safe fallback.
+        Err(_) => tracing::warn!("status server still holds the relay; exiting without a graceful stop"),
+    }
+    Ok(())
+}
