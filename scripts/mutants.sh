@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Mutation testing of the core's rule modules with cargo-mutants (not part of scripts/test.sh:
-# a full run builds and tests every mutant, which takes well over an hour on two cores).
+# a full run builds and tests some 360 mutants one by one, about 45 minutes on two busy cores).
 #
 #   bash scripts/mutants.sh                     # every rule module
 #   bash scripts/mutants.sh reader.rs sse.rs    # only these files (names under crates/twoplane-core/src)
 #   bash scripts/mutants.sh -- --re 'Conform::feed_numbers'   # extra cargo-mutants arguments
+#   bash scripts/mutants.sh -- --iterate       # only what the previous run here did not catch
 #
-# Each mutant runs the core's own tests (`cargo test -p twoplane-core`) with a small
+# Each mutant runs the core's own tests (`cargo test -p twoplane-core --tests`) with a small
 # PROPTEST_CASES so one mutant stays cheap; the survivors and why each is harmless are listed in
-# crates/twoplane-core/mutants.md. Results land in $MUTANTS_OUT (default target/mutants), with
-# the survivors in missed.txt.
+# crates/twoplane-core/mutants.md. Results land in $MUTANTS_OUT/mutants.out (default
+# $CARGO_TARGET_DIR/mutants, or target/mutants), the survivors in missed.txt. The exit code is
+# cargo-mutants': 0 all caught, 2 some survived, 3 some timed out (a hang: caught).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -47,7 +49,6 @@ out=${MUTANTS_OUT:-${CARGO_TARGET_DIR:-$ROOT/target}/mutants}
 mkdir -p "$out"
 
 say "cargo mutants on ${files[*]} (results in $out/mutants.out)"
-# cargo-mutants exits 2 when some mutant survived; that is a finding, reported, not a crash.
 status=0
 # `--tests` leaves out the example and the doctests (there are none): less to link per mutant.
 nice -n 15 cargo mutants \
