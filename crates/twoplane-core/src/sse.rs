@@ -89,7 +89,8 @@ pub fn encode_event(frame: &Frame) -> String {
 }
 
 /// Many frames as consecutive events, in one buffer reserved up front. Nothing in the runtimes
-/// sends a batch this way (the server writes frame by frame), so it is test support only.
+/// builds a batch this way (the server appends each event with `encode_event_into`), so it is
+/// test support only.
 #[cfg(any(test, feature = "testing"))]
 pub fn encode_events(frames: &[Frame]) -> String {
     let mut out = String::with_capacity(frames.iter().map(estimated_event_len).sum());

@@ -27,7 +27,7 @@ fn now_ms(dialect: Dialect) -> &'static str {
 /// ([`HostLeaseSql::sweep_expired`]), which releases the stream of a host that died without
 /// sealing it: readers converge on the store, where the row now says `interrupted` and body plus
 /// chunks assemble to the durable prefix (the chunk rows are left alone, as in
-/// [`MappedSql::sweep_interrupted`]).
+/// [`MappedSql::sweep_interrupted`](super::MappedSql::sweep_interrupted)).
 ///
 /// Guarantees:
 /// - Only rows whose status is exactly `streaming` change, and only their status: a sealed row
@@ -36,7 +36,7 @@ fn now_ms(dialect: Dialect) -> &'static str {
 ///   lease row at all (a producer that does not take part in leasing) is never judged dead, so
 ///   one lease-less instance sharing the database cannot have its streams cut by the others.
 /// - Expiry is judged by the database's clock (see `now_ms`), in milliseconds.
-/// - Like [`MappedSql`], every name is checked once in [`HostLeaseSql::new`]; the methods cannot
+/// - Like [`MappedSql`](super::MappedSql), every name is checked once in [`HostLeaseSql::new`]; the methods cannot
 ///   fail and values always travel as parameters.
 #[derive(Clone, Debug)]
 pub struct HostLeaseSql {
