@@ -17,20 +17,23 @@
 // - Exceptions thrown by the app's callbacks are reported (rethrown asynchronously), never
 //   mistaken for a dropped connection.
 
+//
+// The pieces live in their own modules: the accumulator (accumulator.js), the reconnect delay
+// (backoff.js) and the two transports (transport-fetch.js, transport-eventsource.js); this file
+// decides, with the backend's Reader, what each frame does, and owns the connection's life.
+
 import { TwoplaneError } from './errors.js';
 import { frameKindCode, num, textLen } from './frames.js';
-import { SseDecoder } from './sse.js';
 import { ACTION_SPLICE, ACTION_STOP, KIND_CHUNK, KIND_OPEN, KIND_UNKNOWN, STOP_REASONS } from './codes.js';
+import { Accumulator } from './accumulator.js';
+import { Backoff } from './backoff.js';
+import { runFetch } from './transport-fetch.js';
+import { runEventSource } from './transport-eventsource.js';
 
 /** Report an app callback's exception without letting it unwind into the reader. */
 function report(err) {
   if (typeof globalThis.reportError === 'function') globalThis.reportError(err);
   else queueMicrotask(() => { throw err; });
-}
-
-/** A 4xx other than timeout / rate limit, or 204, will not change by asking again. */
-function isRefusal(status) {
-  return status === 204 || (status >= 400 && status < 500 && status !== 408 && status !== 429);
 }
 
 export function createStreamReader(backend, { spliceStreamText }) {
@@ -59,21 +62,14 @@ export function createStreamReader(backend, { spliceStreamText }) {
     #headers;
     #EventSource;
     #withCredentials;
-    #initialMs;
-    #maxMs;
+    #backoff;
     #onUpdate;
     #onStop;
     #onFrame;
 
     #core;
     #joinOffset;
-    // The accumulator, #len code units: the strings of #blocks, then the pieces of #parts (one per
-    // chunk since the last read of `.text`, which joins everything into a single block). A block
-    // is a flat string (made by a join) that nothing is ever concatenated onto, so cutting one is
-    // an O(1) slice: V8 copies a string only to flatten a rope, and there is no rope to flatten.
-    #blocks;
-    #parts = [];
-    #len;
+    #acc;
 
     #started = false;
     #stopped = null;
@@ -81,14 +77,13 @@ export function createStreamReader(backend, { spliceStreamText }) {
     // Each connection gets a generation; callbacks of a connection that is no longer current
     // (dropped, replaced, or the reader stopped) see a different number and do nothing.
     #generation = 0;
-    #failures = 0;
     // The resume point the current connection started from: a connection that grew the text
     // resets the backoff, one that did not (even if it delivered an `open`) lets it grow.
     #connectedFrom = 0;
     #retryMs = null;
     #timer = null;
-    #abort = null;
-    #es = null;
+    // What closes the current connection (either transport), or null.
+    #connection = null;
 
     constructor(options = {}) {
       const {
@@ -124,34 +119,24 @@ export function createStreamReader(backend, { spliceStreamText }) {
       }
       const initialMs = num(backoff?.initialMs);
       const maxMs = num(backoff?.maxMs);
-      this.#initialMs = initialMs >= 0 ? initialMs : 250;
-      this.#maxMs = maxMs >= 0 ? maxMs : 5000;
+      this.#backoff = new Backoff(initialMs >= 0 ? initialMs : 250, maxMs >= 0 ? maxMs : 5000);
       this.#onUpdate = typeof onUpdate === 'function' ? onUpdate : null;
       this.#onStop = typeof onStop === 'function' ? onStop : null;
       this.#onFrame = typeof onFrame === 'function' ? onFrame : null;
       // Rules 1 and 2: the join offset and the seed are the durable text as it is right now.
       this.#joinOffset = durableText.length;
       this.#core = new backend.Reader(durableText.length);
-      this.#blocks = durableText.length > 0 ? [durableText] : [];
-      this.#len = durableText.length;
+      this.#acc = new Accumulator(durableText);
     }
 
     /** The accumulated text: the durable text joined at, spliced with every chunk since. */
     get text() {
-      this.#fold();
-      const blocks = this.#blocks;
-      if (blocks.length === 0) return '';
-      if (blocks.length > 1) {
-        const whole = blocks.join('');
-        blocks.length = 1;
-        blocks[0] = whole;
-      }
-      return blocks[0];
+      return this.#acc.text;
     }
 
     /** The accumulator's length, without joining it. */
     get length() {
-      return this.#len;
+      return this.#acc.length;
     }
 
     get streamId() {
@@ -186,7 +171,7 @@ export function createStreamReader(backend, { spliceStreamText }) {
       const d = typeof durableNow === 'string' ? durableNow : '';
       if (streamId !== this.#streamId) return d;
       // When the durable text is at least as long, it wins whole: no need to join the pieces.
-      if (backend.splicePoint(d.length, this.#len) < 0) return d;
+      if (backend.splicePoint(d.length, this.#acc.length) < 0) return d;
       return spliceStreamText(d, this.text);
     }
 
@@ -235,7 +220,7 @@ export function createStreamReader(backend, { spliceStreamText }) {
       }
       if (action === ACTION_SPLICE) {
         const at = this.#core.at();
-        this.#splice(at, text);
+        this.#acc.splice(at, text);
         if (this.#onUpdate !== null) this.#emitUpdate(at, text);
         return true;
       }
@@ -268,57 +253,6 @@ export function createStreamReader(backend, { spliceStreamText }) {
       }
     }
 
-    // ---- the accumulator
-
-    #splice(at, text) {
-      let len = this.#len;
-      // A chunk that continues the text (nearly all of them) only appends.
-      if (len !== at) len = this.#cut(at);
-      // Pieces are only joined when someone reads `.text`: an app that renders incrementally
-      // never pays for a join at all.
-      if (text.length > 0) this.#parts.push(text);
-      this.#len = len + text.length;
-    }
-
-    /** Cut the accumulator back to `at` (< its length): whole pieces and blocks from the end,
-     *  then part of one. Costs O(what is removed), never O(length). */
-    #cut(at) {
-      const parts = this.#parts;
-      let len = this.#len;
-      while (len > at && parts.length > 0) {
-        const last = parts[parts.length - 1];
-        const start = len - last.length;
-        if (start >= at) {
-          parts.pop();
-          len = start;
-        } else {
-          parts[parts.length - 1] = last.slice(0, at - start);
-          len = at;
-        }
-      }
-      const blocks = this.#blocks;
-      while (len > at) {
-        const last = blocks[blocks.length - 1];
-        const start = len - last.length;
-        if (start >= at) {
-          blocks.pop();
-          len = start;
-        } else {
-          blocks[blocks.length - 1] = last.slice(0, at - start);
-          len = at;
-        }
-      }
-      return len;
-    }
-
-    #fold() {
-      const parts = this.#parts;
-      if (parts.length === 0) return;
-      const block = parts.length === 1 ? parts[0] : parts.join('');
-      this.#blocks.push(block);
-      parts.length = 0;
-    }
-
     // ---- connections
 
     #stop(reason, frame) {
@@ -339,14 +273,10 @@ export function createStreamReader(backend, { spliceStreamText }) {
         clearTimeout(this.#timer);
         this.#timer = null;
       }
-      if (this.#abort !== null) {
-        this.#abort.abort();
-        this.#abort = null;
-      }
-      if (this.#es !== null) {
+      if (this.#connection !== null) {
         // Rule 3: an EventSource reconnects on any close, even a clean one, unless closed.
-        this.#es.close();
-        this.#es = null;
+        this.#connection.close();
+        this.#connection = null;
       }
     }
 
@@ -359,24 +289,49 @@ export function createStreamReader(backend, { spliceStreamText }) {
       this.#connectedFrom = from;
       // The core builds the URL (twoplane_core::request::subscribe_url_units), for every runtime:
       // one call per connection, nothing next to the network round trip it starts.
-      const url = backend.subscribeUrl(this.#endpoint, this.#streamId, from);
-      if (this.#transport === 'eventsource') this.#runEventSource(gen, url);
-      else this.#runFetch(gen, url, from, reconnect).catch(() => this.#dropped(gen));
+      let url;
+      try {
+        url = backend.subscribeUrl(this.#endpoint, this.#streamId, from);
+      } catch {
+        // Not reachable with a resume point (always an offset); were it, a URL that cannot be
+        // built will not change by asking again, and a reconnect timer must not throw.
+        this.#stop('refused', undefined);
+        return;
+      }
+      // The reader's side of this connection: everything it reports is ignored once the reader
+      // has moved on to another generation.
+      const conn = {
+        attach: (handle) => {
+          this.#connection = handle;
+        },
+        isCurrent: () => gen === this.#generation,
+        onData: (data) => this.#onData(gen, data),
+        onRetry: (ms) => {
+          this.#retryMs = ms;
+        },
+        onDropped: () => this.#dropped(gen),
+        onRefused: () => this.#stop('refused', undefined),
+      };
+      if (this.#transport === 'eventsource') {
+        runEventSource(url, { EventSource: this.#EventSource ?? globalThis.EventSource, withCredentials: this.#withCredentials }, conn);
+      } else {
+        const options = {
+          fetch: this.#fetch ?? globalThis.fetch,
+          headers: this.#headers,
+          withCredentials: this.#withCredentials,
+          lastEventId: reconnect ? from : null,
+        };
+        runFetch(url, options, conn).catch(() => this.#dropped(gen));
+      }
     }
 
     /** The connection of generation `gen` ended without a terminal frame: back off, reconnect. */
     #dropped(gen) {
       if (gen !== this.#generation || this.#stopped !== null) return;
       this.#generation++;
-      this.#abort = null;
-      if (this.#core.resumeFrom() > this.#connectedFrom) this.#failures = 0;
-      // At least 1 ms, so a server's `retry: 0` still backs off when it keeps failing.
-      const base = Math.max(1, this.#retryMs ?? this.#initialMs);
-      const delay = Math.min(this.#maxMs, base * 2 ** this.#failures);
-      this.#failures++;
-      // Between half and all of the delay, so readers dropped together by one server restart do
-      // not all come back in the same millisecond.
-      const wait = delay / 2 + (Math.random() * delay) / 2;
+      this.#connection = null;
+      if (this.#core.resumeFrom() > this.#connectedFrom) this.#backoff.reset();
+      const wait = this.#backoff.next(this.#retryMs);
       this.#timer = setTimeout(() => {
         this.#timer = null;
         this.#connect();
@@ -393,91 +348,6 @@ export function createStreamReader(backend, { spliceStreamText }) {
         frame = undefined;
       }
       this.push(frame);
-    }
-
-    async #runFetch(gen, url, from, reconnect) {
-      const controller = new AbortController();
-      this.#abort = controller;
-      const headers = new Headers(this.#headers);
-      if (!headers.has('accept')) headers.set('accept', 'text/event-stream');
-      if (reconnect) headers.set('last-event-id', String(from));
-      const fetchFn = this.#fetch ?? globalThis.fetch;
-      const decoder = new SseDecoder((data, type) => {
-        if (type === 'message') this.#onData(gen, data);
-      });
-      let response;
-      try {
-        response = await fetchFn(url, { headers, signal: controller.signal, cache: 'no-store', credentials: this.#withCredentials ? 'include' : 'same-origin' });
-      } catch {
-        this.#dropped(gen);
-        return;
-      }
-      if (gen !== this.#generation) {
-        response.body?.cancel().catch(() => {});
-        return;
-      }
-      if (!response.ok || response.status === 204) {
-        response.body?.cancel().catch(() => {});
-        if (isRefusal(response.status)) this.#stop('refused', undefined);
-        else this.#dropped(gen);
-        return;
-      }
-      try {
-        const body = response.body;
-        if (body && typeof body.getReader === 'function') {
-          const chunks = body.getReader();
-          for (;;) {
-            const { value, done } = await chunks.read();
-            if (done) break;
-            if (gen !== this.#generation) {
-              chunks.cancel().catch(() => {});
-              return;
-            }
-            decoder.push(value);
-            if (decoder.retry !== null) this.#retryMs = decoder.retry;
-            if (gen !== this.#generation) {
-              // A terminal frame in this read stopped the reader.
-              chunks.cancel().catch(() => {});
-              return;
-            }
-          }
-        } else {
-          // A fetch without streaming bodies: the whole response at once (still correct, just
-          // not live).
-          decoder.push(await response.text());
-        }
-      } catch {
-        decoder.end();
-        this.#dropped(gen);
-        return;
-      }
-      // The server closed the stream without a terminal frame: whatever was incomplete is
-      // discarded, and the reader comes back from its own resume point.
-      decoder.end();
-      this.#dropped(gen);
-    }
-
-    #runEventSource(gen, url) {
-      const ES = this.#EventSource ?? globalThis.EventSource;
-      let es;
-      try {
-        es = new ES(url, this.#withCredentials ? { withCredentials: true } : undefined);
-      } catch {
-        // A URL the EventSource refuses (a syntax error) will not change by asking again.
-        this.#stop('refused', undefined);
-        return;
-      }
-      this.#es = es;
-      es.onmessage = (ev) => this.#onData(gen, ev.data);
-      es.onerror = () => {
-        if (gen !== this.#generation) return;
-        // An EventSource would reconnect by itself, from the id of the last event it saw and
-        // without backoff. The reader takes over instead, so every reconnect starts from its own
-        // resume point and backs off the same way as the fetch transport.
-        es.close();
-        this.#es = null;
-        this.#dropped(gen);
-      };
     }
   }
 
