@@ -20,7 +20,7 @@
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,14 +28,15 @@ use axum::routing::get;
 use axum::Router;
 use twoplane_redis::{connect_relay, RedisRelayOptions, Topology};
 use twoplane_stream::{
-    AllowAll, Plane, PlaneOptions, Relay, RelayErrorHook, Sweeper, SweeperHandle, SweeperOptions, DEFAULT_LEASE_TTL_MS,
-    DEFAULT_SWEEP_INTERVAL_MS,
+    redact_url, AllowAll, Plane, PlaneOptions, Relay, RelayErrorHook, Sweeper, SweeperHandle, SweeperOptions,
+    DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,
 };
 
 use crate::assets::PackageSource;
-use crate::demo::{self, redact_url, DemoDb, Pace};
+use crate::demo::{self, Pace};
 use crate::http::{sse_router, SseConfig};
 use crate::server::{self, HttpConfig};
+use crate::store::Database;
 
 /// Where the durable plane lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,8 +223,8 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     config.check()?;
     let shared = config.is_shared();
     let db = match &config.store {
-        Store::Sqlite(path) => DemoDb::open_sqlite(path, shared).await,
-        Store::Postgres(url) => DemoDb::open_postgres(url).await,
+        Store::Sqlite(path) => Database::open_sqlite(path, shared).await,
+        Store::Postgres(url) => Database::open_postgres(url).await,
     }
     .map_err(ServeError)?;
     if !shared {
@@ -257,7 +258,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         options.relay = Some(relay);
         options.on_relay_error = Some(relay_hook);
     }
-    let target = db.target().map_err(ServeError)?;
+    let target = db.target();
     let plane = match Plane::new(options, target) {
         Ok(plane) => plane,
         Err(e) => {
@@ -295,7 +296,7 @@ async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<
     })
 }
 
-async fn start_sweeper(config: &ServeConfig, db: &DemoDb, host_id: &str) -> Result<SweeperHandle, ServeError> {
+async fn start_sweeper(config: &ServeConfig, db: &Database, host_id: &str) -> Result<SweeperHandle, ServeError> {
     let (lease_ttl_ms, interval_ms) = config.lease();
     let options = SweeperOptions { lease_ttl_ms, interval_ms, ..SweeperOptions::new(host_id) };
     let tables = db.tables();

@@ -7,12 +7,15 @@
 //! - [`app`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
 //!   plane, Redis relay, host-lease sweeper, routes, signals.
 //! - [`relay`]: `twoplane relay`: the commit-log relay from PostgreSQL into S2 or Redis logs.
+//! - [`store`]: the server's database (the message and chunk tables) on SQLite or PostgreSQL.
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
 //! - [`assets`]: the browser package the page imports, compiled into the binary.
 
 pub mod app;
 pub mod assets;
 pub mod demo;
+mod error_text;
 pub mod http;
 pub mod relay;
 pub mod server;
+pub mod store;

@@ -24,6 +24,7 @@ use twoplane_core::{frame_resume_point, Frame, StreamStatus, Text};
 use twoplane_server::demo::DemoDb;
 use twoplane_server::http::{sse_router, HttpCaller, SseConfig, SseStats};
 use twoplane_server::server::{self, HttpConfig};
+use twoplane_server::store::Database;
 use twoplane_stream::{
     authorize_with, AllowAll, Authorizer, CallbackTarget, CommitReply, DurableTarget, Plane, PlaneOptions,
 };
@@ -43,11 +44,11 @@ struct TestServer {
 impl TestServer {
     async fn start(keep_alive: Duration, authorizer: Arc<dyn Authorizer>) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
-        let db = DemoDb::open(&dir.path().join("t.db")).await.unwrap();
+        let store = Database::open(&dir.path().join("t.db")).await.unwrap();
         let options =
             PlaneOptions { chars: 64, interval_ms: 50, ..PlaneOptions::default() }.with_authorizer(authorizer);
-        let plane = Plane::new(options, db.target().unwrap()).unwrap();
-        TestServer::serve(plane, Some(db), keep_alive, dir).await
+        let plane = Plane::new(options, store.target()).unwrap();
+        TestServer::serve(plane, Some(DemoDb::new(store)), keep_alive, dir).await
     }
 
     async fn serve(plane: Plane, db: Option<DemoDb>, keep_alive: Duration, dir: tempfile::TempDir) -> TestServer {

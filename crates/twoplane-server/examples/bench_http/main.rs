@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use twoplane_server::demo::DemoDb;
 use twoplane_server::http::{sse_router, SseConfig};
 use twoplane_server::server::{self, HttpConfig};
+use twoplane_server::store::Database;
 use twoplane_stream::{AllowAll, Plane, PlaneOptions};
 
 /// Average frames a client may lag behind the producer in phase A.
@@ -319,8 +320,9 @@ fn run_server(n: u64, pushes: u64) {
         let rss0 = rss_bytes();
 
         // ---- One stream, N subscribers, the plane on SQLite (phases A and B).
-        let db = DemoDb::open(&dir.join("bench.db")).await.expect("db");
-        let plane = Plane::new(PlaneOptions::default().with_authorizer(Arc::new(AllowAll)), db.target().unwrap()).unwrap();
+        let store = Database::open(&dir.join("bench.db")).await.expect("db");
+        let plane = Plane::new(PlaneOptions::default().with_authorizer(Arc::new(AllowAll)), store.target()).unwrap();
+        let db = DemoDb::new(store);
         let served = serve(&plane).await;
         db.insert_assistant("bench").await.unwrap();
         let handle = plane.open("bench").await.unwrap();

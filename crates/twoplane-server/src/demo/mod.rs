@@ -19,7 +19,6 @@ mod db;
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use crate::assets::PackageSource;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -34,7 +33,10 @@ use serde::{Deserialize, Serialize};
 use twoplane_core::{Text, STREAM_STATUS_STREAMING};
 use twoplane_stream::{Plane, StreamHandle};
 
-pub use db::{redact_url, tables, tables_with_host, DemoDb, MessageView, CHUNK_TABLE, HOST_COLUMN, MESSAGE_TABLE};
+use crate::assets::PackageSource;
+use crate::store::Database;
+
+pub use db::{DemoDb, MessageView};
 
 /// Prompts longer than this are refused (the page caps its input lower).
 const MAX_PROMPT_CHARS: usize = 2000;
@@ -99,8 +101,8 @@ impl IdSource {
 
 /// The demo's routes: the page, the browser package, `POST /api/chat`, `GET /api/messages`.
 /// The SSE endpoint is mounted separately ([`crate::http::sse_router`]).
-pub fn routes(plane: Plane, db: DemoDb, package: &PackageSource, pace: Pace) -> Router {
-    let state = DemoState { plane, db, pace, ids: Arc::new(IdSource::new()) };
+pub fn routes(plane: Plane, db: Database, package: &PackageSource, pace: Pace) -> Router {
+    let state = DemoState { plane, db: DemoDb::new(db), pace, ids: Arc::new(IdSource::new()) };
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
         .route("/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
@@ -174,7 +176,7 @@ async fn chat(State(state): State<DemoState>, body: Result<Json<ChatRequest>, Js
     };
     tracing::info!(stream_id = %assistant_id, prompt_chars = prompt.chars().count(), seed, "answer started");
     tokio::spawn(produce(handle, prompt, seed, state.pace));
-    let host = state.db.tables().columns.host.map(|_| state.plane.host_token().to_owned());
+    let host = state.db.database().tables().columns.host.map(|_| state.plane.host_token().to_owned());
     let assistant = MessageView {
         id: assistant_id,
         role: "assistant".into(),

@@ -1,0 +1,87 @@
+//! The server's store on PostgreSQL: the plane's [`PostgresTarget`] and a connection of the
+//! server's own, a [`PgClient`] (the target's is private to it, and a page's read must not
+//! queue behind a checkpoint anyway).
+//!
+//! Guarantees: the message table is created or upgraded in one transaction under the advisory
+//! lock [`PG_SCHEMA_LOCK_KEY`], so instances starting together do not race; the server's
+//! connection is opened again on the next use after it was lost (a server restart, a killed
+//! backend), so the next request after a loss works again.
+
+use std::sync::Arc;
+
+use tokio::sync::MappedMutexGuard;
+use tokio_postgres::Client;
+use twoplane_core::sql::{quote_ident, StreamTables};
+use twoplane_stream::{DurableTarget, PgClient, PgSession, PlaneError, PostgresTarget, PG_SCHEMA_LOCK_KEY};
+
+use super::{check_columns, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
+use crate::error_text::{cause, pg_cause};
+
+/// The PostgreSQL backend of [`super::Database`].
+pub struct PostgresStore {
+    target: Arc<PostgresTarget>,
+    client: PgClient,
+}
+
+impl PostgresStore {
+    /// Connect the plane's target (mapped with `mapping`) and the server's own connection, and
+    /// create the tables when missing. The error is the server's sentence, or the client's.
+    pub(super) async fn connect(url: &str, mapping: &StreamTables) -> Result<PostgresStore, String> {
+        let target = PostgresTarget::connect(url, mapping).await.map_err(|e| cause(&e))?;
+        let store = PostgresStore { target: Arc::new(target), client: PgClient::new(url, "server") };
+        {
+            let mut session = store.session().await.map_err(|e| cause(&e))?;
+            create_schema(session.client_mut()).await?;
+        }
+        store.target.create_chunk_table().await.map_err(|e| cause(&e))?;
+        Ok(store)
+    }
+
+    pub(super) fn target(&self) -> Arc<dyn DurableTarget> {
+        self.target.clone()
+    }
+
+    /// The server's connection, opened (again) when there is none.
+    pub async fn session(&self) -> Result<MappedMutexGuard<'_, PgSession>, PlaneError> {
+        self.client.lock().await.map_err(pg_err)
+    }
+}
+
+/// The message table on PostgreSQL. `position` orders it (PostgreSQL has no rowid). The chunk
+/// table comes from [`PostgresTarget::create_chunk_table`].
+async fn create_schema(client: &mut Client) -> Result<(), String> {
+    let ident = |name: &str| quote_ident(name).map_err(|e| e.to_string());
+    let (message, host, position) = (ident(MESSAGE_TABLE)?, ident(HOST_COLUMN)?, ident(POSITION_COLUMN)?);
+    let tx = client.transaction().await.map_err(|e| pg_cause(&e))?;
+    tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({PG_SCHEMA_LOCK_KEY})")).await.map_err(|e| pg_cause(&e))?;
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {message} ({position} bigserial, id text PRIMARY KEY, role text, \
+         body text NOT NULL DEFAULT '', status text, seq bigint NOT NULL DEFAULT 0, {host} text)"
+    ))
+    .await
+    .map_err(|e| pg_cause(&e))?;
+    let rows = tx
+        .query(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = $1",
+            &[&MESSAGE_TABLE],
+        )
+        .await
+        .map_err(|e| pg_cause(&e))?;
+    let columns: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    check_columns(&columns).map_err(|e| e.message().to_owned())?;
+    if !columns.iter().any(|c| c == POSITION_COLUMN) {
+        return Err(format!(
+            "the table {MESSAGE_TABLE} exists but has no {POSITION_COLUMN} column (it is not the demo's)"
+        ));
+    }
+    if !columns.iter().any(|c| c == HOST_COLUMN) {
+        tx.batch_execute(&format!("ALTER TABLE {message} ADD COLUMN {host} text")).await.map_err(|e| pg_cause(&e))?;
+    }
+    tx.commit().await.map_err(|e| pg_cause(&e))
+}
+
+/// A PostgreSQL failure as a plane store error (the cause kept as its source).
+pub fn pg_err(e: tokio_postgres::Error) -> PlaneError {
+    PlaneError::store("postgres").with_source(e)
+}
