@@ -805,3 +805,22 @@ mod request {
         assert_eq!(encode_uri_component("AZ"), "AZ");
     }
 }
+
+mod jsnum {
+    use twoplane_core::jsnum::parse_int10;
+    use twoplane_core::request::stream_request_from_http;
+
+    #[test]
+    fn parse_int_skips_exactly_javascript_whitespace() {
+        // Unicode space separators (category Zs) are JavaScript whitespace...
+        for space in ['\u{1680}', '\u{2000}', '\u{2003}', '\u{200A}', '\u{202F}', '\u{205F}', '\u{3000}'] {
+            assert_eq!(parse_int10(&format!("{space}7")), 7.0, "{:#x}", space as u32);
+        }
+        // ...but NEL is whitespace to Rust and not to JavaScript, nor is a zero-width space.
+        assert!(parse_int10("\u{85}7").is_nan());
+        assert!(parse_int10("\u{200B}7").is_nan());
+        // The same rule reaches a subscribe request's offset.
+        assert_eq!(stream_request_from_http("/p", Some("\u{3000}12")).from, 12.0);
+        assert_eq!(stream_request_from_http("/p", Some("\u{85}12")).from, 0.0);
+    }
+}
