@@ -12,7 +12,7 @@ use crate::conform::RelayConform;
 use crate::frame::{Frame, StreamStatus};
 use crate::json::{decode_frame_bytes, encode_frame};
 use crate::reader::TextReader;
-use crate::sse::SseDecoder;
+use crate::sse::{encode_json_array_events, SseDecoder};
 use crate::text::Text;
 
 /// Whether `frames` is a legal subscription: `open` first unless the only frame is a bare
@@ -106,6 +106,29 @@ pub fn sse_scenario(data: &[u8]) -> Result<(), String> {
     pieces.finish(&mut got);
     if got != expected || whole.last_event_id() != pieces.last_event_id() || whole.retry() != pieces.retry() {
         return Err(format!("split every {step} bytes changed the events: {got:?} vs {expected:?}"));
+    }
+    Ok(())
+}
+
+/// The batch SSE splitter (`sse::encode_json_array_events`) on arbitrary code units: it never
+/// panics, the element count is exact (of two calls whose resume point counts differ by one, at
+/// most one succeeds), and a success writes at least every element and its event lines. The first
+/// byte picks the count of resume points; the rest are little-endian code units, so surrogates
+/// and every structural character are reachable.
+pub fn sse_json_array_scenario(data: &[u8]) -> Result<(), String> {
+    let (&n, rest) = data.split_first().unwrap_or((&0, &[]));
+    let units: Vec<u16> = rest.chunks_exact(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect();
+    let ids: Vec<f64> = (0..=usize::from(n % 16)).map(|i| if i % 3 == 0 { f64::NAN } else { i as f64 }).collect();
+    let fewer = encode_json_array_events(&units, &ids[..ids.len() - 1]);
+    let all = encode_json_array_events(&units, &ids);
+    if fewer.is_ok() && all.is_ok() {
+        return Err(format!("one array text split into {} and {} elements", ids.len() - 1, ids.len()));
+    }
+    if let Ok(out) = all {
+        // `data: ` and the blank line after each element: 8 units beyond the element itself.
+        if out.len() < units.len().saturating_sub(2) + ids.len() * 8 {
+            return Err(format!("{} units of events for {} units of array text", out.len(), units.len()));
+        }
     }
     Ok(())
 }

@@ -44,6 +44,11 @@ fn sse_decode_seeds_and_regressions() {
 }
 
 #[test]
+fn sse_json_array_seeds_and_regressions() {
+    replay("sse_json_array", scenarios::sse_json_array_scenario);
+}
+
+#[test]
 fn relay_conform_seeds_and_regressions() {
     replay("relay_conform", scenarios::relay_scenario);
 }
