@@ -24,3 +24,50 @@ echo "test-relay.sh: TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" >&2
 echo "==> relay core: cargo test -p twoplane-relay --lib --test relay --test simulation --test redis_log" >&2
 cargo test -p twoplane-relay --lib --test relay --test simulation --test redis_log "$@"
 # ---- end of relay core -------------------------------------------------------------------------
+
+# ---- relay I/O: pgoutput decoder, PostgreSQL source and record, S2 log store, `twoplane relay` --
+# PostgreSQL (wal_level=logical) and s2-lite on loopback (s2-lite is built once into a cache
+# outside the checkout by scripts/s2.sh: about 21 minutes the first time), then the real-process
+# end-to-end tests of `twoplane relay` into S2 and into Redis (SIGKILLs and a slot drop while
+# 10,000 rows are committed), the replay of the pgoutput fuzz inputs, and a short fuzz smoke run.
+pg_env=$("$ROOT/scripts/pg.sh" start)
+eval "$pg_env"
+: "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}"
+export TWOPLANE_PG_URL
+level=$(psql "$TWOPLANE_PG_URL" -tAc 'SHOW wal_level' 2>/dev/null || true)
+if [ "$level" != logical ]; then
+  # A cluster started before scripts/pg.sh set wal_level=logical: the setting needs a restart.
+  echo "test-relay.sh: PostgreSQL runs with wal_level=${level:-unknown}; restarting it with wal_level=logical" >&2
+  "$ROOT/scripts/pg.sh" stop
+  pg_env=$("$ROOT/scripts/pg.sh" start)
+  eval "$pg_env"
+  export TWOPLANE_PG_URL
+fi
+s2_env=$("$ROOT/scripts/s2.sh" start)
+eval "$s2_env"
+: "${TWOPLANE_S2_URL:?scripts/s2.sh printed no URL}"
+export TWOPLANE_S2_URL
+echo "test-relay.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_S2_URL=$TWOPLANE_S2_URL" >&2
+echo "==> relay I/O: cargo test -p twoplane-relay --test pgoutput_inputs --test pg_s2" >&2
+cargo test -p twoplane-relay --test pgoutput_inputs --test pg_s2 "$@"
+echo "==> relay I/O: cargo test -p twoplane-server --test relay_e2e (one at a time: they share the machine)" >&2
+cargo test -p twoplane-server --test relay_e2e "$@" -- --test-threads=1 --nocapture
+
+echo "==> relay I/O: fuzz smoke of pgoutput (${FUZZ_SECONDS:=20}s)" >&2
+source "$ROOT/scripts/lib.sh"
+cargo_tool cargo-fuzz cargo-fuzz 0.13.2
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+mkdir -p fuzz/corpus/pgoutput
+fuzz_failed=0
+cargo +nightly fuzz run pgoutput fuzz/corpus/pgoutput fuzz/seeds/pgoutput -- \
+  -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 2>&1 | tail -n 3 || fuzz_failed=1
+for crash in fuzz/artifacts/pgoutput/crash-* fuzz/artifacts/pgoutput/oom-* fuzz/artifacts/pgoutput/timeout-*; do
+  [ -e "$crash" ] || continue
+  mkdir -p tests/fuzz-crashers/pgoutput
+  cp "$crash" tests/fuzz-crashers/pgoutput/
+  echo "kept $crash in tests/fuzz-crashers/pgoutput/ (replayed by crates/twoplane-relay/tests/pgoutput_inputs.rs)" >&2
+  fuzz_failed=1
+done
+[ "$fuzz_failed" -eq 0 ] || { echo "the pgoutput fuzz smoke found a crash" >&2; exit 1; }
+echo "pgoutput fuzz smoke: no crash"
+# ---- end of relay I/O ----------------------------------------------------------------------------
