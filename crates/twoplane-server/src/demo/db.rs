@@ -101,20 +101,30 @@ impl DemoDb {
     }
 }
 
-/// The quoted names the statements use, from the store's constants.
+/// The quoted names the statements use: the store's constants, and the chunk columns as the
+/// plane's mapping ([`crate::store::tables`]) resolves them, so the view reads what the plane
+/// writes.
 struct Names {
     message: String,
-    chunks: String,
     host: String,
+    chunks: String,
+    chunk_stream: String,
+    chunk_seq: String,
+    chunk_text: String,
 }
 
 impl Names {
     fn get() -> Result<Names, PlaneError> {
-        use crate::store::{CHUNK_TABLE, HOST_COLUMN, MESSAGE_TABLE};
+        use crate::store::{tables, HOST_COLUMN, MESSAGE_TABLE};
+        let mapping = tables();
+        let columns = mapping.columns.resolve();
         Ok(Names {
             message: quote_ident(MESSAGE_TABLE)?,
-            chunks: quote_ident(CHUNK_TABLE)?,
             host: quote_ident(HOST_COLUMN)?,
+            chunks: quote_ident(&mapping.chunks)?,
+            chunk_stream: quote_ident(&columns.chunk_stream)?,
+            chunk_seq: quote_ident(&columns.chunk_seq)?,
+            chunk_text: quote_ident(&columns.chunk_text)?,
         })
     }
 }
@@ -172,11 +182,12 @@ mod sqlite {
     }
 
     pub(super) async fn read(store: &SqliteStore, only: Option<String>) -> Result<Vec<MessageView>, PlaneError> {
-        let Names { message, chunks, host } = Names::get()?;
+        let Names { message, host, chunks, chunk_stream, chunk_seq, chunk_text } = Names::get()?;
         let messages_sql = format!(
             "SELECT id, role, body, status, seq, {host} FROM {message} WHERE (?1 IS NULL OR id = ?1) ORDER BY rowid"
         );
-        let chunks_sql = format!(r#"SELECT "seq", "text" FROM {chunks} WHERE "streamId" = ?1 ORDER BY "seq""#);
+        let chunks_sql =
+            format!("SELECT {chunk_seq}, {chunk_text} FROM {chunks} WHERE {chunk_stream} = ?1 ORDER BY {chunk_seq}");
         store
             .with_connection(move |conn| {
                 // One transaction: body and chunk rows from the same snapshot.
@@ -239,7 +250,7 @@ mod postgres {
     }
 
     pub(super) async fn read(store: &PostgresStore, only: Option<String>) -> Result<Vec<MessageView>, PlaneError> {
-        let Names { message, chunks, host } = Names::get()?;
+        let Names { message, host, chunks, chunk_stream, chunk_seq, chunk_text } = Names::get()?;
         let position = twoplane_core::sql::quote_ident(POSITION_COLUMN)?;
         let mut session = store.session().await?;
         let tx = session
@@ -263,8 +274,8 @@ mod postgres {
         let chunk_rows = tx
             .query(
                 &format!(
-                    r#"SELECT "streamId", "seq", "text" FROM {chunks} WHERE ($1::text IS NULL OR "streamId" = $1)
-                       ORDER BY "streamId", "seq""#
+                    "SELECT {chunk_stream}, {chunk_seq}, {chunk_text} FROM {chunks} \
+                     WHERE ($1::text IS NULL OR {chunk_stream} = $1) ORDER BY {chunk_stream}, {chunk_seq}"
                 ),
                 &[&only],
             )

@@ -3,8 +3,9 @@
 //! sharing one server). `twoplane serve` runs on it with or without `--demo`.
 //!
 //! Guarantees:
-//! - The table and column names are the constants below, and every statement of the server
-//!   takes them from here.
+//! - The table names and the server's own column names are the constants below; the server's
+//!   statements (the store's and the demo's) take them from here, and the chunk table's columns
+//!   from the mapping [`tables`] resolves, the one the plane writes with.
 //! - The tables are created when missing, and creation is safe when several instances start at
 //!   once: on PostgreSQL under the advisory lock [`twoplane_stream::PG_SCHEMA_LOCK_KEY`], on
 //!   SQLite in an immediate (write-locked) transaction. A message table from an earlier version
@@ -135,7 +136,7 @@ fn check_columns(columns: &[String]) -> Result<(), PlaneError> {
         Ok(())
     } else {
         Err(PlaneError::store(format!(
-            "the table {MESSAGE_TABLE} exists but lacks the column(s) {} (it is not the demo's)",
+            "the table {MESSAGE_TABLE} exists but lacks the column(s) {} (it is not one that twoplane serve created)",
             missing.join(", ")
         )))
     }

@@ -72,7 +72,7 @@ async fn create_schema(client: &mut Client) -> Result<(), String> {
     check_columns(&columns).map_err(|e| e.message().to_owned())?;
     if !columns.iter().any(|c| c == POSITION_COLUMN) {
         return Err(format!(
-            "the table {MESSAGE_TABLE} exists but has no {POSITION_COLUMN} column (it is not the demo's)"
+            "the table {MESSAGE_TABLE} exists but has no {POSITION_COLUMN} column (it is not one that twoplane serve created)"
         ));
     }
     if !columns.iter().any(|c| c == HOST_COLUMN) {
