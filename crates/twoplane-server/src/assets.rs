@@ -99,7 +99,8 @@ mod tests {
         // src/ is in the repository, so every build embeds it whatever else was built.
         assert!(Embedded::get("src/index.browser.js").is_some());
         assert!(Embedded::get("src/facade.js").is_some());
-        assert!(Embedded::iter().all(|name| name == "package.json" || name.starts_with("src/") || name.starts_with("wasm/")));
+        assert!(Embedded::iter()
+            .all(|name| name == "package.json" || name.starts_with("src/") || name.starts_with("wasm/")));
     }
 
     #[test]
