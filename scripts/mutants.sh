@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
     *) files+=("$1"); shift ;;
   esac
 done
-[ ${#files[@]} -eq 0 ] && files=(conform.rs splice.rs reader.rs text.rs frame.rs sse.rs request.rs)
+[ ${#files[@]} -eq 0 ] && files=(conform.rs splice.rs reader.rs text.rs frame.rs sse.rs request.rs jsnum.rs)
 filters=()
 for f in "${files[@]}"; do
   filters+=(--file "crates/twoplane-core/src/$f")
