@@ -12,14 +12,15 @@
 #
 # Under this command nothing skips for want of a service: TWOPLANE_REQUIRE_SERVICES=1 turns
 # every test's "skipped: no PostgreSQL/Redis" into a failure. The services this run starts
-# (scripts/pg.sh and scripts/redis.sh note each server they launch in TWOPLANE_STARTED_SERVICES)
+# (scripts/pg.sh, scripts/redis.sh and scripts/s2.sh note each server they launch in
+# TWOPLANE_STARTED_SERVICES)
 # are stopped when it ends, however it ends; a server that was already running when the run
 # began (say, one a developer started by hand) is reused and left running.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-all=(core lint wasm node plane redis server multi)
+all=(core lint wasm node plane redis server multi relay)
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=("${all[@]}")
 
@@ -36,6 +37,8 @@ stop_started() {
           TWOPLANE_PG_DIR="$dir" bash "$ROOT/scripts/pg.sh" stop || true ;;
       redis) echo "test.sh: stopping the Redis this run started ($dir)" >&2
           TWOPLANE_REDIS_DIR="$dir" bash "$ROOT/scripts/redis.sh" stop || true ;;
+      s2) echo "test.sh: stopping the s2-lite this run started ($dir)" >&2
+          TWOPLANE_S2_DIR="$dir" bash "$ROOT/scripts/s2.sh" stop || true ;;
     esac
   done
   rm -f "$TWOPLANE_STARTED_SERVICES"
