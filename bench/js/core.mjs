@@ -55,7 +55,11 @@ function generate(deltas, seed = 42) {
 
 // ---------------------------------------------------------------- plain JavaScript baselines
 
-/** docs/contract.md §4, straight from the text: one string, spliced at each chunk's `from`. */
+/**
+ * docs/contract.md §4, straight from the text: one string, spliced at each chunk's `from`.
+ * Deliberately not tests/js/reader-model.mjs: that model also builds an update object per chunk
+ * for the differential test, which would slow the baseline down and flatter the backends.
+ */
 class PlainReader {
   constructor(streamId, durable) {
     this.streamId = streamId;
