@@ -89,7 +89,8 @@ pub struct RedisLog {
 impl RedisLog {
     /// Connects to Redis at `url` (`redis://host:port/db`).
     pub async fn connect(url: &str, options: RedisLogOptions) -> Result<RedisLog, LogError> {
-        let client = redis::Client::open(url).map_err(|e| LogError::Rejected(format!("redis url {url:?}: {e}")))?;
+        let client =
+            redis::Client::open(url).map_err(|e| LogError::Rejected(format!("the Redis URL is not usable: {e}")))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(options.connect_timeout))
             .set_response_timeout(Some(options.response_timeout));
