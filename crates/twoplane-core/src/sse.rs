@@ -55,7 +55,7 @@ pub fn encode_json_event_utf16(out: &mut Vec<u16>, resume_point: Option<f64>, js
     if let Some(id) = resume_point {
         ascii(out, "id: ");
         if let Some(offset) = crate::jsnum::as_offset(id) {
-            ascii(out, itoa_u64(offset, &mut [0u8; 20]));
+            ascii(out, itoa::Buffer::new().format(offset));
         } else {
             ascii(out, &crate::jsnum::format(id));
         }
@@ -64,21 +64,6 @@ pub fn encode_json_event_utf16(out: &mut Vec<u16>, resume_point: Option<f64>, js
     ascii(out, "data: ");
     out.extend_from_slice(json);
     ascii(out, "\n\n");
-}
-
-/// Decimal digits of `n` without an allocation (this runs once per event in a batch encoder).
-fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 /// One frame as one SSE event.

@@ -117,18 +117,6 @@ pub fn write_json_value(out: &mut String, v: &JsonValue) {
 
 /// Offsets within `0..=2^53-1` print as plain integers in JavaScript too, so decimal digits are
 /// exactly `JSON.stringify`'s output for every offset a valid frame can hold.
-pub(super) fn push_u64(out: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &b in &buf[i..] {
-        out.push(char::from(b));
-    }
+pub(super) fn push_u64(out: &mut String, n: u64) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
