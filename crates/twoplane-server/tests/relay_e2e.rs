@@ -4,8 +4,11 @@
 //! replication slot is dropped once; after the last restart every session's log must equal its
 //! record rows, in order, each exactly once. Then SIGTERM must stop the relay cleanly.
 //!
-//! Needs TWOPLANE_PG_URL and TWOPLANE_S2_URL (or TWOPLANE_REDIS_URL); without them the test says it was skipped and
-//! passes, unless `TWOPLANE_REQUIRE_SERVICES=1` (scripts/test-relay.sh sets it), which fails it.
+//! The tests are `#[ignore]`d, so a plain `cargo test` (and the server part of the test command)
+//! leaves them alone; scripts/test-relay.sh starts the services and runs them with `--ignored`.
+//! They need TWOPLANE_PG_URL and TWOPLANE_S2_URL (or TWOPLANE_REDIS_URL); without them a test says
+//! it was skipped and passes, unless `TWOPLANE_REQUIRE_SERVICES=1` (scripts/test-relay.sh sets
+//! it), which fails it.
 //! Every run uses its own tables, slot, publication and tenants, so runs never see each other.
 
 use std::collections::HashMap;
@@ -215,6 +218,7 @@ impl Logs {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (wal_level=logical), s2-lite and Redis on loopback: run `bash scripts/test-relay.sh`"]
 async fn pg_to_s2_every_log_equals_the_record_after_kills_and_a_slot_drop() {
     let (Some(pg), Some(s2)) = (service("TWOPLANE_PG_URL", "pg"), service("TWOPLANE_S2_URL", "s2")) else { return };
     let logs = Logs::S2(S2LogStore::new(&s2).expect("TWOPLANE_S2_URL"));
@@ -222,6 +226,7 @@ async fn pg_to_s2_every_log_equals_the_record_after_kills_and_a_slot_drop() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (wal_level=logical), s2-lite and Redis on loopback: run `bash scripts/test-relay.sh`"]
 async fn pg_to_redis_every_log_equals_the_record_after_kills_and_a_slot_drop() {
     let (Some(pg), Some(url)) = (service("TWOPLANE_PG_URL", "pg"), service("TWOPLANE_REDIS_URL", "redis")) else {
         return;
