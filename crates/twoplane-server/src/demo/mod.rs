@@ -199,7 +199,7 @@ async fn messages(State(state): State<DemoState>) -> Response {
 }
 
 /// The answer to `prompt` with `seed` as the simulated model emits it: each token with the gap
-/// slept before it. A pure function, and the one place the schedule is drawn: [`produce`]
+/// slept before it. A pure function, and the one place the schedule is drawn: `produce`
 /// follows it, and a test sums the gaps to know the least time an answer takes (sleeps never
 /// end early), so it can kill or restart something while the answer is certainly still running.
 pub fn script(prompt: &str, seed: u64, pace: Pace) -> Vec<(Duration, Text)> {
