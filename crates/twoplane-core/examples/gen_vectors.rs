@@ -11,7 +11,7 @@ use std::fs;
 use std::path::Path;
 
 use twoplane_core::conform::{Conform, Verdict};
-use twoplane_core::ddl_args::{ddl_of_js_args, DdlArgs, JsArg, JsType};
+use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
@@ -1030,18 +1030,6 @@ fn ddl_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     vec![("cases", cases), ("args", args)]
 }
 
-/// The type and units of a JSON value, as a binding reads the JavaScript value `JSON.parse` makes.
-fn js_arg(v: Option<&JsonValue>) -> JsArg<'_> {
-    match v {
-        None => JsArg::ABSENT,
-        Some(JsonValue::Null) => JsArg::of_type(JsType::Null),
-        Some(JsonValue::Bool(_)) => JsArg::of_type(JsType::Boolean),
-        Some(JsonValue::Number(_)) => JsArg::of_type(JsType::Number),
-        Some(JsonValue::String(t)) => JsArg::string(t.units()),
-        Some(JsonValue::Array(_) | JsonValue::Object(_)) => JsArg::of_type(JsType::Object),
-    }
-}
-
 /// `streamChunkTableDdl(tables, dialect)` with the arguments exactly as given (any JSON value),
 /// through the core's argument checks (`ddl_of_js_args`), which every binding calls.
 fn ddl_arg_vectors() -> Vec<JsonValue> {
@@ -1068,18 +1056,7 @@ fn ddl_arg_vectors() -> Vec<JsonValue> {
         .iter()
         .map(|(tables, dialect)| {
             let (tables, dialect) = (j(tables), j(dialect));
-            let cols = tables.get("columns");
-            let args = DdlArgs {
-                tables: js_arg(Some(&tables)),
-                dialect: js_arg(Some(&dialect)),
-                dialect_name: js_arg(dialect.get("name")),
-                chunks: js_arg(tables.get("chunks")),
-                columns: js_arg(cols),
-                chunk_key: js_arg(cols.and_then(|c| c.get("chunkKey"))),
-                chunk_stream: js_arg(cols.and_then(|c| c.get("chunkStream"))),
-                chunk_seq: js_arg(cols.and_then(|c| c.get("chunkSeq"))),
-                chunk_text: js_arg(cols.and_then(|c| c.get("chunkText"))),
-            };
+            let args = jsview::ddl_args(&tables, &dialect);
             let result = match ddl_of_js_args(&args) {
                 Ok(stmts) => ("expected", arr(stmts.iter().map(|x| s(x)).collect())),
                 Err(e) => ("error", s(e.kind().as_str())),

@@ -9,6 +9,7 @@
 //! would, so Rust replays the shared vectors with the same meaning as every JS backend.
 
 use crate::conform::{ConformInput, RawPieces};
+use crate::ddl_args::{DdlArgs, JsArg, JsType};
 use crate::frame::FrameKind;
 use crate::jsnum;
 use crate::json::{write_json_value, JsonValue};
@@ -154,6 +155,37 @@ impl OwnedRawPieces {
             seq: self.seq.units(),
             type_json: self.type_json.units(),
         }
+    }
+}
+
+/// A JSON value's JavaScript type and units, as a binding reads the value `JSON.parse` makes
+/// (`None` is an absent property: `undefined`).
+pub fn js_arg(v: Option<&JsonValue>) -> JsArg<'_> {
+    match v {
+        None => JsArg::ABSENT,
+        Some(JsonValue::Null) => JsArg::of_type(JsType::Null),
+        Some(JsonValue::Bool(_)) => JsArg::of_type(JsType::Boolean),
+        Some(JsonValue::Number(_)) => JsArg::of_type(JsType::Number),
+        Some(JsonValue::String(t)) => JsArg::string(t.units()),
+        Some(JsonValue::Array(_) | JsonValue::Object(_)) => JsArg::of_type(JsType::Object),
+    }
+}
+
+/// `streamChunkTableDdl(tables, dialect)`'s arguments read from JSON values exactly as a binding
+/// reads them from the JavaScript values (nested members of a non-object read as absent).
+pub fn ddl_args<'a>(tables: &'a JsonValue, dialect: &'a JsonValue) -> DdlArgs<'a> {
+    let cols = tables.get("columns");
+    let col = |k: &str| js_arg(cols.and_then(|c| c.get(k)));
+    DdlArgs {
+        tables: js_arg(Some(tables)),
+        dialect: js_arg(Some(dialect)),
+        dialect_name: js_arg(dialect.get("name")),
+        chunks: js_arg(tables.get("chunks")),
+        columns: js_arg(cols),
+        chunk_key: col("chunkKey"),
+        chunk_stream: col("chunkStream"),
+        chunk_seq: col("chunkSeq"),
+        chunk_text: col("chunkText"),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use twoplane_core::conform::{Conform, Verdict};
-use twoplane_core::ddl_args::{ddl_of_js_args, DdlArgs, JsArg, JsType};
+use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
@@ -235,36 +235,12 @@ fn cut_rule_vectors() {
     }
 }
 
-/// A JSON value's JavaScript type and units, as a binding reads the value `JSON.parse` makes.
-fn js_arg(v: Option<&JsonValue>) -> JsArg<'_> {
-    match v {
-        None => JsArg::ABSENT,
-        Some(JsonValue::Null) => JsArg::of_type(JsType::Null),
-        Some(JsonValue::Bool(_)) => JsArg::of_type(JsType::Boolean),
-        Some(JsonValue::Number(_)) => JsArg::of_type(JsType::Number),
-        Some(JsonValue::String(t)) => JsArg::string(t.units()),
-        Some(JsonValue::Array(_) | JsonValue::Object(_)) => JsArg::of_type(JsType::Object),
-    }
-}
-
 #[test]
 fn ddl_argument_vectors() {
     let file = load("ddl.json");
     for case in cases(&file, "args") {
         let (tables, dialect) = (case.get("tables").unwrap(), case.get("dialect").unwrap());
-        let cols = tables.get("columns");
-        let col = |k: &str| js_arg(cols.and_then(|c| c.get(k)));
-        let args = DdlArgs {
-            tables: js_arg(Some(tables)),
-            dialect: js_arg(Some(dialect)),
-            dialect_name: js_arg(dialect.get("name")),
-            chunks: js_arg(tables.get("chunks")),
-            columns: js_arg(cols),
-            chunk_key: col("chunkKey"),
-            chunk_stream: col("chunkStream"),
-            chunk_seq: col("chunkSeq"),
-            chunk_text: col("chunkText"),
-        };
+        let args = jsview::ddl_args(tables, dialect);
         match (ddl_of_js_args(&args), case.get("expected")) {
             (Ok(stmts), Some(want)) => assert_eq!(&JsonValue::Array(stmts.iter().map(|x| jstr(x)).collect()), want),
             (Err(e), None) => assert_eq!(e.kind().as_str(), text(case, "error").to_string_lossy()),
