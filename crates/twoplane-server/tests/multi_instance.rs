@@ -59,6 +59,8 @@ use twoplane_core::{splice_stream_text, Frame, ReaderAction, Text, TextReader};
 use twoplane_server::demo::answer::{answer_text, Rng};
 use twoplane_server::demo::{script, Pace};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_twoplane");
 const LEASE_TTL_MS: u64 = 2_000;
 const SWEEP_INTERVAL_MS: u64 = 500;
@@ -231,7 +233,8 @@ impl Instance {
             .args(args)
             .env("RUST_LOG", "info,twoplane_redis=debug")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            // Both streams into the log: the secrets check reads everything the process wrote.
+            .stdout(file.try_clone().unwrap())
             .stderr(file)
             .spawn()
             .unwrap();
@@ -800,6 +803,13 @@ fn summary(logs: &[ReaderLog]) -> String {
 }
 
 fn report(failures: Vec<String>, instances: &[&Instance]) {
+    // No configured password in any log line or failure message (docs/server.md, "Secrets").
+    let mut texts: Vec<(String, String)> = instances
+        .iter()
+        .map(|inst| (inst.log.display().to_string(), std::fs::read_to_string(&inst.log).unwrap_or_default()))
+        .collect();
+    texts.extend(failures.iter().enumerate().map(|(i, f)| (format!("failure #{i}"), f.clone())));
+    common::secrets::assert_no_secrets_named(&texts);
     if failures.is_empty() {
         return;
     }

@@ -1,0 +1,3 @@
+//! Support shared by the server's integration tests (each test binary includes what it needs).
+
+pub mod secrets;
