@@ -13,6 +13,11 @@
 //! - A seal requested while a round is in flight or backing off supersedes it at once: the
 //!   seal writes the whole body, which also repairs whatever the stalled round missed.
 //! - After the seal the stream stays joinable for `linger`, then leaves the plane's map.
+//! - Fencing: when the store refuses a checkpoint or the seal with `fenced` (a sweeper released
+//!   the row: docs/contract.md §6), the stream stops at once. Its subscribers and the relay get
+//!   `stale` (go to the database, whose row the sweep left consistent), every waiter and every
+//!   later push, flush and seal get the `fenced` error, and the stream leaves the plane's map
+//!   without lingering. Nothing more is written: the store refuses it anyway.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,8 +55,13 @@ impl LiveStream {
                 Step::Append(slice) => self.append_round(slice).await,
                 Step::Wait(deadline) => self.wait(deadline).await,
             }
+            if self.lock().fenced.is_some() {
+                break;
+            }
         }
-        sleep(self.cfg.linger).await;
+        if self.lock().fenced.is_none() {
+            sleep(self.cfg.linger).await;
+        }
         if let Some(plane) = self.plane.upgrade() {
             plane.evict(&self);
         }
@@ -144,13 +154,20 @@ impl LiveStream {
                 st.attempts
             };
             sent.store(number, Ordering::Relaxed);
-            let request = AppendRequest { stream_id: &self.id, from: slice.from, seq: slice.to, text: &slice.text };
+            let request = AppendRequest {
+                stream_id: &self.id,
+                host_token: &self.cfg.host_token,
+                from: slice.from,
+                seq: slice.to,
+                text: &slice.text,
+            };
             self.cfg.target.append(request)
         };
         // A seal supersedes the round at any point, in flight or backing off.
         match self.unless_sealed(self.cfg.retry.retry(attempt, PlaneError::is_retryable)).await {
             None => {}
             Some(Ok(ack)) => self.accept_ack(&slice, ack, sent.load(Ordering::Relaxed)),
+            Some(Err(err)) if err.kind() == PlaneErrorKind::Fenced => self.fence(err),
             Some(Err(err)) => self.append_failed(&slice, err, sent.load(Ordering::Relaxed)).await,
         }
     }
@@ -255,6 +272,7 @@ impl LiveStream {
         let close = |_| {
             self.cfg.target.close(CloseRequest {
                 stream_id: &self.id,
+                host_token: &self.cfg.host_token,
                 from,
                 seq,
                 body: &body,
@@ -264,6 +282,12 @@ impl LiveStream {
             })
         };
         let outcome = self.cfg.retry.retry(close, PlaneError::is_retryable).await;
+        if let Err(err) = &outcome {
+            if err.kind() == PlaneErrorKind::Fenced {
+                self.fence(err.clone());
+                return;
+            }
+        }
         let truth = match &outcome {
             Ok(()) => None,
             // The seal failed: learn how much the store holds anyway, so `end` reports it.
@@ -320,5 +344,33 @@ impl LiveStream {
         };
         self.apply(fx);
         self.publish_seal_outcome(result);
+    }
+
+    /// The store fenced this producer off: stop the stream (see the module guarantees).
+    fn fence(&self, err: PlaneError) {
+        let mut fx = Effects::default();
+        {
+            let mut st = self.lock();
+            if st.ended {
+                return;
+            }
+            st.ended = true;
+            st.fenced = Some(err.clone());
+            st.deadline = None;
+            // `stale`, not `end`: this process no longer knows what the row holds (the sweep
+            // decided it), so it sends every reader to the database instead of claiming a length.
+            let stale = Arc::new(Frame::Stale { floor_seq: st.buf_from, durable_seq: st.durable });
+            st.end_frame = Some(stale.clone());
+            if self.cfg.topology.publish {
+                if let Some(e) = self.publish_relay(&stale) {
+                    fx.relay_errors.push(e);
+                }
+            }
+            st.fan.finish(stale, &mut fx.wake);
+            self.reject_waiters(&mut st, u64::MAX, &err);
+        }
+        self.apply(fx);
+        tracing::warn!(stream_id = %self.id, error = %err, "the store fenced this producer off; the stream stopped");
+        self.publish_seal_outcome(Err(err));
     }
 }

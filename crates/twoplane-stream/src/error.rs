@@ -34,6 +34,10 @@ pub enum PlaneErrorKind {
     InvalidArgument,
     /// The plane stopped before the operation could finish (its runtime shut down).
     Shutdown,
+    /// The store refused this producer's write because its claim on the row ended: a sweeper
+    /// marked the stream `interrupted` (this host's lease lapsed, say in a long pause). The stream
+    /// has stopped; the store's row is the truth. Never retried.
+    Fenced,
 }
 
 impl PlaneErrorKind {
@@ -50,6 +54,7 @@ impl PlaneErrorKind {
             PlaneErrorKind::Relay => "relay",
             PlaneErrorKind::InvalidArgument => "invalid_argument",
             PlaneErrorKind::Shutdown => "shutdown",
+            PlaneErrorKind::Fenced => "fenced",
         }
     }
 }

@@ -68,6 +68,9 @@ pub(crate) struct State {
     /// The seal that was asked for (the first request wins).
     pub sealing: Option<Seal>,
     pub ended: bool,
+    /// Set when the store fenced this producer off (checkpoint.rs): the stream ended with `stale`
+    /// and every later push, flush and seal answers this error.
+    pub fenced: Option<PlaneError>,
     pub end_frame: Option<Arc<Frame>>,
     /// A flush or the interval timer asked for a round regardless of the threshold.
     pub forced: bool,
@@ -121,6 +124,7 @@ impl LiveStream {
                 cancelled: false,
                 sealing: None,
                 ended: false,
+                fenced: None,
                 end_frame: None,
                 forced: false,
                 stalled: false,
@@ -166,6 +170,9 @@ impl LiveStream {
         let mut fx = Effects::default();
         {
             let mut st = self.lock();
+            if let Some(err) = &st.fenced {
+                return Err(err.clone());
+            }
             if st.sealing.is_some() || st.ended {
                 return Err(PlaneError::new(
                     PlaneErrorKind::StreamClosed,
@@ -252,6 +259,9 @@ impl LiveStream {
         let at = st.seq;
         if st.durable >= at {
             return Ok(FlushWait::Done(st.durable));
+        }
+        if let Some(err) = &st.fenced {
+            return Err(err.clone());
         }
         if st.ended {
             return Err(shortfall(&self.id, st.durable, st.seq));

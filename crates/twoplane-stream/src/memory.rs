@@ -1,11 +1,13 @@
 //! An in-memory model of the mapped tables: the reference the SQL targets are tested against,
 //! and a store for tests and benchmarks (only with the `testing` feature).
 //!
-//! Guarantees: it applies exactly the semantics of the docs/contract.md §6 statements (the chunk
-//! insert and the compare-and-swap both guarded by `seq = from`, a deterministic chunk id that
-//! absorbs a replay, compaction as a whole-row overwrite that drops the chunks, the open
-//! precondition and the host compare-and-swap), in UTF-16, keeping every code unit. It also
-//! records every write it was asked to make, so tests can inspect the slices' boundaries.
+//! Guarantees: it applies exactly the semantics of the docs/contract.md §6 statements (the
+//! compare-and-swap guarded by `seq = from`, the chunk insert by the row standing at the slice's
+//! end, a deterministic chunk id that absorbs a replay, compaction as a whole-row overwrite that
+//! drops the chunks, the open precondition and the host compare-and-swap, and the fence: a write
+//! lands only while the row is `streaming` and, with a host column, names the writer's token),
+//! in UTF-16, keeping every code unit. It also records every write it was asked to make, so tests
+//! can inspect the slices' boundaries.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
@@ -37,6 +39,23 @@ impl MemoryRow {
             out.extend_from_slice(text);
         }
         out
+    }
+}
+
+impl MemoryRow {
+    /// The fence: the row is `streaming` and (with a host column) names `token`.
+    fn claimed_by(&self, token: &str, has_host: bool) -> bool {
+        self.status.as_deref() == Some(STREAM_STATUS_STREAMING) && (!has_host || self.host.as_deref() == Some(token))
+    }
+
+    fn check_claim(&self, stream_id: &str, token: &str, has_host: bool) -> Result<(), PlaneError> {
+        if self.claimed_by(token, has_host) {
+            return Ok(());
+        }
+        Err(PlaneError::new(
+            crate::PlaneErrorKind::Fenced,
+            format!("stream {stream_id}: the row is no longer this producer's"),
+        ))
     }
 }
 
@@ -88,6 +107,19 @@ impl MemoryTarget {
 
     pub fn row(&self, stream_id: &str) -> Option<MemoryRow> {
         self.lock().rows.get(stream_id).cloned()
+    }
+
+    /// What a sweeper does to a stream whose host's lease expired: `streaming` becomes
+    /// `interrupted`, nothing else changes. Returns whether the row changed.
+    pub fn sweep(&self, stream_id: &str) -> bool {
+        let mut st = self.lock();
+        match st.rows.get_mut(stream_id) {
+            Some(row) if row.status.as_deref() == Some(STREAM_STATUS_STREAMING) => {
+                row.status = Some(twoplane_core::StreamStatus::Interrupted.as_str().to_owned());
+                true
+            }
+            _ => false,
+        }
     }
 
     /// A reader asking the producer to stop (sets the mapped cancel column).
@@ -159,11 +191,16 @@ impl DurableTarget for MemoryTarget {
             seq: request.seq,
             text: request.text.to_vec(),
         });
+        let has_host = self.caps.has_host;
         let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
-        if row.seq == request.from {
-            row.chunks.entry(request.seq).or_insert_with(|| request.text.to_vec());
+        let claimed = row.claimed_by(request.host_token, has_host);
+        if claimed && row.seq == request.from {
             row.seq = request.seq;
         }
+        if claimed && row.seq == request.seq {
+            row.chunks.entry(request.seq).or_insert_with(|| request.text.to_vec());
+        }
+        row.check_claim(request.stream_id, request.host_token, has_host)?;
         Ok(AppendAck { durable_seq: row.seq, cancel_requested: self.caps.has_cancel && row.cancel })
     }
 
@@ -177,7 +214,21 @@ impl DurableTarget for MemoryTarget {
             body_from: request.body_from,
             body: request.body.to_vec(),
         });
+        let has_host = self.caps.has_host;
         let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
+        if !row.claimed_by(request.host_token, has_host) {
+            // Fenced, or this seal's own earlier attempt (the SQL targets' read-back rule).
+            let replayed = row.status.as_deref() == Some(request.status.as_str())
+                && row.seq == request.body.len() as u64
+                && (!has_host || row.host.as_deref() == Some(request.host_token));
+            if replayed {
+                return Ok(());
+            }
+            return Err(PlaneError::new(
+                crate::PlaneErrorKind::Fenced,
+                format!("stream {}: the row is no longer this producer's", request.stream_id),
+            ));
+        }
         row.body = request.body.to_vec();
         row.seq = request.body.len() as u64;
         row.status = Some(request.status.as_str().to_owned());

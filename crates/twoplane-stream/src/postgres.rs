@@ -105,27 +105,60 @@ impl PgConn<'_> {
         tx.commit().await.map_err(db_err(context))
     }
 
+    /// Run `first`, then `second` only if `first` changed exactly one row, in one transaction
+    /// (rolled back when it did not). Returns whether it committed.
+    async fn transact_if_first_applies(
+        &mut self,
+        first: &Statement,
+        second: &Statement,
+        context: &str,
+    ) -> Result<bool, PlaneError> {
+        let p1 = self.0.prepare_cached(&first.sql).await.map_err(db_err("preparing a statement"))?;
+        let p2 = self.0.prepare_cached(&second.sql).await.map_err(db_err("preparing a statement"))?;
+        let tx = self.0.client_mut().transaction().await.map_err(db_err(context))?;
+        let bound = params(first);
+        if tx.execute(&p1, &as_dyn(&bound)).await.map_err(db_err(context))? != 1 {
+            tx.rollback().await.map_err(db_err(context))?;
+            return Ok(false);
+        }
+        let bound = params(second);
+        tx.execute(&p2, &as_dyn(&bound)).await.map_err(db_err(context))?;
+        tx.commit().await.map_err(db_err(context))?;
+        Ok(true)
+    }
+
     async fn query_opt(&mut self, sql: &str, id: &str, context: &str) -> Result<Option<Row>, PlaneError> {
         let statement = self.0.prepare_cached(sql).await.map_err(db_err("preparing a statement"))?;
         let bound = [PgParam(SqlValue::Text(id.to_owned()))];
         self.0.client().query_opt(&statement, &as_dyn(&bound)).await.map_err(db_err(context))
     }
 
-    async fn read_state(&mut self, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
+    /// The read-back (column order: seq, cancel when mapped, status, host when mapped): the
+    /// acknowledgement, and the row's claim as `(status, host)`; `None` when there is no row.
+    async fn read_back(
+        &mut self,
+        sql: &MappedSql,
+        stream_id: &str,
+    ) -> Result<(AppendAck, Option<(Option<i64>, Option<String>, Option<String>)>), PlaneError> {
         let row = self.query_opt(&sql.probe_state(), stream_id, "reading the checkpoint back").await?;
-        let (seq, cancel) = match &row {
-            None => (None, false),
-            Some(r) => {
-                let seq = int_cell(r, 0).map_err(db_err("reading the length column"))?;
-                let cancel = if sql.has_cancel() {
-                    truthy_cell(r, 1).map_err(db_err("reading the cancel column"))?
-                } else {
-                    false
-                };
-                (Some(seq), cancel)
-            }
+        let Some(r) = row else {
+            return Ok((AppendAck { durable_seq: verdict::durable_len(stream_id, None)?, cancel_requested: false }, None));
         };
-        Ok(AppendAck { durable_seq: verdict::durable_len(stream_id, seq)?, cancel_requested: cancel })
+        let seq = int_cell(&r, 0).map_err(db_err("reading the length column"))?;
+        let cancel = if sql.has_cancel() { truthy_cell(&r, 1).map_err(db_err("reading the cancel column"))? } else { false };
+        let status_at = if sql.has_cancel() { 2 } else { 1 };
+        let status = r.try_get::<_, Option<String>>(status_at).map_err(db_err("reading the status column"))?;
+        let host = if sql.has_host() {
+            r.try_get::<_, Option<String>>(status_at + 1).map_err(db_err("reading the host column"))?
+        } else {
+            None
+        };
+        let ack = AppendAck { durable_seq: verdict::durable_len(stream_id, Some(seq))?, cancel_requested: cancel };
+        Ok((ack, Some((seq, status, host))))
+    }
+
+    async fn read_state(&mut self, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
+        self.read_back(sql, stream_id).await.map(|(ack, _)| ack)
     }
 }
 
@@ -198,11 +231,16 @@ impl DurableTarget for PostgresTarget {
 
     async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
         let text = utf8_for_table(request.text, "a checkpoint slice")?;
-        let statements = self.sql.append(request.stream_id, request.from, request.seq, &text);
+        let statements = self.sql.append(request.stream_id, request.host_token, request.from, request.seq, &text);
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         let mut conn = PgConn(&mut session);
         conn.transact(&statements, "committing a checkpoint").await?;
-        conn.read_state(&self.sql, request.stream_id).await
+        let (ack, row) = conn.read_back(&self.sql, request.stream_id).await?;
+        if let Some((_, status, host)) = &row {
+            let claim = verdict::Claim { status: status.as_deref(), host: host.as_deref(), has_host: self.sql.has_host() };
+            verdict::still_claimed(request.stream_id, claim, request.host_token)?;
+        }
+        Ok(ack)
     }
 
     async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
@@ -210,11 +248,22 @@ impl DurableTarget for PostgresTarget {
             return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
         }
         let body = utf8_for_table(request.body, "the response body")?;
-        let statements =
-            self.sql.compact(request.stream_id, &body, request.body.len() as u64, request.status, request.error);
+        let len = request.body.len() as u64;
+        let [update, delete] =
+            self.sql.compact(request.stream_id, request.host_token, &body, len, request.status, request.error);
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         let mut conn = PgConn(&mut session);
-        conn.transact(&statements, "compacting the stream").await
+        // The fenced update first (it takes the row's lock); the chunks go only with it, so a
+        // fenced seal leaves the row and its chunks exactly as the sweep left them.
+        if conn.transact_if_first_applies(&update, &delete, "compacting the stream").await? {
+            return Ok(());
+        }
+        let (_, row) = conn.read_back(&self.sql, request.stream_id).await?;
+        let has_host = self.sql.has_host();
+        let row = row.as_ref().map(|(seq, status, host)| {
+            (*seq, verdict::Claim { status: status.as_deref(), host: host.as_deref(), has_host })
+        });
+        verdict::seal_replayed(request.stream_id, row, request.host_token, request.status.as_str(), len)
     }
 
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {

@@ -100,7 +100,7 @@ fn run(conn: &Connection, statement: &Statement, context: &str) -> Result<usize,
     conn.execute(&statement.sql, rusqlite::params_from_iter(bind(&statement.params))).map_err(db_err(context))
 }
 
-/// Run statements as one transaction.
+/// Run statements as one transaction (whatever each one changed).
 fn transact(conn: &mut Connection, statements: &[Statement], context: &str) -> Result<(), PlaneError> {
     let tx = conn.transaction().map_err(db_err(context))?;
     for statement in statements {
@@ -119,19 +119,41 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
-/// The read-back: the row's length (and the cancel flag when mapped).
-fn read_state(conn: &Connection, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
-    let has_cancel = sql.has_cancel();
-    let row = conn
-        .query_row(&sql.probe_state(), [stream_id], |r| {
-            let seq: Option<i64> = r.get(0)?;
-            let cancel = if has_cancel { truthy(&r.get::<_, Value>(1)?) } else { false };
-            Ok((seq, cancel))
+/// The read-back: the row's length and cancel flag (when mapped), and its status and host (when
+/// mapped), the writer's claim. `None` when there is no row.
+struct ReadBack {
+    seq: Option<i64>,
+    cancel: bool,
+    status: Option<String>,
+    host: Option<String>,
+}
+
+impl ReadBack {
+    fn claim(&self, has_host: bool) -> verdict::Claim<'_> {
+        verdict::Claim { status: self.status.as_deref(), host: self.host.as_deref(), has_host }
+    }
+}
+
+fn read_back(conn: &Connection, sql: &MappedSql, stream_id: &str) -> Result<Option<ReadBack>, PlaneError> {
+    let (has_cancel, has_host) = (sql.has_cancel(), sql.has_host());
+    // Column order of the probe: seq, cancel (when mapped), status, host (when mapped).
+    let status_at = if has_cancel { 2 } else { 1 };
+    conn.query_row(&sql.probe_state(), [stream_id], |r| {
+        Ok(ReadBack {
+            seq: r.get(0)?,
+            cancel: if has_cancel { truthy(&r.get::<_, Value>(1)?) } else { false },
+            status: r.get(status_at)?,
+            host: if has_host { r.get(status_at + 1)? } else { None },
         })
-        .optional()
-        .map_err(db_err("reading the checkpoint back"))?;
-    let durable_seq = verdict::durable_len(stream_id, row.map(|(s, _)| s))?;
-    Ok(AppendAck { durable_seq, cancel_requested: row.is_some_and(|(_, c)| c) })
+    })
+    .optional()
+    .map_err(db_err("reading the checkpoint back"))
+}
+
+fn read_state(conn: &Connection, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
+    let row = read_back(conn, sql, stream_id)?;
+    let durable_seq = verdict::durable_len(stream_id, row.as_ref().map(|r| r.seq))?;
+    Ok(AppendAck { durable_seq, cancel_requested: row.is_some_and(|r| r.cancel) })
 }
 
 #[async_trait]
@@ -173,10 +195,16 @@ impl DurableTarget for SqliteTarget {
 
     async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
         let text = utf8_for_table(request.text, "a checkpoint slice")?;
-        let (sql, id, from, seq) = (self.sql(), request.stream_id.to_owned(), request.from, request.seq);
+        let (sql, id, token) = (self.sql(), request.stream_id.to_owned(), request.host_token.to_owned());
+        let (from, seq) = (request.from, request.seq);
         self.with_connection(move |conn| {
-            transact(conn, &sql.append(&id, from, seq, &text), "committing a checkpoint")?;
-            read_state(conn, &sql, &id)
+            transact(conn, &sql.append(&id, &token, from, seq, &text), "committing a checkpoint")?;
+            let row = read_back(conn, &sql, &id)?;
+            let durable_seq = verdict::durable_len(&id, row.as_ref().map(|r| r.seq))?;
+            if let Some(r) = &row {
+                verdict::still_claimed(&id, r.claim(sql.has_host()), &token)?;
+            }
+            Ok(AppendAck { durable_seq, cancel_requested: row.is_some_and(|r| r.cancel) })
         })
         .await
     }
@@ -186,9 +214,23 @@ impl DurableTarget for SqliteTarget {
             return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
         }
         let body = utf8_for_table(request.body, "the response body")?;
-        let statements =
-            self.sql.compact(request.stream_id, &body, request.body.len() as u64, request.status, request.error);
-        self.with_connection(move |conn| transact(conn, &statements, "compacting the stream")).await
+        let len = request.body.len() as u64;
+        let (id, token, status) = (request.stream_id.to_owned(), request.host_token.to_owned(), request.status);
+        let [update, delete] = self.sql.compact(&id, &token, &body, len, status, request.error);
+        let sql = self.sql();
+        self.with_connection(move |conn| {
+            let tx = conn.transaction().map_err(db_err("compacting the stream"))?;
+            // The fenced update first; the chunks go only with it (a fenced seal leaves the row
+            // and its chunks exactly as the sweep left them).
+            if run(&tx, &update, "compacting the stream")? == 1 {
+                run(&tx, &delete, "compacting the stream")?;
+                return tx.commit().map_err(db_err("compacting the stream"));
+            }
+            drop(tx);
+            let row = read_back(conn, &sql, &id)?;
+            verdict::seal_replayed(&id, row.as_ref().map(|r| (r.seq, r.claim(sql.has_host()))), &token, status.as_str(), len)
+        })
+        .await
     }
 
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {

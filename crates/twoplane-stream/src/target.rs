@@ -7,7 +7,10 @@
 //! - `close` writes the whole body (or, for a trimming callback, the outstanding tail) and is a
 //!   whole-row overwrite, so retrying it is safe;
 //! - an error of kind [`PlaneErrorKind::OpenRefused`](crate::PlaneErrorKind::OpenRefused) is a
-//!   settled verdict (not retried); every other error may be a blip and is retried.
+//!   settled verdict (not retried); every other error may be a blip and is retried;
+//! - table targets fence every write after the open (docs/contract.md §6): once a sweep moved the
+//!   row off `streaming` (or another host holds it), `append` and `close` change nothing and
+//!   answer [`PlaneErrorKind::Fenced`](crate::PlaneErrorKind::Fenced), also a settled verdict.
 //!
 //! Texts cross this seam as UTF-16 code units, so a callback target sees exactly what was
 //! produced; table targets convert to UTF-8 and refuse text that holds a lone surrogate.
@@ -52,9 +55,13 @@ pub struct OpenRequest<'a> {
 }
 
 /// One checkpoint: the slice `from..seq` of the produced text. `text.len() == seq - from`.
+/// `host_token` is the producer's claim (see [`OpenRequest`]): a table target writes only while
+/// the row is `streaming` and names it, and answers [`PlaneErrorKind::Fenced`](crate::PlaneErrorKind::Fenced)
+/// otherwise.
 #[derive(Clone, Copy, Debug)]
 pub struct AppendRequest<'a> {
     pub stream_id: &'a str,
+    pub host_token: &'a str,
     pub from: u64,
     pub seq: u64,
     pub text: &'a [u16],
@@ -62,10 +69,12 @@ pub struct AppendRequest<'a> {
 
 /// The seal. `body` is the retained text starting at `body_from` (0, and the whole response,
 /// unless a callback-mode plane trims with `retain_chars`); `seq == body_from + body.len()`.
-/// `from` is the durable length the plane believed at the seal.
+/// `from` is the durable length the plane believed at the seal. `host_token`: the claim, fenced
+/// as in [`AppendRequest`].
 #[derive(Clone, Copy, Debug)]
 pub struct CloseRequest<'a> {
     pub stream_id: &'a str,
+    pub host_token: &'a str,
     pub from: u64,
     pub seq: u64,
     pub body: &'a [u16],

@@ -6,7 +6,7 @@
 
 use twoplane_core::STREAM_STATUS_STREAMING;
 
-use crate::error::PlaneError;
+use crate::error::{PlaneError, PlaneErrorKind};
 
 /// The open probe's row: `(seq, status)`, or `None` when there is no row.
 pub(crate) fn openable(stream_id: &str, row: Option<(Option<i64>, Option<String>)>) -> Result<(), PlaneError> {
@@ -57,4 +57,53 @@ pub(crate) fn durable_len(stream_id: &str, seq: Option<Option<i64>>) -> Result<u
         Some(Some(n)) => u64::try_from(n)
             .map_err(|_| PlaneError::store(format!("stream {stream_id}: the read-back length {n} is negative"))),
     }
+}
+
+/// What the read-back says about the writer's claim: the row's `status`, and its `host` (`None`
+/// for `has_host` false: then the status alone is the claim).
+pub(crate) struct Claim<'a> {
+    pub status: Option<&'a str>,
+    pub host: Option<&'a str>,
+    pub has_host: bool,
+}
+
+/// Whether the row is still this writer's (`streaming`, and naming `token` when a host column
+/// is mapped); the `fenced` error when it is not.
+pub(crate) fn still_claimed(stream_id: &str, claim: Claim<'_>, token: &str) -> Result<(), PlaneError> {
+    let status_ok = claim.status == Some(STREAM_STATUS_STREAMING);
+    let host_ok = !claim.has_host || claim.host == Some(token);
+    if status_ok && host_ok {
+        return Ok(());
+    }
+    Err(fenced(stream_id, claim.status, claim.host))
+}
+
+/// A seal whose fenced update matched no row: it is this writer's own earlier attempt (its
+/// acknowledgement was lost) when the row already holds exactly what the seal writes; anything
+/// else means the claim ended before the seal, and the row was left as it was.
+pub(crate) fn seal_replayed(
+    stream_id: &str,
+    row: Option<(Option<i64>, Claim<'_>)>,
+    token: &str,
+    status: &str,
+    len: u64,
+) -> Result<(), PlaneError> {
+    let Some((seq, claim)) = row else {
+        return Err(PlaneError::store(format!("stream {stream_id}: the seal found no message row")));
+    };
+    let host_ok = !claim.has_host || claim.host == Some(token);
+    if claim.status == Some(status) && host_ok && seq.and_then(|n| u64::try_from(n).ok()) == Some(len) {
+        return Ok(());
+    }
+    Err(fenced(stream_id, claim.status, claim.host))
+}
+
+fn fenced(stream_id: &str, status: Option<&str>, host: Option<&str>) -> PlaneError {
+    PlaneError::new(
+        PlaneErrorKind::Fenced,
+        format!(
+            "stream {stream_id}: the store refused the write because this producer no longer holds the row \
+             (status {status:?}, host {host:?}); a sweeper released it, so the store's row is the truth"
+        ),
+    )
 }

@@ -46,6 +46,8 @@ pub struct HostLeaseSql {
     release: String,
     sweep: String,
     prune: String,
+    adopt_rows: String,
+    adopt_lease: String,
 }
 
 impl HostLeaseSql {
@@ -100,7 +102,21 @@ impl HostLeaseSql {
             p(1),
             p(2)
         );
-        Ok(HostLeaseSql { dialect, ddl, heartbeat, release, sweep, prune })
+        // Host-less rows (an older single-instance run wrote them) have no lease that could
+        // expire. Adopting them under a fresh pseudo-host whose lease ends after the grace
+        // period reuses the sweep above, so their age is judged by the database's clock like
+        // every other lease. The lease row is written only when the update took rows, and a
+        // concurrent adopter finds the host column no longer NULL (the row lock orders them).
+        let adopt_rows = format!("UPDATE {message} SET {host} = {} WHERE {status} = {} AND {host} IS NULL", p(1), p(2));
+        let adopt_lease = format!(
+            "INSERT INTO {lease} (\"host\", \"expires_at\") SELECT {}, {now} + {} WHERE EXISTS \
+             (SELECT 1 FROM {message} WHERE {host} = {} AND {status} = {}) ON CONFLICT (\"host\") DO NOTHING",
+            p(1),
+            p(2),
+            p(3),
+            p(4)
+        );
+        Ok(HostLeaseSql { dialect, ddl, heartbeat, release, sweep, prune, adopt_rows, adopt_lease })
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -132,6 +148,24 @@ impl HostLeaseSql {
             sql: self.sweep.clone(),
             params: vec![text(StreamStatus::Interrupted.as_str()), text(STREAM_STATUS_STREAMING)],
         }
+    }
+
+    /// Adopt every `streaming` row whose host column is NULL under the pseudo-host `marker` (a
+    /// fresh unique name per call), with a lease that ends `grace_ms` from now by the database's
+    /// clock: the next [`HostLeaseSql::sweep_expired`] after that releases them. Two statements,
+    /// to run in one transaction, in this order; the second writes the lease only when the
+    /// first took rows. This is the one statement that writes the host column of a row it did
+    /// not open; a producer without a host column is fenced by the status alone, so the sweep
+    /// still stops it.
+    pub fn adopt_hostless(&self, marker: &str, grace_ms: u64) -> [Statement; 2] {
+        let streaming = text(STREAM_STATUS_STREAMING);
+        [
+            Statement { sql: self.adopt_rows.clone(), params: vec![text(marker), streaming.clone()] },
+            Statement {
+                sql: self.adopt_lease.clone(),
+                params: vec![text(marker), int(grace_ms), text(marker), streaming],
+            },
+        ]
     }
 
     /// Delete lease rows expired for more than `retention_ms` whose host holds no `streaming`
@@ -236,11 +270,23 @@ mod tests {
                 r#"UPDATE "messages" SET "status" = ?1 WHERE "status" = ?2 AND "host" IN (SELECT "host" FROM "twoplane_hosts" WHERE "expires_at" <= {now}) RETURNING "id""#
             )
         );
+        let [rows, lease] = lease.adopt_hostless("hostless-1", 60_000);
+        assert_eq!(rows.sql, r#"UPDATE "messages" SET "host" = ?1 WHERE "status" = ?2 AND "host" IS NULL"#);
+        assert_eq!(rows.params, vec![t("hostless-1"), t("streaming")]);
+        assert_eq!(
+            lease.sql,
+            format!(
+                r#"INSERT INTO "twoplane_hosts" ("host", "expires_at") SELECT ?1, {now} + ?2 WHERE EXISTS (SELECT 1 FROM "messages" WHERE "host" = ?3 AND "status" = ?4) ON CONFLICT ("host") DO NOTHING"#
+            )
+        );
+        assert_eq!(lease.params, vec![t("hostless-1"), SqlValue::Int(60_000), t("hostless-1"), t("streaming")]);
+        let lease = HostLeaseSql::new(&tb, DEFAULT_HOST_LEASE_TABLE, Dialect::Sqlite).unwrap();
         // Offsets past i64 saturate like every other integer parameter.
         assert_eq!(lease.heartbeat("h", u64::MAX).params[1], SqlValue::Int(i64::MAX));
         for d in [Dialect::Sqlite, Dialect::Postgres] {
             let lease = HostLeaseSql::new(&tb, DEFAULT_HOST_LEASE_TABLE, d).unwrap();
-            for st in [lease.heartbeat("h", 5), lease.release("h"), lease.sweep_expired(), lease.prune(5)] {
+            let [adopt_rows, adopt_lease] = lease.adopt_hostless("m", 5);
+            for st in [lease.heartbeat("h", 5), lease.release("h"), lease.sweep_expired(), lease.prune(5), adopt_rows, adopt_lease] {
                 for i in 1..=st.params.len() {
                     assert!(st.sql.contains(&d.placeholder(i)), "{} lacks {}", st.sql, d.placeholder(i));
                 }

@@ -1,6 +1,12 @@
 //! The plane's statements on the application's message table and the chunk table
 //! (docs/contract.md §6): open, checkpoint, close (compaction), read-back and the sweep of
 //! interrupted streams. The guarantees are the module's (see `sql/mod.rs`).
+//!
+//! Fencing (docs/contract.md §6): every write a producer makes after its open (the checkpoint's
+//! compare-and-swap, its chunk insert and the compaction) also requires the row to be
+//! `streaming` and, when a host column is mapped, to name the writer's host token. A sweep ends
+//! the claim by moving the status off `streaming`, so from then on the database itself refuses
+//! the old producer's writes; nothing but a new open can make the row `streaming` again.
 
 use super::{int, quote_ident, text, Dialect, ResolvedColumns, SqlValue, Statement, StreamTables};
 use crate::error::Result;
@@ -64,21 +70,34 @@ impl MappedSql {
         };
         let probe_host = host.as_ref().map(|h| format!("SELECT {h} AS host FROM {message} WHERE {key} = {}", p(1)));
 
-        // The insert carries the same `seq = from` guard as the compare-and-swap. After a commit
-        // whose acknowledgement was lost, the retry's `from` lags the row; unguarded, it would
-        // land an overlapping chunk under a different id, which ON CONFLICT cannot absorb.
+        // The fence, appended to every producer write's WHERE clause from parameter `at` on:
+        // the row is still claimed (`streaming`) and, with a host column, claimed by this writer.
+        let fence = |at: usize| match &host {
+            Some(h) => format!("{status} = {} AND {h} = {}", p(at), p(at + 1)),
+            None => format!("{status} = {}", p(at)),
+        };
+        // The compare-and-swap runs first: in PostgreSQL it takes the row's lock, so a sweep
+        // either committed before it (and the fence refuses it) or waits until this checkpoint
+        // has committed (and then releases the row with this chunk in it).
+        let append_cas =
+            format!("UPDATE {message} SET {seq} = {} WHERE {key} = {} AND {seq} = {} AND {}", p(1), p(2), p(3), fence(4));
+        // The insert lands only where the row now stands at this slice's end, still fenced:
+        // that is, where the compare-and-swap just applied, or where an earlier attempt whose
+        // acknowledgement was lost applied it (the chunk id is the same, so ON CONFLICT absorbs
+        // it). A retry with a lagging `from` finds the row elsewhere and inserts nothing, so an
+        // overlapping chunk can never land under a different id.
         let append_insert = format!(
             "INSERT INTO {chunks} ({chunk_key}, {chunk_stream}, {chunk_seq}, {chunk_text}) \
-             SELECT {}, {}, {}, {} WHERE EXISTS (SELECT 1 FROM {message} WHERE {key} = {} AND {seq} = {}) \
+             SELECT {}, {}, {}, {} WHERE EXISTS (SELECT 1 FROM {message} WHERE {key} = {} AND {seq} = {} AND {}) \
              ON CONFLICT DO NOTHING",
             p(1),
             p(2),
             p(3),
             p(4),
             p(5),
-            p(6)
+            p(6),
+            fence(7)
         );
-        let append_cas = format!("UPDATE {message} SET {seq} = {} WHERE {key} = {} AND {seq} = {}", p(1), p(2), p(3));
 
         let mut sets = format!("{body} = {}, {seq} = {}, {status} = {}", p(1), p(2), p(3));
         let mut next = 4;
@@ -86,13 +105,19 @@ impl MappedSql {
             sets.push_str(&format!(", {e} = {}", p(next)));
             next += 1;
         }
-        let compact_update = format!("UPDATE {message} SET {sets} WHERE {key} = {}", p(next));
+        let compact_update = format!("UPDATE {message} SET {sets} WHERE {key} = {} AND {}", p(next), fence(next + 1));
         let compact_delete = format!("DELETE FROM {chunks} WHERE {chunk_stream} = {}", p(1));
 
-        let probe_state = match &cancel {
-            Some(k) => format!("SELECT {seq} AS seq, {k} AS cancel FROM {message} WHERE {key} = {}", p(1)),
-            None => format!("SELECT {seq} AS seq FROM {message} WHERE {key} = {}", p(1)),
-        };
+        // Columns in a fixed order: seq, cancel (when mapped), status, host (when mapped).
+        let mut probe_cols = format!("{seq} AS seq");
+        if let Some(k) = &cancel {
+            probe_cols.push_str(&format!(", {k} AS cancel"));
+        }
+        probe_cols.push_str(&format!(", {status} AS status"));
+        if let Some(h) = &host {
+            probe_cols.push_str(&format!(", {h} AS host"));
+        }
+        let probe_state = format!("SELECT {probe_cols} FROM {message} WHERE {key} = {}", p(1));
 
         let sweep = host
             .as_ref()
@@ -154,36 +179,52 @@ impl MappedSql {
         self.probe_host.clone()
     }
 
-    /// One checkpoint, to run in one transaction: the guarded chunk insert, then the
-    /// compare-and-swap of the message's `seq` from `from` to `seq`. Whether it applied is
-    /// decided by [`MappedSql::probe_state`] afterwards, never assumed.
-    pub fn append(&self, stream_id: &str, from: u64, seq: u64, chunk_text: &str) -> [Statement; 2] {
+    /// One checkpoint, to run in one transaction and in this order: the fenced compare-and-swap
+    /// of the message's `seq` from `from` to `seq`, then the chunk insert, which lands only where
+    /// the row now stands at `seq` and is still claimed by `host_token` (the token is unused
+    /// without a host column). Whether it applied is decided by [`MappedSql::probe_state`]
+    /// afterwards, never assumed; the read-back also tells a fenced writer (status no longer
+    /// `streaming`, or another host) from a lost acknowledgement.
+    pub fn append(&self, stream_id: &str, host_token: &str, from: u64, seq: u64, chunk_text: &str) -> [Statement; 2] {
+        let mut cas = vec![int(seq), text(stream_id), int(from)];
+        cas.extend(self.fence_params(host_token));
+        let mut insert = vec![
+            SqlValue::Text(stream_chunk_id(stream_id, seq)),
+            text(stream_id),
+            int(seq),
+            text(chunk_text),
+            text(stream_id),
+            int(seq),
+        ];
+        insert.extend(self.fence_params(host_token));
         [
-            Statement {
-                sql: self.append_insert.clone(),
-                params: vec![
-                    SqlValue::Text(stream_chunk_id(stream_id, seq)),
-                    text(stream_id),
-                    int(seq),
-                    text(chunk_text),
-                    text(stream_id),
-                    int(from),
-                ],
-            },
-            Statement { sql: self.append_cas.clone(), params: vec![int(seq), text(stream_id), int(from)] },
+            Statement { sql: self.append_cas.clone(), params: cas },
+            Statement { sql: self.append_insert.clone(), params: insert },
         ]
     }
 
+    /// The fence's parameters: `streaming`, then the host token when a host column is mapped.
+    fn fence_params(&self, host_token: &str) -> Vec<SqlValue> {
+        let mut params = vec![text(STREAM_STATUS_STREAMING)];
+        if self.has_host() {
+            params.push(text(host_token));
+        }
+        params
+    }
+
     /// The seal, to run in one transaction: write the whole body, `seq` = its UTF-16 length, the
-    /// status (and the error, NULL when there is none, if an error column is mapped), then delete
-    /// the stream's chunk rows. Since the body is written whole, a checkpoint that failed earlier is
-    /// made good here as well.
+    /// status (and the error, NULL when there is none, if an error column is mapped), fenced
+    /// like a checkpoint; then delete the stream's chunk rows. The caller runs the delete only
+    /// when the update changed exactly one row and rolls back otherwise: a fenced seal must not
+    /// touch the row or its chunks. Since the body is written whole, a checkpoint that failed
+    /// earlier is made good here as well.
     ///
     /// `body_len_utf16` is passed rather than derived because the caller holds the produced text
     /// as UTF-16 and already knows its length; `body` is its UTF-8 form for the driver.
     pub fn compact(
         &self,
         stream_id: &str,
+        host_token: &str,
         body: &str,
         body_len_utf16: u64,
         status: StreamStatus,
@@ -194,14 +235,16 @@ impl MappedSql {
             params.push(error.map_or(SqlValue::Null, text));
         }
         params.push(text(stream_id));
+        params.extend(self.fence_params(host_token));
         [
             Statement { sql: self.compact_update.clone(), params },
             Statement { sql: self.compact_delete.clone(), params: vec![text(stream_id)] },
         ]
     }
 
-    /// The checkpoint read-back, one parameter (the stream id): `seq` (the only confirmation an
-    /// append applied), plus `cancel` when mapped.
+    /// The checkpoint read-back, one parameter (the stream id), columns in this order: `seq`
+    /// (the only confirmation an append applied), `cancel` when mapped, `status`, and `host`
+    /// when mapped (the last two tell whether the writer is still the row's claimant).
     pub fn probe_state(&self) -> String {
         self.probe_state.clone()
     }

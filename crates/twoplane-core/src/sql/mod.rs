@@ -350,34 +350,38 @@ mod tests {
             }
         );
         assert_eq!(sql.probe_host(), None);
-        let [insert, cas] = sql.append("m1", 5, 9, "abcd");
-        assert_eq!(
-            insert,
-            Statement {
-                sql: r#"INSERT INTO "chunks" ("id", "streamId", "seq", "text") SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM "messages" WHERE "id" = ?5 AND "seq" = ?6) ON CONFLICT DO NOTHING"#.into(),
-                params: vec![t("m1:9"), t("m1"), SqlValue::Int(9), t("abcd"), t("m1"), SqlValue::Int(5)],
-            }
-        );
+        let [cas, insert] = sql.append("m1", "host-a", 5, 9, "abcd");
         assert_eq!(
             cas,
             Statement {
-                sql: r#"UPDATE "messages" SET "seq" = ?1 WHERE "id" = ?2 AND "seq" = ?3"#.into(),
-                params: vec![SqlValue::Int(9), t("m1"), SqlValue::Int(5)],
+                sql: r#"UPDATE "messages" SET "seq" = ?1 WHERE "id" = ?2 AND "seq" = ?3 AND "status" = ?4"#.into(),
+                params: vec![SqlValue::Int(9), t("m1"), SqlValue::Int(5), t("streaming")],
             }
         );
-        let [update, delete] = sql.compact("m1", "hello😀", 7, StreamStatus::Complete, Some("ignored: no column"));
+        // The insert's guard is the slice's END: it lands only where the compare-and-swap (this
+        // one, or a replayed one) left the row.
+        assert_eq!(
+            insert,
+            Statement {
+                sql: r#"INSERT INTO "chunks" ("id", "streamId", "seq", "text") SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM "messages" WHERE "id" = ?5 AND "seq" = ?6 AND "status" = ?7) ON CONFLICT DO NOTHING"#.into(),
+                params: vec![t("m1:9"), t("m1"), SqlValue::Int(9), t("abcd"), t("m1"), SqlValue::Int(9), t("streaming")],
+            }
+        );
+        let [update, delete] =
+            sql.compact("m1", "host-a", "hello😀", 7, StreamStatus::Complete, Some("ignored: no column"));
         assert_eq!(
             update,
             Statement {
-                sql: r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3 WHERE "id" = ?4"#.into(),
-                params: vec![t("hello😀"), SqlValue::Int(7), t("complete"), t("m1")],
+                sql: r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3 WHERE "id" = ?4 AND "status" = ?5"#
+                    .into(),
+                params: vec![t("hello😀"), SqlValue::Int(7), t("complete"), t("m1"), t("streaming")],
             }
         );
         assert_eq!(
             delete,
             Statement { sql: r#"DELETE FROM "chunks" WHERE "streamId" = ?1"#.into(), params: vec![t("m1")] }
         );
-        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq FROM "messages" WHERE "id" = ?1"#);
+        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq, "status" AS status FROM "messages" WHERE "id" = ?1"#);
         assert_eq!(sql.sweep_interrupted("host-a"), None);
     }
 
@@ -394,28 +398,40 @@ mod tests {
             }
         );
         assert_eq!(sql.probe_host().as_deref(), Some(r#"SELECT "owner" AS host FROM "msg" WHERE "uid" = $1"#));
-        let [insert, cas] = sql.append("m1", 0, 3, "abc");
+        let [cas, insert] = sql.append("m1", "host-a", 0, 3, "abc");
+        assert_eq!(cas.sql, r#"UPDATE "msg" SET "len" = $1 WHERE "uid" = $2 AND "len" = $3 AND "state" = $4 AND "owner" = $5"#);
+        assert_eq!(cas.params, vec![SqlValue::Int(3), t("m1"), SqlValue::Int(0), t("streaming"), t("host-a")]);
         assert_eq!(
             insert.sql,
-            r#"INSERT INTO "msg_chunks" ("cid", "message_uid", "end_at", "slice") SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM "msg" WHERE "uid" = $5 AND "len" = $6) ON CONFLICT DO NOTHING"#
+            r#"INSERT INTO "msg_chunks" ("cid", "message_uid", "end_at", "slice") SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM "msg" WHERE "uid" = $5 AND "len" = $6 AND "state" = $7 AND "owner" = $8) ON CONFLICT DO NOTHING"#
         );
-        assert_eq!(insert.params, vec![t("m1:3"), t("m1"), SqlValue::Int(3), t("abc"), t("m1"), SqlValue::Int(0)]);
-        assert_eq!(cas.sql, r#"UPDATE "msg" SET "len" = $1 WHERE "uid" = $2 AND "len" = $3"#);
-        assert_eq!(cas.params, vec![SqlValue::Int(3), t("m1"), SqlValue::Int(0)]);
+        assert_eq!(
+            insert.params,
+            vec![t("m1:3"), t("m1"), SqlValue::Int(3), t("abc"), t("m1"), SqlValue::Int(3), t("streaming"), t("host-a")]
+        );
 
-        let [update, delete] = sql.compact("m1", "abc", 3, StreamStatus::Error, Some("boom"));
+        let [update, delete] = sql.compact("m1", "host-a", "abc", 3, StreamStatus::Error, Some("boom"));
         assert_eq!(
             update.sql,
-            r#"UPDATE "msg" SET "content" = $1, "len" = $2, "state" = $3, "err" = $4 WHERE "uid" = $5"#
+            r#"UPDATE "msg" SET "content" = $1, "len" = $2, "state" = $3, "err" = $4 WHERE "uid" = $5 AND "state" = $6 AND "owner" = $7"#
         );
-        assert_eq!(update.params, vec![t("abc"), SqlValue::Int(3), t("error"), t("boom"), t("m1")]);
+        assert_eq!(
+            update.params,
+            vec![t("abc"), SqlValue::Int(3), t("error"), t("boom"), t("m1"), t("streaming"), t("host-a")]
+        );
         assert_eq!(delete.sql, r#"DELETE FROM "msg_chunks" WHERE "message_uid" = $1"#);
         assert_eq!(delete.params, vec![t("m1")]);
         // No error: the mapped column is cleared with NULL, not left as it was.
-        let [update, _] = sql.compact("m1", "", 0, StreamStatus::Cancelled, None);
-        assert_eq!(update.params, vec![t(""), SqlValue::Int(0), t("cancelled"), SqlValue::Null, t("m1")]);
+        let [update, _] = sql.compact("m1", "h", "", 0, StreamStatus::Cancelled, None);
+        assert_eq!(
+            update.params,
+            vec![t(""), SqlValue::Int(0), t("cancelled"), SqlValue::Null, t("m1"), t("streaming"), t("h")]
+        );
 
-        assert_eq!(sql.probe_state(), r#"SELECT "len" AS seq, "stop" AS cancel FROM "msg" WHERE "uid" = $1"#);
+        assert_eq!(
+            sql.probe_state(),
+            r#"SELECT "len" AS seq, "stop" AS cancel, "state" AS status, "owner" AS host FROM "msg" WHERE "uid" = $1"#
+        );
         assert_eq!(
             sql.sweep_interrupted("host-a"),
             Some(Statement {
@@ -431,22 +447,25 @@ mod tests {
         let mut tb = tables();
         tb.columns.error = Some("error".into());
         let sql = MappedSql::new(&tb, Dialect::Sqlite).unwrap();
-        let [update, _] = sql.compact("s", "x", 1, StreamStatus::Interrupted, None);
+        let [update, _] = sql.compact("s", "h", "x", 1, StreamStatus::Interrupted, None);
         assert_eq!(
             update.sql,
-            r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3, "error" = ?4 WHERE "id" = ?5"#
+            r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3, "error" = ?4 WHERE "id" = ?5 AND "status" = ?6"#
         );
-        assert_eq!(update.params, vec![t("x"), SqlValue::Int(1), t("interrupted"), SqlValue::Null, t("s")]);
-        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq FROM "messages" WHERE "id" = ?1"#);
+        assert_eq!(update.params, vec![t("x"), SqlValue::Int(1), t("interrupted"), SqlValue::Null, t("s"), t("streaming")]);
+        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq, "status" AS status FROM "messages" WHERE "id" = ?1"#);
         assert!(sql.probe_host().is_none());
 
         // Only `cancel` mapped.
         let mut tb = tables();
         tb.columns.cancel = Some("cancel".into());
         let sql = MappedSql::new(&tb, Dialect::Sqlite).unwrap();
-        assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq, "cancel" AS cancel FROM "messages" WHERE "id" = ?1"#);
-        let [update, _] = sql.compact("s", "x", 1, StreamStatus::Complete, Some("e"));
-        assert_eq!(update.params.len(), 4);
+        assert_eq!(
+            sql.probe_state(),
+            r#"SELECT "seq" AS seq, "cancel" AS cancel, "status" AS status FROM "messages" WHERE "id" = ?1"#
+        );
+        let [update, _] = sql.compact("s", "h", "x", 1, StreamStatus::Complete, Some("e"));
+        assert_eq!(update.params.len(), 5);
 
         // Only `host` mapped, SQLite placeholders.
         let mut tb = tables();
@@ -468,8 +487,8 @@ mod tests {
             for tb in [tables(), full_tables()] {
                 let sql = MappedSql::new(&tb, d).unwrap();
                 let mut stmts = vec![sql.mark_streaming("s", "h")];
-                stmts.extend(sql.append("s", 1, 2, "x"));
-                stmts.extend(sql.compact("s", "ab", 2, StreamStatus::Complete, None));
+                stmts.extend(sql.append("s", "h", 1, 2, "x"));
+                stmts.extend(sql.compact("s", "h", "ab", 2, StreamStatus::Complete, None));
                 stmts.extend(sql.sweep_interrupted("h"));
                 for st in stmts {
                     for i in 1..=st.params.len() {
@@ -484,7 +503,7 @@ mod tests {
     #[test]
     fn huge_offsets_saturate_instead_of_wrapping() {
         let sql = MappedSql::new(&tables(), Dialect::Sqlite).unwrap();
-        let [_, cas] = sql.append("s", u64::MAX - 1, u64::MAX, "");
+        let [cas, _] = sql.append("s", "h", u64::MAX - 1, u64::MAX, "");
         assert_eq!(cas.params[0], SqlValue::Int(i64::MAX));
         assert_eq!(cas.params[2], SqlValue::Int(i64::MAX));
     }
