@@ -28,10 +28,11 @@ use axum::routing::get;
 use axum::Router;
 use twoplane_redis::{connect_relay, RedisRelayOptions, Topology};
 use twoplane_stream::{
-    redact_url, AllowAll, Plane, PlaneOptions, Relay, RelayErrorHook, Sweeper, SweeperHandle, SweeperOptions,
+    redact_url, Plane, PlaneOptions, Relay, RelayErrorHook, Sweeper, SweeperHandle, SweeperOptions,
     DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,
 };
 
+use crate::access::Access;
 use crate::assets::PackageSource;
 use crate::demo::{self, Pace};
 use crate::http::{sse_router, SseConfig};
@@ -88,6 +89,10 @@ pub struct ServeConfig {
     pub sweep_interval_ms: Option<u64>,
     /// How fast the demo's model talks.
     pub demo_pace: Pace,
+    /// Producer secret, read-token secret, open reads (crate::access).
+    pub access: Access,
+    /// Bounds of the producer API.
+    pub producer_limits: crate::producer::Limits,
 }
 
 impl ServeConfig {
@@ -138,6 +143,7 @@ impl ServeConfig {
                 return bad("--relay-idle-ms and --relay-first-frame-ms must be at least 1".into());
             }
         }
+        self.access.check_listen(self.listen).map_err(ServeError)?;
         if let Store::Postgres(url) = &self.store {
             if let Err(e) = url.parse::<tokio_postgres::Config>() {
                 return bad(format!("--pg {} is not a PostgreSQL connection URL: {e}", redact_url(url)));
@@ -252,7 +258,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         Some(id) => Some(start_sweeper(config, &db, id).await?),
         None => None,
     };
-    let mut options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    let mut options = PlaneOptions::default().with_authorizer(config.access.authorizer());
     options.host_id = host_id.clone();
     if let Some(relay) = relay {
         options.relay = Some(relay);
@@ -270,7 +276,15 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     };
     let sse = SseConfig { keep_alive: config.keep_alive, ..SseConfig::default() };
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
-    let mut router = Router::new().route("/healthz", get(|| async { "ok\n" })).merge(sse_routes);
+    // Read tokens travel as `?token=` too (EventSource cannot set headers).
+    let sse_routes = sse_routes.route_layer(axum::middleware::from_fn(crate::access::token_from_query));
+    let producer_routes = crate::producer::routes(
+        plane.clone(),
+        db.clone(),
+        Arc::new(config.access.clone()),
+        config.producer_limits.clone(),
+    );
+    let mut router = Router::new().route("/healthz", get(|| async { "ok\n" })).merge(sse_routes).merge(producer_routes);
     if config.demo {
         if let Some(problem) = config.package.problem() {
             // The page would otherwise fail in the browser's console, where nobody looks.
@@ -347,8 +361,8 @@ pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Res
         demo = config.demo,
         "listening"
     );
-    if !config.demo {
-        tracing::info!("no producer runs in this process without --demo: subscribers get `absent` until one does");
+    for line in config.access.describe(running.addr) {
+        tracing::info!("{line}");
     }
     running.serve(shutdown).await?;
     tracing::info!("stopped");

@@ -10,12 +10,18 @@
 //! - [`store`]: the server's database (the message and chunk tables) on SQLite or PostgreSQL.
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
 //! - [`assets`]: the browser package the page imports, compiled into the binary.
+//! - [`producer`]: the producer API (`/v1/streams/...`): applications in any language produce
+//!   streams over HTTP.
+//! - [`access`] and [`token`]: the producer secret, the signed read tokens, loopback rules.
 
+pub mod access;
 pub mod app;
 pub mod assets;
 pub mod demo;
 mod error_text;
 pub mod http;
+pub mod producer;
 pub mod relay;
 pub mod server;
 pub mod store;
+pub mod token;

@@ -1,5 +1,6 @@
 //! `twoplane`: the command-line entry point.
 //!
+//! `twoplane token --stream-id ID` mints a read token (see `twoplane_server::token`).
 //! `twoplane serve [--demo] [--listen ADDR] [--db PATH | --pg URL] [--redis URL ...]` runs the
 //! plane on an embedded SQLite file (one instance) or on a PostgreSQL server shared by several
 //! instances, relaying live frames between them through Redis, and serves its streams over SSE;
@@ -19,9 +20,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
 use twoplane_redis::Topology;
+use twoplane_server::access::{load_secret, Access, PRODUCER_TOKEN_ENV, READ_SECRET_ENV};
 use twoplane_server::app::{self, RelayConfig, ServeConfig, Store};
 use twoplane_server::assets::PackageSource;
 use twoplane_server::demo::{answer, Pace};
+use twoplane_server::token::Claims;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,6 +47,9 @@ enum Command {
     /// Relay committed event rows of the record (PostgreSQL) into per-session logs (S2 or
     /// Redis Streams), exactly once and in order per session.
     Relay(Box<RelayArgs>),
+    /// Mint a read token for one stream (signed with the server's read-token secret), for a
+    /// browser to present as `?token=` or `Authorization: Bearer`.
+    Token(TokenArgs),
     /// Print the answer the demo's model gives to a prompt with a seed (exactly the text
     /// `POST /api/chat {"prompt", "seed"}` streams; no newline is added).
     DemoAnswer(DemoAnswerArgs),
@@ -100,6 +106,36 @@ struct ServeArgs {
     /// Pace of the demo's model, in tokens per second [default: 20 to 50].
     #[arg(long, value_name = "N", requires = "demo", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     demo_tokens_per_second: Option<u32>,
+    /// File holding the producers' bearer secret (else $TWOPLANE_PRODUCER_TOKEN). Without one,
+    /// the producer API answers loopback clients only.
+    #[arg(long, value_name = "FILE")]
+    producer_token_file: Option<PathBuf>,
+    /// File holding the key read tokens are signed with (else $TWOPLANE_READ_TOKEN_SECRET).
+    /// Without one, reads are open and only a loopback --listen is accepted.
+    #[arg(long, value_name = "FILE")]
+    read_token_secret_file: Option<PathBuf>,
+    /// Serve open reads (no read token) on a non-loopback --listen, on purpose.
+    #[arg(long)]
+    open_reads: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct TokenArgs {
+    /// The stream (message id) the token reads.
+    #[arg(long, value_name = "ID")]
+    stream_id: String,
+    /// The application's user id, carried in the token.
+    #[arg(long, value_name = "ID")]
+    user_id: Option<String>,
+    /// Seconds from now until the token expires.
+    #[arg(long, value_name = "N", default_value_t = 300, conflicts_with = "expires_at")]
+    ttl_seconds: u64,
+    /// Unix time (seconds) at which the token expires, instead of --ttl-seconds.
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    expires_at: Option<u64>,
+    /// File holding the read-token secret (else $TWOPLANE_READ_TOKEN_SECRET).
+    #[arg(long, value_name = "FILE")]
+    read_token_secret_file: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -181,12 +217,17 @@ fn main() -> ExitCode {
     let args = match cli.command {
         Command::Serve(args) => args,
         Command::DemoAnswer(args) => return demo_answer(&args),
+        Command::Token(args) => return token(&args),
         Command::Relay(args) => {
             init_logging(cli.log_format);
             return relay(*args);
         }
     };
     init_logging(cli.log_format);
+    let access = match load_access(&args) {
+        Ok(access) => access,
+        Err(e) => return fail(&e),
+    };
     let store = match args.pg {
         Some(url) => Store::Postgres(url),
         None => Store::Sqlite(args.db),
@@ -211,6 +252,8 @@ fn main() -> ExitCode {
         lease_ttl_ms: args.lease_ttl_ms,
         sweep_interval_ms: args.sweep_interval_ms,
         demo_pace: args.demo_tokens_per_second.map_or(Pace::Natural, Pace::TokensPerSecond),
+        access,
+        producer_limits: twoplane_server::producer::Limits::default(),
     };
     // Refuse bad combinations before the runtime and the database are touched.
     if let Err(e) = config.check() {
@@ -249,6 +292,28 @@ fn relay(args: RelayArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
+}
+
+fn load_access(args: &ServeArgs) -> Result<Access, String> {
+    Ok(Access {
+        producer_token: load_secret(args.producer_token_file.as_deref(), PRODUCER_TOKEN_ENV, "--producer-token-file")?,
+        read_secret: load_secret(args.read_token_secret_file.as_deref(), READ_SECRET_ENV, "--read-token-secret-file")?,
+        open_reads: args.open_reads,
+    })
+}
+
+fn token(args: &TokenArgs) -> ExitCode {
+    let secret = match load_secret(args.read_token_secret_file.as_deref(), READ_SECRET_ENV, "--read-token-secret-file")
+    {
+        Ok(Some(secret)) => secret,
+        Ok(None) => return fail(&format!("no secret: give --read-token-secret-file FILE or set {READ_SECRET_ENV}")),
+        Err(e) => return fail(&e),
+    };
+    let expires_at =
+        args.expires_at.unwrap_or_else(|| twoplane_server::token::unix_now().saturating_add(args.ttl_seconds));
+    let claims = Claims { stream_id: args.stream_id.clone(), expires_at, user_id: args.user_id.clone() };
+    println!("{}", twoplane_server::token::mint(secret.bytes(), &claims));
+    ExitCode::SUCCESS
 }
 
 fn demo_answer(args: &DemoAnswerArgs) -> ExitCode {

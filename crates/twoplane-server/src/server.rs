@@ -87,7 +87,12 @@ pub async fn serve(
             tracing::debug!(%peer, error = %e, "set_nodelay failed");
         }
         let router = router.clone();
-        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| router.clone().oneshot(req));
+        // The peer travels with each request (`ConnectInfo`): the producer API answers loopback
+        // peers only when it has no secret (crate::access).
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+            req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            router.clone().oneshot(req)
+        });
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

@@ -36,20 +36,26 @@ pub const MESSAGE_TABLE: &str = "messages";
 pub const CHUNK_TABLE: &str = "message_chunks";
 /// The message table's column that names a stream's producer (mapped with several instances).
 pub const HOST_COLUMN: &str = "host";
+/// The message table's cancel flag: a reader's cancel sets it, and the plane reads it back at
+/// every checkpoint and stops the producer (docs/contract.md §7).
+pub const CANCEL_COLUMN: &str = "cancel";
 /// The message table's creation order on PostgreSQL, which has no rowid.
 pub const POSITION_COLUMN: &str = "position";
 /// The message table's columns every version of it has, and the server needs.
 pub const MESSAGE_COLUMNS: [&str; 5] = ["id", "role", "body", "status", "seq"];
 
-/// The tables the plane writes, without the `host` column (one instance).
+/// The tables the plane writes, without the `host` column (one instance). The `cancel` column
+/// is always mapped.
 pub fn tables() -> StreamTables {
-    StreamTables { message: MESSAGE_TABLE.into(), chunks: CHUNK_TABLE.into(), columns: Default::default() }
+    let columns = StreamColumns { cancel: Some(CANCEL_COLUMN.into()), ..StreamColumns::default() };
+    StreamTables { message: MESSAGE_TABLE.into(), chunks: CHUNK_TABLE.into(), columns }
 }
 
 /// The tables the plane writes with the `host` column mapped (several instances: every row
 /// names its producer, which the open compare-and-swap and the sweeper rely on).
 pub fn tables_with_host() -> StreamTables {
-    StreamTables { columns: StreamColumns { host: Some(HOST_COLUMN.into()), ..StreamColumns::default() }, ..tables() }
+    let base = tables();
+    StreamTables { columns: StreamColumns { host: Some(HOST_COLUMN.into()), ..base.columns.clone() }, ..base }
 }
 
 /// The server's database. Cheap to clone.

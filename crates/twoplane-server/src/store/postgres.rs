@@ -14,7 +14,7 @@ use tokio_postgres::Client;
 use twoplane_core::sql::{quote_ident, StreamTables};
 use twoplane_stream::{DurableTarget, PgClient, PgSession, PlaneError, PostgresTarget, PG_SCHEMA_LOCK_KEY};
 
-use super::{check_columns, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
+use super::{check_columns, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
 use crate::error_text::{cause, pg_cause};
 
 /// The PostgreSQL backend of [`super::Database`].
@@ -52,11 +52,13 @@ impl PostgresStore {
 async fn create_schema(client: &mut Client) -> Result<(), String> {
     let ident = |name: &str| quote_ident(name).map_err(|e| e.to_string());
     let (message, host, position) = (ident(MESSAGE_TABLE)?, ident(HOST_COLUMN)?, ident(POSITION_COLUMN)?);
+    let cancel = ident(CANCEL_COLUMN)?;
     let tx = client.transaction().await.map_err(|e| pg_cause(&e))?;
     tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({PG_SCHEMA_LOCK_KEY})")).await.map_err(|e| pg_cause(&e))?;
     tx.batch_execute(&format!(
         "CREATE TABLE IF NOT EXISTS {message} ({position} bigserial, id text PRIMARY KEY, role text, \
-         body text NOT NULL DEFAULT '', status text, seq bigint NOT NULL DEFAULT 0, {host} text)"
+         body text NOT NULL DEFAULT '', status text, seq bigint NOT NULL DEFAULT 0, {host} text, \
+         {cancel} boolean NOT NULL DEFAULT false)"
     ))
     .await
     .map_err(|e| pg_cause(&e))?;
@@ -77,6 +79,11 @@ async fn create_schema(client: &mut Client) -> Result<(), String> {
     }
     if !columns.iter().any(|c| c == HOST_COLUMN) {
         tx.batch_execute(&format!("ALTER TABLE {message} ADD COLUMN {host} text")).await.map_err(|e| pg_cause(&e))?;
+    }
+    if !columns.iter().any(|c| c == CANCEL_COLUMN) {
+        tx.batch_execute(&format!("ALTER TABLE {message} ADD COLUMN {cancel} boolean NOT NULL DEFAULT false"))
+            .await
+            .map_err(|e| pg_cause(&e))?;
     }
     tx.commit().await.map_err(|e| pg_cause(&e))
 }

@@ -13,7 +13,7 @@ use twoplane_core::sql::{quote_ident, stream_chunk_table_ddl, Dialect, StreamTab
 use twoplane_core::STREAM_STATUS_STREAMING;
 use twoplane_stream::{DurableTarget, PlaneError, SqliteTarget};
 
-use super::{check_columns, tables, HOST_COLUMN, MESSAGE_TABLE};
+use super::{check_columns, tables, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE};
 use crate::error_text::cause;
 
 /// The SQLite backend of [`super::Database`].
@@ -64,15 +64,17 @@ impl SqliteStore {
     }
 }
 
-/// The message table, its `host` column (added to a table from before it existed) and the
+/// The message table, its `host` and `cancel` columns (added to a table from before they existed) and the
 /// chunk table, in one write-locked transaction so instances sharing the file do not race.
 fn create_schema(conn: &mut Connection) -> Result<(), PlaneError> {
     let message = quote_ident(MESSAGE_TABLE)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sqlite_err)?;
     tx.execute_batch(&format!(
         "CREATE TABLE IF NOT EXISTS {message} (id TEXT PRIMARY KEY, role TEXT, \
-         body TEXT NOT NULL DEFAULT '', status TEXT, seq INTEGER NOT NULL DEFAULT 0, {} TEXT)",
-        quote_ident(HOST_COLUMN)?
+         body TEXT NOT NULL DEFAULT '', status TEXT, seq INTEGER NOT NULL DEFAULT 0, {} TEXT, \
+         {} INTEGER NOT NULL DEFAULT 0)",
+        quote_ident(HOST_COLUMN)?,
+        quote_ident(CANCEL_COLUMN)?
     ))
     .map_err(sqlite_err)?;
     let columns = {
@@ -83,6 +85,11 @@ fn create_schema(conn: &mut Connection) -> Result<(), PlaneError> {
     check_columns(&columns)?;
     if !columns.iter().any(|c| c == HOST_COLUMN) {
         tx.execute_batch(&format!("ALTER TABLE {message} ADD COLUMN {} TEXT", quote_ident(HOST_COLUMN)?))
+            .map_err(sqlite_err)?;
+    }
+    if !columns.iter().any(|c| c == CANCEL_COLUMN) {
+        let cancel = quote_ident(CANCEL_COLUMN)?;
+        tx.execute_batch(&format!("ALTER TABLE {message} ADD COLUMN {cancel} INTEGER NOT NULL DEFAULT 0"))
             .map_err(sqlite_err)?;
     }
     for ddl in stream_chunk_table_ddl(&tables(), Dialect::Sqlite)? {

@@ -1,0 +1,259 @@
+//! Who may produce and who may read on `twoplane serve`.
+//!
+//! Guarantees:
+//! - Producers present the producer secret as `Authorization: Bearer <secret>`; it is compared
+//!   in constant time. Without a configured secret the producer API answers loopback peers only
+//!   (anything else gets 403 `loopback_only`), and startup says so.
+//! - Readers present a read token ([`crate::token`]) as `Authorization: Bearer <token>` or as
+//!   the `token` query parameter (an `EventSource` cannot set headers); the header wins when
+//!   both are sent. Every refusal is the same 403 whether or not the stream exists: the plane
+//!   asks [`ReadAuthorizer`] before it looks the stream up.
+//! - With no read secret, reads are open (as `twoplane serve` always was) and only a loopback
+//!   `--listen` is accepted, unless `--open-reads` says that open reads are wanted elsewhere
+//!   ([`Access::check_listen`]).
+//! - Secrets come from a file (its bytes, trailing whitespace removed) or an environment
+//!   variable, and are at least [`crate::token::MIN_SECRET_BYTES`] long. They never appear in
+//!   `Debug` output or logs.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+use twoplane_stream::{AllowAll, AuthRequest, Authorizer};
+
+use crate::http::HttpCaller;
+use crate::token::{self, Claims, Denied, MIN_SECRET_BYTES};
+
+/// Environment variable holding the producer secret when no `--producer-token-file` is given.
+pub const PRODUCER_TOKEN_ENV: &str = "TWOPLANE_PRODUCER_TOKEN";
+/// Environment variable holding the read-token secret when no `--read-token-secret-file` is given.
+pub const READ_SECRET_ENV: &str = "TWOPLANE_READ_TOKEN_SECRET";
+
+/// Secret bytes that never print.
+#[derive(Clone)]
+pub struct Secret(Arc<[u8]>);
+
+impl Secret {
+    /// Wrap `bytes`, refusing a secret too short to be one.
+    pub fn new(bytes: &[u8], what: &str) -> Result<Secret, String> {
+        let trimmed = trim_end(bytes);
+        if trimmed.len() < MIN_SECRET_BYTES {
+            return Err(format!(
+                "{what} has {} bytes; use at least {MIN_SECRET_BYTES} (for example: head -c 32 /dev/urandom | base64)",
+                trimmed.len()
+            ));
+        }
+        Ok(Secret(Arc::from(trimmed)))
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+fn trim_end(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+    &bytes[..end]
+}
+
+/// Load a secret from `file` when given, else from the environment variable `env`; `None` when
+/// neither is set. `flag` names the flag in messages.
+pub fn load_secret(file: Option<&Path>, env: &str, flag: &str) -> Result<Option<Secret>, String> {
+    if let Some(path) = file {
+        let bytes = std::fs::read(path).map_err(|e| format!("{flag} {}: cannot read it: {e}", path.display()))?;
+        return Secret::new(&bytes, &format!("{flag} {}", path.display())).map(Some);
+    }
+    match std::env::var_os(env) {
+        Some(value) if !value.is_empty() => {
+            Secret::new(value.as_encoded_bytes(), &format!("the environment variable {env}")).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The access configuration of one server.
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    /// The producers' bearer secret; `None`: the producer API answers loopback peers only.
+    pub producer_token: Option<Secret>,
+    /// The key read tokens are signed with; `None`: reads are open.
+    pub read_secret: Option<Secret>,
+    /// Open reads on a non-loopback address, on purpose (`--open-reads`).
+    pub open_reads: bool,
+}
+
+impl Access {
+    /// Refuse a configuration that would expose open reads, naming the flag to add.
+    pub fn check_listen(&self, listen: SocketAddr) -> Result<(), String> {
+        if self.open_reads && self.read_secret.is_some() {
+            return Err("--open-reads and a read-token secret contradict each other: give one of them".into());
+        }
+        if !listen.ip().is_loopback() && self.read_secret.is_none() && !self.open_reads {
+            return Err(format!(
+                "--listen {listen} is not a loopback address, and without a read-token secret anyone who can reach it \
+                 could read every stream: add --read-token-secret-file FILE (or set {READ_SECRET_ENV}), or \
+                 --open-reads if that is what you want"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The plane's authorizer: read tokens when a secret is configured, else everyone.
+    pub fn authorizer(&self) -> Arc<dyn Authorizer> {
+        match &self.read_secret {
+            Some(secret) => Arc::new(ReadAuthorizer { secret: secret.clone() }),
+            None => Arc::new(AllowAll),
+        }
+    }
+
+    /// Check a reader's token for `stream_id` (open reads: always allowed, no claims).
+    pub fn check_read(&self, headers: &HeaderMap, stream_id: &str) -> Result<Option<Claims>, Denied> {
+        match &self.read_secret {
+            None => Ok(None),
+            Some(secret) => {
+                let presented = bearer(headers).ok_or(Denied::Missing)?;
+                token::verify(secret.bytes(), presented, stream_id, token::unix_now()).map(Some)
+            }
+        }
+    }
+
+    /// Lines for the startup log: what is protected and how.
+    pub fn describe(&self, listen: SocketAddr) -> Vec<String> {
+        let mut lines = Vec::new();
+        match &self.producer_token {
+            Some(_) => lines.push("producer API at /v1/streams: bearer secret required".to_owned()),
+            None => lines.push(format!(
+                "producer API at /v1/streams: no producer secret configured, so it answers loopback clients only \
+                 (add --producer-token-file FILE or {PRODUCER_TOKEN_ENV} to produce from elsewhere)"
+            )),
+        }
+        match (&self.read_secret, self.open_reads || listen.ip().is_loopback()) {
+            (Some(_), _) => lines.push("readers: a signed read token is required".to_owned()),
+            (None, true) => lines.push(format!(
+                "readers: open (no read-token secret); add --read-token-secret-file FILE or {READ_SECRET_ENV} to require tokens"
+            )),
+            (None, false) => {}
+        }
+        lines
+    }
+}
+
+/// The bearer credential of a request, if it has one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, rest) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
+/// The plane's authorizer when read tokens are required: the caller is an [`HttpCaller`], the
+/// token is its bearer credential.
+struct ReadAuthorizer {
+    secret: Secret,
+}
+
+#[async_trait]
+impl Authorizer for ReadAuthorizer {
+    async fn authorize(&self, request: AuthRequest<'_>) -> bool {
+        let Some(caller) = request.user::<HttpCaller>() else { return false };
+        let presented = bearer(&caller.headers).unwrap_or("");
+        match token::verify(self.secret.bytes(), presented, request.stream_id, token::unix_now()) {
+            Ok(_) => true,
+            Err(denied) => {
+                tracing::debug!(reason = denied.as_str(), "read token refused");
+                false
+            }
+        }
+    }
+}
+
+/// Middleware for reader routes: a `token` query parameter becomes the `Authorization: Bearer`
+/// header when the request has none, so one check serves both carriers.
+pub async fn token_from_query(mut request: Request, next: Next) -> Response {
+    if !request.headers().contains_key(header::AUTHORIZATION) {
+        let query = request.uri().query().unwrap_or("");
+        let token = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "token").map(|(_, v)| v.into_owned());
+        // A token that cannot be a header value cannot be valid either: it is left out, and the
+        // request is refused as one without a token.
+        if let Some(value) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
+            request.headers_mut().insert(header::AUTHORIZATION, value);
+        }
+    }
+    next.run(request).await
+}
+
+/// Middleware for the producer API: the bearer secret, or a loopback peer when none is set.
+pub async fn require_producer(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    let allowed = match &access.producer_token {
+        Some(secret) => bearer(request.headers()).is_some_and(|t| bool::from(t.as_bytes().ct_eq(secret.bytes()))),
+        None => {
+            let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+            if !peer.is_some_and(|p| p.ip().is_loopback()) {
+                return refuse(
+                    "loopback_only",
+                    "no producer secret is configured, so the producer API answers loopback clients only",
+                );
+            }
+            true
+        }
+    };
+    if !allowed {
+        return refuse("unauthorized", "the producer API needs Authorization: Bearer <producer secret>");
+    }
+    next.run(request).await
+}
+
+fn refuse(kind: &'static str, message: &'static str) -> Response {
+    let body = serde_json::json!({ "kind": kind, "message": message });
+    let status = if kind == "unauthorized" { StatusCode::UNAUTHORIZED } else { StatusCode::FORBIDDEN };
+    (status, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_secrets_are_refused_and_trailing_newlines_trimmed() {
+        assert!(Secret::new(b"short\n", "x").is_err());
+        let s = Secret::new(b"0123456789abcdef0123456789abcdef\r\n", "x").unwrap();
+        assert_eq!(s.bytes(), b"0123456789abcdef0123456789abcdef");
+        assert_eq!(format!("{s:?}"), "Secret(..)");
+    }
+
+    #[test]
+    fn open_reads_need_loopback_or_the_flag() {
+        let open = Access::default();
+        assert!(open.check_listen("127.0.0.1:1".parse().unwrap()).is_ok());
+        assert!(open.check_listen("[::1]:1".parse().unwrap()).is_ok());
+        let err = open.check_listen("0.0.0.0:1".parse().unwrap()).unwrap_err();
+        assert!(err.contains("--read-token-secret-file") && err.contains("--open-reads"), "{err}");
+        let flagged = Access { open_reads: true, ..Access::default() };
+        assert!(flagged.check_listen("0.0.0.0:1".parse().unwrap()).is_ok());
+        let secret = Secret::new(&[7; 32], "x").unwrap();
+        let signed = Access { read_secret: Some(secret), ..Access::default() };
+        assert!(signed.check_listen("0.0.0.0:1".parse().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn bearer_reads_the_scheme_case_insensitively() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), None);
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer abc"));
+        assert_eq!(bearer(&h), Some("abc"));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&h), None);
+    }
+}

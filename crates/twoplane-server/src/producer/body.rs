@@ -1,0 +1,111 @@
+//! UTF-8 arriving in pieces: a streaming request body whose chunks may split a character.
+//!
+//! Guarantees:
+//! - [`Utf8Pieces::feed`] returns exactly the complete characters that the bytes so far make,
+//!   in order, each once; an incomplete character at the end of a piece (at most 3 bytes) is
+//!   carried into the next one.
+//! - At the first byte that cannot be part of valid UTF-8 it returns the text before that byte
+//!   and the error; everything from that byte on is never returned. [`Utf8Pieces::finish`]
+//!   reports an incomplete character left at the end of the body the same way.
+//! - So the text handed out is always the longest valid UTF-8 prefix of the body read so far,
+//!   whatever the chunking.
+
+/// The body stopped being valid UTF-8.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NotUtf8;
+
+/// An incremental UTF-8 decoder (see the module guarantees).
+#[derive(Default)]
+pub struct Utf8Pieces {
+    /// The start of a character whose remaining bytes have not arrived yet.
+    carry: Vec<u8>,
+}
+
+impl Utf8Pieces {
+    /// The text `piece` completes: `Ok` with all of it, or `Err` with the valid text before the
+    /// first bad byte.
+    pub fn feed(&mut self, piece: &[u8]) -> Result<String, (String, NotUtf8)> {
+        let joined;
+        let bytes = if self.carry.is_empty() {
+            piece
+        } else {
+            let mut v = std::mem::take(&mut self.carry);
+            v.extend_from_slice(piece);
+            joined = v;
+            &joined[..]
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(text.to_owned()),
+            Err(e) => {
+                // `valid_up_to` ends the prefix the check just validated.
+                let text = std::str::from_utf8(&bytes[..e.valid_up_to()]).map(str::to_owned).unwrap_or_default();
+                match e.error_len() {
+                    // An incomplete character at the end: keep its bytes for the next piece.
+                    None => {
+                        self.carry = bytes[e.valid_up_to()..].to_vec();
+                        Ok(text)
+                    }
+                    Some(_) => Err((text, NotUtf8)),
+                }
+            }
+        }
+    }
+
+    /// The body ended: an incomplete character still carried is an error.
+    pub fn finish(&mut self) -> Result<(), NotUtf8> {
+        if self.carry.is_empty() {
+            Ok(())
+        } else {
+            self.carry.clear();
+            Err(NotUtf8)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decode `body` cut at `cuts`; the text handed out and whether it stayed valid.
+    fn run(body: &[u8], cuts: &[usize]) -> (String, bool) {
+        let mut d = Utf8Pieces::default();
+        let mut out = String::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&body.len())) {
+            match d.feed(&body[at..cut]) {
+                Ok(t) => out.push_str(&t),
+                Err((t, NotUtf8)) => {
+                    out.push_str(&t);
+                    return (out, false);
+                }
+            }
+            at = cut;
+        }
+        let ok = d.finish().is_ok();
+        (out, ok)
+    }
+
+    #[test]
+    fn every_split_of_valid_text_gives_the_text() {
+        let text = "aé€😀\u{10FFFF}z";
+        let b = text.as_bytes();
+        for i in 0..=b.len() {
+            for j in i..=b.len() {
+                assert_eq!(run(b, &[i, j]), (text.to_owned(), true), "cuts {i} {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_longest_valid_prefix_is_kept_whatever_the_chunking() {
+        // A lone continuation byte, an overlong form, a surrogate, a truncated character.
+        for bad in [&b"ab\x80cd"[..], b"ab\xC0\xAFcd", b"ab\xED\xA0\x80cd", b"ab\xF0\x9F\x98"] {
+            let expected = std::str::from_utf8(&bad[..std::str::from_utf8(bad).unwrap_err().valid_up_to()]).unwrap();
+            for i in 0..=bad.len() {
+                let (text, ok) = run(bad, &[i]);
+                assert!(!ok, "{bad:?} split at {i} was accepted");
+                assert_eq!(text, expected, "{bad:?} split at {i}");
+            }
+        }
+    }
+}

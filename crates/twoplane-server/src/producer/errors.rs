@@ -1,0 +1,106 @@
+//! The producer API's errors: an HTTP status and a JSON body `{"kind", "message", "seq"?}`
+//! whose `kind` is a stable snake_case name clients match on (docs/server.md lists them).
+//!
+//! Guarantees: every refusal of the producer API goes through [`ApiError`], so every one has a
+//! `kind`; `seq` is present whenever the stream is hosted here, so a client always learns where
+//! the stream stands (the offset to retry from).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use twoplane_stream::{PlaneError, PlaneErrorKind};
+
+/// One refusal.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub message: String,
+    /// The stream's produced length (UTF-16 code units), when it is hosted here.
+    pub seq: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    kind: &'a str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, kind, message: message.into(), seq: None }
+    }
+
+    pub fn with_seq(mut self, seq: u64) -> ApiError {
+        self.seq = Some(seq);
+        self
+    }
+
+    pub fn unknown_stream(id: &str) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "unknown_stream", format!("no message row has the id {id:?}"))
+    }
+
+    pub fn not_open(id: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "not_open",
+            format!("stream {id:?} is not open on this server (open it first, on the server you append to)"),
+        )
+    }
+
+    pub fn cancelled(id: &str, seq: u64) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "cancelled", format!("a reader cancelled stream {id:?}; stop producing"))
+            .with_seq(seq)
+    }
+
+    pub fn closed(id: &str, seq: u64) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "stream_closed", format!("stream {id:?} is sealed; it takes no more text"))
+            .with_seq(seq)
+    }
+
+    pub fn invalid_utf8(seq: u64, kept: &str) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_utf8", format!("the body is not valid UTF-8: {kept}"))
+            .with_seq(seq)
+    }
+
+    pub fn too_large(limit: usize, what: &str) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("{what} is over the limit of {limit} bytes"))
+    }
+
+    pub fn bad_request(kind: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, kind, message)
+    }
+
+    /// A plane error on a hosted stream (`seq`: where it stands).
+    pub fn from_plane(e: &PlaneError, id: &str, seq: Option<u64>) -> ApiError {
+        let error = match e.kind() {
+            PlaneErrorKind::StreamClosed => ApiError::closed(id, 0),
+            PlaneErrorKind::AlreadyOpen => ApiError::new(StatusCode::CONFLICT, "already_open", e.message()),
+            PlaneErrorKind::OpenRefused => ApiError::new(StatusCode::CONFLICT, "open_refused", e.message()),
+            PlaneErrorKind::Draining => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "draining", e.message()),
+            PlaneErrorKind::NotDurable => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_durable", e.message()),
+            PlaneErrorKind::InvalidArgument => ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", e.message()),
+            kind => {
+                tracing::warn!(stream_id = %id, error = %e, "producer API: plane error");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind.as_str(), e.message())
+            }
+        };
+        ApiError { seq, ..error }
+    }
+
+    /// A store failure outside the plane (the row lookups of this API).
+    pub fn store(e: &PlaneError) -> ApiError {
+        tracing::warn!(error = %e, "producer API: store error");
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store", "the database is unavailable")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Body { kind: self.kind, message: &self.message, seq: self.seq };
+        (self.status, Json(body)).into_response()
+    }
+}

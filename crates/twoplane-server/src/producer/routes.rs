@@ -1,0 +1,321 @@
+//! The producer API's handlers (docs/server.md, "Producer API").
+//!
+//! Guarantees:
+//! - Every refusal is an [`ApiError`] with a stable `kind`; nothing already produced is undone
+//!   by any of them.
+//! - `append` checks `offset` against the produced length and pushes under the stream's lock:
+//!   equal, the text is appended; behind or ahead, `409` with the current `seq`.
+//! - `body` pushes each piece of a streaming body as it arrives (characters split between pieces
+//!   are joined first); on a reader's cancel it stops reading and answers `409 cancelled`; on
+//!   bytes that are not UTF-8 it keeps the longest valid prefix and answers `400 invalid_utf8`.
+//! - The reader's `cancel` checks the read token before it looks anything up, so a refusal is
+//!   the same `403` whether or not the stream exists.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::body::{NotUtf8, Utf8Pieces};
+use super::errors::ApiError;
+use super::rows::{self, CancelOutcome};
+use super::{Producers, Producing};
+use crate::access;
+use crate::demo::DemoDb;
+
+type Reply = Result<Response, ApiError>;
+
+pub(super) fn router(producers: Producers) -> Router {
+    let delta_limit = producers.limits.max_delta_bytes;
+    let producer = Router::new()
+        .route("/v1/streams/{id}", get(status))
+        .route("/v1/streams/{id}/open", post(open))
+        .route("/v1/streams/{id}/append", post(append).layer(DefaultBodyLimit::max(delta_limit)))
+        // The streaming body counts its own bytes (against `max_body_bytes`).
+        .route("/v1/streams/{id}/body", post(body).layer(DefaultBodyLimit::disable()))
+        .route("/v1/streams/{id}/flush", post(flush))
+        .route("/v1/streams/{id}/close", post(close))
+        .route("/v1/streams/{id}/fail", post(fail))
+        .route_layer(axum::middleware::from_fn_with_state(producers.access.clone(), access::require_producer));
+    let reader = Router::new()
+        .route("/v1/streams/{id}/cancel", post(cancel))
+        .route_layer(axum::middleware::from_fn(access::token_from_query));
+    producer.merge(reader).with_state(producers)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct OpenOptions {
+    /// Insert an empty assistant row first when none has this id.
+    #[serde(default)]
+    create: bool,
+}
+
+#[derive(Deserialize)]
+struct OffsetQuery {
+    offset: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FailRequest {
+    message: String,
+}
+
+/// The hosted stream `id`, or why there is none: `404` without a row, `409 not_open` with one.
+async fn hosted(producers: &Producers, id: &str) -> Result<Arc<Producing>, ApiError> {
+    if let Some(p) = producers.get(id) {
+        p.touch();
+        return Ok(p);
+    }
+    match rows::exists(&producers.db, id).await {
+        Ok(true) => Err(ApiError::not_open(id)),
+        Ok(false) => Err(ApiError::unknown_stream(id)),
+        Err(e) => Err(ApiError::store(&e)),
+    }
+}
+
+/// Refuse a call on a stream that ended: `cancelled` when a reader cancelled it.
+fn ensure_open(p: &Producing) -> Result<(), ApiError> {
+    if p.handle.cancelled() {
+        return Err(ApiError::cancelled(&p.id, p.handle.seq()));
+    }
+    if p.handle.is_sealed() {
+        return Err(ApiError::closed(&p.id, p.handle.seq()));
+    }
+    Ok(())
+}
+
+/// The offset check: `Ok` when `offset` (if given) is the produced length.
+fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), ApiError> {
+    let seq = p.handle.seq();
+    match offset {
+        Some(at) if at < seq => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "offset_behind",
+            format!("offset {at} is behind the stream, which has {seq} code units (an earlier append landed)"),
+        )
+        .with_seq(seq)),
+        Some(at) if at > seq => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "offset_ahead",
+            format!("offset {at} is past the end of the stream, which has {seq} code units (an append is missing)"),
+        )
+        .with_seq(seq)),
+        _ => Ok(()),
+    }
+}
+
+async fn open(State(producers): State<Producers>, Path(id): Path<String>, body: Bytes) -> Reply {
+    let options: OpenOptions = if body.iter().all(u8::is_ascii_whitespace) {
+        OpenOptions::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request("bad_request", format!("expected {{\"create\": true|false}}: {e}")))?
+    };
+    if options.create {
+        rows::create_if_missing(&producers.db, &id).await.map_err(|e| ApiError::store(&e))?;
+    }
+    match producers.plane.open(&id).await {
+        Ok(handle) => {
+            let p = producers.adopt(handle);
+            tracing::info!(stream_id = %p.id, "producer opened a stream");
+            Ok(Json(json!({ "streamId": p.id, "seq": 0 })).into_response())
+        }
+        Err(e) if e.kind() == twoplane_stream::PlaneErrorKind::OpenRefused => {
+            match rows::exists(&producers.db, &id).await {
+                Ok(false) => Err(ApiError::unknown_stream(&id)),
+                Ok(true) => Err(ApiError::from_plane(&e, &id, None)),
+                Err(e) => Err(ApiError::store(&e)),
+            }
+        }
+        Err(e) => Err(ApiError::from_plane(&e, &id, None)),
+    }
+}
+
+async fn append(
+    State(producers): State<Producers>,
+    Path(id): Path<String>,
+    Query(query): Query<OffsetQuery>,
+    body: Result<Bytes, BytesRejection>,
+) -> Reply {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(producers.limits.max_delta_bytes, "an append's body")
+        } else {
+            ApiError::bad_request("bad_request", rejection.body_text())
+        }
+    })?;
+    let Some(offset) = query.offset else {
+        return Err(ApiError::bad_request(
+            "missing_offset",
+            "append needs ?offset=<the stream's length before this text, in UTF-16 code units>",
+        ));
+    };
+    let p = hosted(&producers, &id).await?;
+    // Decoded before anything is pushed: a bad delta appends nothing at all.
+    let text =
+        std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was appended"))?;
+    let _order = super::lock(&p.order);
+    ensure_open(&p)?;
+    check_offset(&p, Some(offset))?;
+    p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
+    Ok(Json(json!({ "seq": p.handle.seq() })).into_response())
+}
+
+/// Clears `body_active` however the body handler ends (including a dropped connection).
+struct BodyGuard<'a>(&'a Producing);
+
+impl Drop for BodyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.body_active.store(false, Ordering::SeqCst);
+        self.0.touch();
+    }
+}
+
+async fn body(
+    State(producers): State<Producers>,
+    Path(id): Path<String>,
+    Query(query): Query<OffsetQuery>,
+    request: Body,
+) -> Reply {
+    let p = hosted(&producers, &id).await?;
+    {
+        let _order = super::lock(&p.order);
+        ensure_open(&p)?;
+        check_offset(&p, query.offset)?;
+    }
+    if p.body_active.swap(true, Ordering::SeqCst) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "busy",
+            "another streaming body is being read for this stream",
+        ));
+    }
+    let _guard = BodyGuard(&p);
+    let limit = producers.limits.max_body_bytes;
+    let mut cancel = p.cancel.subscribe();
+    let mut pieces = Utf8Pieces::default();
+    let mut data = request.into_data_stream();
+    let mut read: u64 = 0;
+    loop {
+        if *cancel.borrow_and_update() {
+            return Err(ApiError::cancelled(&id, p.handle.seq()));
+        }
+        let next = tokio::select! {
+            biased;
+            _ = cancel.changed() => continue,
+            next = data.next() => next,
+        };
+        let bytes = match next {
+            None => break,
+            Some(Ok(bytes)) => bytes,
+            Some(Err(e)) => {
+                // The client went away mid-body; what arrived stays, and the stream stays open
+                // for a retry from `seq`.
+                tracing::debug!(stream_id = %id, error = %e, "streaming body ended early");
+                return Err(ApiError::bad_request("body_aborted", "the request body ended with an error")
+                    .with_seq(p.handle.seq()));
+            }
+        };
+        read += bytes.len() as u64;
+        if read > limit {
+            return Err(ApiError::too_large(limit as usize, "a streaming body").with_seq(p.handle.seq()));
+        }
+        let (text, bad) = match pieces.feed(&bytes) {
+            Ok(text) => (text, false),
+            Err((text, NotUtf8)) => (text, true),
+        };
+        {
+            let _order = super::lock(&p.order);
+            ensure_open(&p)?;
+            p.handle.push(&text).map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
+        }
+        if bad {
+            return Err(ApiError::invalid_utf8(p.handle.seq(), "the text before the first invalid byte was appended"));
+        }
+    }
+    if pieces.finish().is_err() {
+        return Err(ApiError::invalid_utf8(
+            p.handle.seq(),
+            "the body ended inside a character; the text before it was appended",
+        ));
+    }
+    Ok(Json(json!({ "seq": p.handle.seq() })).into_response())
+}
+
+async fn flush(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {
+    let p = hosted(&producers, &id).await?;
+    ensure_open(&p)?;
+    let durable = p.handle.flush().await.map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
+    Ok(Json(json!({ "seq": p.handle.seq(), "durableSeq": durable })).into_response())
+}
+
+async fn seal(producers: &Producers, id: &str, error: Option<&str>) -> Reply {
+    let p = hosted(producers, id).await?;
+    let (ended, outcome) = p.seal(error).await;
+    let (seq, durable) = (p.handle.seq(), p.handle.durable_seq());
+    outcome.map_err(|e| ApiError::from_plane(&e, id, Some(seq)))?;
+    Ok(Json(json!({ "status": ended.as_str(), "seq": seq, "durableSeq": durable })).into_response())
+}
+
+async fn close(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {
+    seal(&producers, &id, None).await
+}
+
+async fn fail(State(producers): State<Producers>, Path(id): Path<String>, body: Bytes) -> Reply {
+    let request: FailRequest = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request("bad_request", format!("expected {{\"message\": \"...\"}}: {e}")))?;
+    seal(&producers, &id, Some(&request.message)).await
+}
+
+async fn status(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {
+    let live = producers.get(&id).map(|p| {
+        json!({
+            "seq": p.handle.seq(),
+            "durableSeq": p.handle.durable_seq(),
+            "cancelled": p.handle.cancelled(),
+            "ended": p.ended().map(|e| e.as_str()),
+        })
+    });
+    let stored = DemoDb::new(producers.db.clone()).message(id.clone()).await.map_err(|e| ApiError::store(&e))?;
+    if live.is_none() && stored.is_none() {
+        return Err(ApiError::unknown_stream(&id));
+    }
+    let stored = stored.map(|m| json!({ "status": m.status, "seq": m.seq, "text": m.body }));
+    Ok(Json(json!({ "streamId": id, "live": live, "stored": stored })).into_response())
+}
+
+/// A reader's cancel. The token is checked first; then the row's cancel flag is set, and the
+/// plane stops the producer at its next checkpoint.
+async fn cancel(State(producers): State<Producers>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    if let Err(denied) = producers.access.check_read(&headers, &id) {
+        tracing::debug!(reason = denied.as_str(), "cancel refused");
+        return (
+            StatusCode::FORBIDDEN,
+            [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "forbidden\n",
+        )
+            .into_response();
+    }
+    match rows::request_cancel(&producers.db, &id).await {
+        Ok(CancelOutcome::Requested) => {
+            tracing::info!(stream_id = %id, "a reader asked to cancel");
+            (StatusCode::ACCEPTED, Json(json!({ "cancelRequested": true }))).into_response()
+        }
+        Ok(CancelOutcome::NotStreaming) => {
+            ApiError::new(StatusCode::CONFLICT, "not_streaming", "the stream is not live").into_response()
+        }
+        Ok(CancelOutcome::Unknown) => ApiError::unknown_stream(&id).into_response(),
+        Err(e) => ApiError::store(&e).into_response(),
+    }
+}

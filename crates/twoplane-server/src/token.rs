@@ -1,0 +1,190 @@
+//! Read tokens: what an application mints so that one browser may read one stream.
+//!
+//! The format (docs/server.md, "Read tokens", says the same for people writing a signer):
+//!
+//! ```text
+//! token   = B64(payload) "." B64(mac)
+//! payload = UTF-8 JSON {"sid": <stream id>, "exp": <unix seconds>} with "uid": <user id> last
+//!           when there is one
+//! mac     = HMAC-SHA256(secret, the ASCII bytes of B64(payload))
+//! B64     = base64url without padding (RFC 4648 §5)
+//! ```
+//!
+//! Guarantees:
+//! - [`verify`] checks the MAC before it reads anything inside the payload, in constant time
+//!   (`Mac::verify_slice`), and only then the stream id and the expiry; every refusal is a
+//!   [`Denied`] that callers answer identically, so neither the answer nor the work done reveals
+//!   whether the stream exists (the stream is never looked up here).
+//! - A token is valid while `now < exp` (whole seconds), for exactly the stream id it names.
+//! - [`mint`] writes the keys in the order above with no whitespace, so signers in other
+//!   languages that follow the format produce the same bytes (tests/vectors/token.json pins it).
+//!
+//! This module is the one place the rule lives: `twoplane token`, the server's authorizer, the
+//! reader's cancel route and the vector generator all call it.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Secrets shorter than this are refused when they are loaded (a guessable key makes every
+/// token forgeable).
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Longer tokens are refused before any decoding (they cannot be ours: ids are bounded too).
+pub const MAX_TOKEN_CHARS: usize = 4096;
+
+/// What a token grants, as signed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// The one stream this token reads.
+    #[serde(rename = "sid")]
+    pub stream_id: String,
+    /// Unix time in seconds from which the token is refused.
+    #[serde(rename = "exp")]
+    pub expires_at: u64,
+    /// The application's user, carried for its logs; the server does not interpret it.
+    #[serde(rename = "uid", default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+}
+
+/// Why a token was refused. Callers log it at debug level at most and answer every variant the
+/// same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Denied {
+    /// No token was presented.
+    Missing,
+    /// Not `B64 "." B64`, or too long, or a MAC of the wrong length.
+    Malformed,
+    /// The MAC does not match (tampered, or signed with another secret).
+    BadSignature,
+    /// Signed by us but not JSON of the documented shape.
+    BadPayload,
+    /// Valid for another stream.
+    WrongStream,
+    /// Past its expiry.
+    Expired,
+}
+
+impl Denied {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Denied::Missing => "missing",
+            Denied::Malformed => "malformed",
+            Denied::BadSignature => "bad_signature",
+            Denied::BadPayload => "bad_payload",
+            Denied::WrongStream => "wrong_stream",
+            Denied::Expired => "expired",
+        }
+    }
+}
+
+fn mac_for(secret: &[u8]) -> HmacSha256 {
+    // HMAC takes a key of any length (longer ones are hashed first), so this cannot fail.
+    <HmacSha256 as Mac>::new_from_slice(secret).expect("HMAC accepts keys of every length")
+}
+
+/// The token for `claims`, signed with `secret`.
+pub fn mint(secret: &[u8], claims: &Claims) -> String {
+    let json = serde_json::to_vec(claims).expect("claims serialize");
+    let payload = URL_SAFE_NO_PAD.encode(json);
+    let mut mac = mac_for(secret);
+    mac.update(payload.as_bytes());
+    let sig = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+    format!("{payload}.{sig}")
+}
+
+/// Check `token` for reading `stream_id` at unix time `now` (seconds); the claims when it holds.
+pub fn verify(secret: &[u8], token: &str, stream_id: &str, now: u64) -> Result<Claims, Denied> {
+    if token.is_empty() {
+        return Err(Denied::Missing);
+    }
+    if token.len() > MAX_TOKEN_CHARS {
+        return Err(Denied::Malformed);
+    }
+    let (payload, sig) = token.split_once('.').ok_or(Denied::Malformed)?;
+    let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| Denied::Malformed)?;
+    let mut mac = mac_for(secret);
+    mac.update(payload.as_bytes());
+    // Constant time in the MAC's bytes; a MAC of another length is refused without comparing.
+    mac.verify_slice(&sig).map_err(|_| Denied::BadSignature)?;
+    let json = URL_SAFE_NO_PAD.decode(payload).map_err(|_| Denied::BadPayload)?;
+    let claims: Claims = serde_json::from_slice(&json).map_err(|_| Denied::BadPayload)?;
+    if claims.stream_id != stream_id {
+        return Err(Denied::WrongStream);
+    }
+    if now >= claims.expires_at {
+        return Err(Denied::Expired);
+    }
+    Ok(claims)
+}
+
+/// Seconds since the Unix epoch, as [`verify`] expects `now`.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn claims(sid: &str, exp: u64, uid: Option<&str>) -> Claims {
+        Claims { stream_id: sid.into(), expires_at: exp, user_id: uid.map(Into::into) }
+    }
+
+    #[test]
+    fn a_minted_token_verifies_for_its_stream_until_it_expires() {
+        let t = mint(SECRET, &claims("m-1", 1000, Some("alice")));
+        assert_eq!(verify(SECRET, &t, "m-1", 999), Ok(claims("m-1", 1000, Some("alice"))));
+        assert_eq!(verify(SECRET, &t, "m-1", 1000), Err(Denied::Expired));
+        assert_eq!(verify(SECRET, &t, "m-2", 999), Err(Denied::WrongStream));
+        assert_eq!(verify(b"another secret, just as long as it", &t, "m-1", 999), Err(Denied::BadSignature));
+    }
+
+    #[test]
+    fn the_payload_is_the_documented_json() {
+        let t = mint(SECRET, &claims("a\"b/é", 7, None));
+        let payload = URL_SAFE_NO_PAD.decode(t.split('.').next().unwrap()).unwrap();
+        assert_eq!(String::from_utf8(payload).unwrap(), r#"{"sid":"a\"b/é","exp":7}"#);
+        let t = mint(SECRET, &claims("s", 7, Some("u")));
+        let payload = URL_SAFE_NO_PAD.decode(t.split('.').next().unwrap()).unwrap();
+        assert_eq!(String::from_utf8(payload).unwrap(), r#"{"sid":"s","exp":7,"uid":"u"}"#);
+    }
+
+    #[test]
+    fn any_changed_byte_is_refused() {
+        let t = mint(SECRET, &claims("m-1", u64::MAX, None));
+        for i in 0..t.len() {
+            for replacement in [b'A', b'_', b'.', b'='] {
+                let mut bytes = t.clone().into_bytes();
+                if bytes[i] == replacement {
+                    continue;
+                }
+                bytes[i] = replacement;
+                let changed = String::from_utf8(bytes).unwrap();
+                assert!(verify(SECRET, &changed, "m-1", 0).is_err(), "{changed} was accepted");
+            }
+        }
+        assert!(verify(SECRET, &format!("{t}A"), "m-1", 0).is_err());
+        assert!(verify(SECRET, &t[..t.len() - 1], "m-1", 0).is_err());
+    }
+
+    #[test]
+    fn shapes_that_are_not_tokens_are_refused() {
+        assert_eq!(verify(SECRET, "", "m", 0), Err(Denied::Missing));
+        assert_eq!(verify(SECRET, "abc", "m", 0), Err(Denied::Malformed));
+        assert_eq!(verify(SECRET, "abc.!!", "m", 0), Err(Denied::Malformed));
+        assert_eq!(verify(SECRET, &"a".repeat(MAX_TOKEN_CHARS + 1), "m", 0), Err(Denied::Malformed));
+        // A correctly signed payload that is not the claims' shape.
+        let mut mac = mac_for(SECRET);
+        let payload = URL_SAFE_NO_PAD.encode(br#"{"sid":1}"#);
+        mac.update(payload.as_bytes());
+        let t = format!("{payload}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()));
+        assert_eq!(verify(SECRET, &t, "m", 0), Err(Denied::BadPayload));
+    }
+}
