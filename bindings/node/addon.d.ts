@@ -76,6 +76,12 @@ export declare function splicePointOf(durableLen: number, producedLen: number): 
 export declare function streamChunkId(streamId: string, seq: number): string
 
 /**
+ * `"<streamId>:<seqText>"` for a `seq` that was not a number, already printed by JavaScript
+ * (`undefined` reaches here as the text `"undefined"`).
+ */
+export declare function streamChunkIdText(streamId: string, seqText: string): string
+
+/**
  * The chunk table's migration for `tables` (`{ chunks, columns? }`) in `dialect` (`{ name }`, or
  * the name itself). Reads the properties the core's checks look at; the core
  * (`twoplane_core::ddl_args`) decides what is refused and which dialect a name picks.
@@ -93,7 +99,7 @@ export interface StreamRequest {
  * `undefined` when absent). URLs and header values are `USVString`s and `ByteString`s in the
  * fetch API, so a lossy conversion replaces exactly what the URL parser itself would.
  */
-export declare function streamRequestOf(url: string, lastEventId?: string | undefined | null): StreamRequest
+export declare function streamRequestOf(url: string, lastEventId: string | undefined | null, requireAbsolute: boolean): StreamRequest
 
 /**
  * The URL a reader subscribes with (`twoplane_core::request::subscribe_url_units`). The endpoint

@@ -182,6 +182,12 @@ test(`${tag} text functions keep every code unit`, () => {
   }
   assert.equal(api.spliceStreamText('ab', 'xyz'), 'abz');
   assert.equal(api.streamChunkId('m', 2 ** 53 - 1), 'm:9007199254740991');
+  // Not a number: printed as the original's template literal printed it, not as NaN.
+  for (const seq of [undefined, null, '05', 'x', true, 10n, [1, 2], { toString: () => 'own' }]) {
+    assert.equal(api.streamChunkId('m', seq), `m:${seq}`, String(seq));
+  }
+  assert.equal(api.streamChunkId(undefined, 3), 'undefined:3');
+  assert.throws(() => api.streamChunkId('m', Symbol('s')), TypeError);
 });
 
 test(`${tag} streamRequestFromHttp: fetch Requests, header objects, Node-style messages`, () => {
@@ -192,6 +198,10 @@ test(`${tag} streamRequestFromHttp: fetch Requests, header objects, Node-style m
   assert.deepEqual(api.streamRequestFromHttp(req('http://h/s?from=12abc')), { streamId: '', from: 12 });
   assert.deepEqual(api.streamRequestFromHttp({ url: 'http://h/s?streamId=q', headers: { get: () => null } }), { streamId: 'q', from: 0 });
   assert.deepEqual(api.streamRequestFromHttp({ url: '/s?streamId=q&from=3', headers: { 'last-event-id': '5' } }), { streamId: 'q', from: 5 });
+  // A fetch-style request with a relative URL throws, as `new URL(url)` did in the original.
+  for (const url of ['/s?streamId=q', 's?streamId=q', '//h/s?streamId=q', '', undefined]) {
+    assert.throws(() => api.streamRequestFromHttp({ url, headers: { get: () => null } }), (err) => err instanceof api.TwoplaneError && err.kind === 'invalid_url', String(url));
+  }
 });
 
 test(`${tag} streamChunkTableDdl: both dialects, custom columns, the dialect as an object or a name`, () => {

@@ -14,7 +14,7 @@ import { HOSTILE_VALUES, NON_FRAMES } from './gen.mjs';
 const api = await loadBackendApi();
 const tag = `[${BACKEND}]`;
 const KINDS = new Set(['invalid_json', 'missing_field', 'invalid_field', 'invalid_offset', 'unknown_frame_type', 'chunk_span',
-  'invalid_status', 'invalid_identifier', 'invalid_argument', 'invalid_state']);
+  'invalid_status', 'invalid_identifier', 'invalid_argument', 'invalid_state', 'invalid_url']);
 
 function throwsKind(fn, kind, msg) {
   assert.throws(fn, (err) => {
@@ -137,8 +137,10 @@ test(`${tag} the process survives garbage thrown at the raw build (no abort)`, (
       attempt(() => be.splicePoint(v, w));
       attempt(() => be.assemblyOrder(v));
       attempt(() => be.streamChunkId(v, w));
+      attempt(() => be.streamChunkIdText(v, w));
       attempt(() => be.streamChunkTableDdl(v, w));
       attempt(() => be.streamRequestFromHttp(v, w));
+      attempt(() => be.streamRequestFromHttp(v, w, v));
       attempt(() => be.subscribeUrl(v, w, v));
       const c = new be.Conform(0);
       attempt(() => c.feed(v, w, v, w, v));
@@ -153,7 +155,8 @@ test(`${tag} the process survives garbage thrown at the raw build (no abort)`, (
       for (const v of vals) for (const w of vals) {
         for (const f of [
           () => new addon.Conform(v), () => new addon.Reader(v), () => addon.splicePointOf(v, w), () => addon.assemblyOrderOf(v),
-          () => addon.streamChunkId(v, w), () => addon.streamChunkTableDdlOf(v, w), () => addon.streamRequestOf(v, w),
+          () => addon.streamChunkId(v, w), () => addon.streamChunkIdText(v, w), () => addon.streamChunkTableDdlOf(v, w),
+          () => addon.streamRequestOf(v, w), () => addon.streamRequestOf(v, w, v),
           () => addon.subscribeUrlOf(v, w, v),
           () => addon.encodeSseJson(v, w, v), () => addon.encodeSseJson('[{"a":"\\\\"}', new Float64Array(1), 1),
           () => addon.encodeSseJson('[1,2]', new Float64Array(1), w), () => addon.Conform.prototype.feed.call(v, 1, true, 1, 2, 3),

@@ -77,6 +77,11 @@ test(`[${BACKEND}] text.json: splice, assemble, chunk id, resume point`, () => {
     assert.equal(api.assembleDurableText(...args), c.expected, JSON.stringify(c));
   }
   for (const c of t.chunkId) assert.equal(api.streamChunkId(c.streamId, c.seq), c.expected, JSON.stringify(c));
+  for (const c of t.chunkIdText) {
+    const seq = c.seq.undefined ? undefined : c.seq.value;
+    assert.equal(`${seq}`, c.seqText, `the vector's seqText is what JavaScript prints: ${JSON.stringify(c)}`);
+    assert.equal(api.streamChunkId(c.streamId, seq), c.expected, JSON.stringify(c));
+  }
   for (const c of t.resumePoint) assert.equal(api.frameResumePoint(c.frame), c.expected ?? undefined, JSON.stringify(c));
 });
 
@@ -118,7 +123,23 @@ test(`[${BACKEND}] sse.json decode: the WHATWG event-stream rules`, () => {
 
 test(`[${BACKEND}] request.json: streamRequestFromHttp over fetch-style requests`, () => {
   for (const c of load('request').cases) {
-    assert.deepEqual(api.streamRequestFromHttp({ url: c.url, headers: headersOf(c.lastEventId) }), c.expected, JSON.stringify(c));
+    // The core's absolute/relative split agrees with the WHATWG parser on every vector URL.
+    let parses = true;
+    try {
+      new URL(c.url);
+    } catch {
+      parses = false;
+    }
+    assert.equal(parses, c.absolute, `new URL(${JSON.stringify(c.url)})`);
+    const fetchStyle = () => api.streamRequestFromHttp({ url: c.url, headers: headersOf(c.lastEventId) });
+    if (c.absolute) {
+      assert.deepEqual(fetchStyle(), c.expected, JSON.stringify(c));
+    } else {
+      assert.throws(fetchStyle, (err) => err instanceof api.TwoplaneError && err.kind === 'invalid_url', JSON.stringify(c));
+    }
+    // A Node IncomingMessage (plain header object) may carry an origin-relative URL.
+    const nodeHeaders = c.lastEventId === null ? {} : { 'last-event-id': c.lastEventId };
+    assert.deepEqual(api.streamRequestFromHttp({ url: c.url, headers: nodeHeaders }), c.expected, `node-style ${JSON.stringify(c)}`);
     if (/^https?:/.test(c.url)) {
       const headers = new Headers();
       if (c.lastEventId !== null) headers.set('last-event-id', c.lastEventId);

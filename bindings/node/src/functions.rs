@@ -7,7 +7,7 @@ use napi::{Env, JsString, ValueType};
 use napi_derive::napi;
 use twoplane_core::ddl_args::{ddl_of_js_args, DdlArgs, JsArg, JsType};
 use twoplane_core::jsnum::{as_offset, offset_arg};
-use twoplane_core::request::{stream_request_from_http, subscribe_url_units};
+use twoplane_core::request::{stream_request_from_fetch, stream_request_from_http, subscribe_url_units};
 use twoplane_core::splice::{assembly_order, splice_point, stream_chunk_id_units};
 use twoplane_core::ErrorKind;
 
@@ -41,6 +41,14 @@ pub fn assembly_order_of(seqs: Float64Array) -> Uint32Array {
 pub fn stream_chunk_id<'e>(env: &'e Env, stream_id: JsString, seq: f64) -> Result<JsString<'e>, Kind> {
     let id = units_of(&stream_id)?;
     js_string(env, stream_chunk_id_units(&id, seq).units())
+}
+
+/// `"<streamId>:<seqText>"` for a `seq` that was not a number, already printed by JavaScript
+/// (`undefined` reaches here as the text `"undefined"`).
+#[napi(catch_unwind)]
+pub fn stream_chunk_id_text<'e>(env: &'e Env, stream_id: JsString, seq_text: JsString) -> Result<JsString<'e>, Kind> {
+    let id = units_of(&stream_id)?;
+    js_string(env, twoplane_core::splice::stream_chunk_id_text(&id, &units_of(&seq_text)?).units())
 }
 
 /// A value as the core's argument checks read it: its JavaScript type, its code units when it is
@@ -151,12 +159,20 @@ pub struct StreamRequest {
 /// `undefined` when absent). URLs and header values are `USVString`s and `ByteString`s in the
 /// fetch API, so a lossy conversion replaces exactly what the URL parser itself would.
 #[napi(catch_unwind)]
-pub fn stream_request_of(url: JsString, last_event_id: Option<JsString>) -> Result<StreamRequest, Kind> {
+pub fn stream_request_of(
+    url: JsString,
+    last_event_id: Option<JsString>,
+    require_absolute: bool,
+) -> Result<StreamRequest, Kind> {
     let url = String::from_utf16_lossy(&units_of(&url)?);
     let header = match last_event_id {
         Some(h) => Some(String::from_utf16_lossy(&units_of(&h)?)),
         None => None,
     };
-    let r = stream_request_from_http(&url, header.as_deref());
+    let r = if require_absolute {
+        stream_request_from_fetch(&url, header.as_deref()).map_err(from_core)?
+    } else {
+        stream_request_from_http(&url, header.as_deref())
+    };
     Ok(StreamRequest { stream_id: r.stream_id, from: r.from })
 }

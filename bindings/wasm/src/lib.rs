@@ -244,6 +244,12 @@ pub fn stream_chunk_id(stream_id: &[u16], seq: f64) -> Vec<u16> {
     splice::stream_chunk_id_units(stream_id, seq).into_units()
 }
 
+/// `"<streamId>:<seqText>"` for a `seq` that was not a number, already printed by JavaScript.
+#[wasm_bindgen(js_name = streamChunkIdText)]
+pub fn stream_chunk_id_text(stream_id: &[u16], seq_text: &[u16]) -> Vec<u16> {
+    splice::stream_chunk_id_text(stream_id, seq_text).into_units()
+}
+
 /// How many values `streamChunkTableDdl` reads, in `DdlArgs` order: tables, dialect,
 /// dialect.name, tables.chunks, tables.columns, columns.chunkKey, .chunkStream, .chunkSeq,
 /// .chunkText.
@@ -301,11 +307,21 @@ impl StreamRequest {
 }
 
 /// `streamId` and the join offset of a subscribe GET; `last_event_id` is `None` when the header
-/// is absent (present but empty still wins over `?from`).
+/// is absent (present but empty still wins over `?from`). With `require_absolute` (a fetch-style
+/// request) a relative URL is an `invalid_url` error, as in the TypeScript original.
 #[wasm_bindgen(js_name = streamRequestFromHttp)]
-pub fn stream_request_from_http(url: &str, last_event_id: Option<String>) -> StreamRequest {
-    let r = twoplane_core::request::stream_request_from_http(url, last_event_id.as_deref());
-    StreamRequest { stream_id: r.stream_id, from: r.from }
+pub fn stream_request_from_http(
+    url: &str,
+    last_event_id: Option<String>,
+    require_absolute: bool,
+) -> Result<StreamRequest, String> {
+    let header = last_event_id.as_deref();
+    let r = if require_absolute {
+        twoplane_core::request::stream_request_from_fetch(url, header).map_err(|e| e.to_string())?
+    } else {
+        twoplane_core::request::stream_request_from_http(url, header)
+    };
+    Ok(StreamRequest { stream_id: r.stream_id, from: r.from })
 }
 
 /// The core's incremental SSE decoder (`twoplane_core::SseDecoder`). The package's reader decodes

@@ -15,8 +15,8 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
-use twoplane_core::request::{stream_request_from_http, subscribe_url_units};
-use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_units};
+use twoplane_core::request::{is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units};
+use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_text, stream_chunk_id_units};
 use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 use twoplane_core::sse::{encode_event, SseDecoder};
 use twoplane_core::text::pair_safe_cut;
@@ -196,6 +196,12 @@ fn conform_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
             "s",
             2.0,
             vec![Feed(open(2, 5)), Feed(chunk(2, "abc")), Feed(j(r#"{"type":"end","seq":5,"status":"complete"}"#))],
+        ),
+        conform_case(
+            "end with a null error passes",
+            "s",
+            0.0,
+            vec![Feed(open(0, 1)), Feed(chunk(0, "a")), Feed(j(r#"{"type":"end","seq":1,"status":"error","error":null}"#))],
         ),
         conform_case("open may start below the request", "s", 4.0, vec![Feed(open(1, 5)), Feed(chunk(1, "bcde"))]),
         conform_case("second open is absorbed", "s", 0.0, vec![Feed(open(0, 0)), Feed(open(0, 0))]),
@@ -734,6 +740,25 @@ fn text_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         .collect();
     assert_eq!(chunk_id[0].get("expected"), Some(&s("m1:42")));
 
+    // A `seq` that is not a number: JavaScript prints it (`${seq}`) and the core joins. `seq` names
+    // the JavaScript value a replay passes (`undefined` has no JSON form, so it is the tag
+    // `{"undefined": true}`); `seqText` is what a template literal prints for it.
+    let chunk_id_text: Vec<JsonValue> = [
+        ("m1", obj(vec![("undefined", JsonValue::Bool(true))]), "undefined"),
+        ("m1", obj(vec![("value", JsonValue::Null)]), "null"),
+        ("m1", obj(vec![("value", s("05"))]), "05"),
+        ("m1", obj(vec![("value", s(""))]), ""),
+        ("m1", obj(vec![("value", JsonValue::Bool(true))]), "true"),
+        ("漢", obj(vec![("value", s("x\u{1F600}"))]), "x\u{1F600}"),
+    ]
+    .into_iter()
+    .map(|(id, seq, seq_text)| {
+        let expected = stream_chunk_id_text(&utf16(id), &utf16(seq_text));
+        obj(vec![("streamId", s(id)), ("seq", seq), ("seqText", s(seq_text)), ("expected", t(expected))])
+    })
+    .collect();
+    assert_eq!(chunk_id_text[0].get("expected"), Some(&s("m1:undefined")));
+
     let resume: Vec<JsonValue> = [
         r#"{"type":"open","streamId":"s","from":3,"seq":9,"durableSeq":2,"ended":false}"#,
         r#"{"type":"chunk","from":3,"seq":5,"text":"ab"}"#,
@@ -750,7 +775,13 @@ fn text_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         obj(vec![("frame", j(src)), ("expected", expected)])
     })
     .collect();
-    vec![("splice", splice), ("assemble", assemble), ("chunkId", chunk_id), ("resumePoint", resume)]
+    vec![
+        ("splice", splice),
+        ("assemble", assemble),
+        ("chunkId", chunk_id),
+        ("chunkIdText", chunk_id_text),
+        ("resumePoint", resume),
+    ]
 }
 
 // ---------------------------------------------------------------- frame JSON codec
@@ -827,7 +858,21 @@ fn codec_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
             obj(vec![("input", s(input)), ("kind", s(kind)), ("field", err.field_name().map_or(JsonValue::Null, s))])
         })
         .collect();
-    vec![("encode", encode), ("decodeErrors", decode_errors)]
+    // Inputs the strict decoder accepts though they are not canonical, with the canonical JSON
+    // they decode to: `"error": null` on `end` is no error (the TypeScript plane's consumers read
+    // it so).
+    let decode_lenient: Vec<JsonValue> = [
+        r#"{"type":"end","seq":1,"status":"complete","error":null}"#,
+        r#"{"type":"end","seq":4,"status":"error","error":null}"#,
+    ]
+    .into_iter()
+    .map(|input| {
+        let frame = json::decode_frame(input).expect(input);
+        obj(vec![("input", s(input)), ("json", s(&json::encode_frame(&frame)))])
+    })
+    .collect();
+    assert_eq!(decode_lenient[0].get("json"), Some(&s(r#"{"type":"end","seq":1,"status":"complete"}"#)));
+    vec![("encode", encode), ("decodeErrors", decode_errors), ("decodeLenient", decode_lenient)]
 }
 
 // ---------------------------------------------------------------- SSE
@@ -918,13 +963,31 @@ fn request_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         ("http://h/api/stream?streamId=x#frag&from=9", None),
         ("http://h/api/stream?streamId=%E6%BC%A2", Some("abc")),
     ];
+    // Relative URLs: a Node `IncomingMessage` carries one and reads fine; a fetch-style request
+    // whose URL is relative is refused (`absolute: false`), as `new URL(url)` refused it.
+    let relative: Vec<(&str, Option<&str>)> = vec![
+        ("/api/stream?streamId=m1&from=3", None),
+        ("/api/stream?streamId=m1&from=3", Some("8")),
+        ("api/stream?streamId=m2", None),
+        ("?streamId=q&from=1", None),
+        ("//h/api/stream?streamId=p", None),
+        ("1x://h/?streamId=n", None),
+        ("", None),
+    ];
+    let absolute_odd: Vec<(&str, Option<&str>)> =
+        vec![("  HTTPS://h/?streamId=t&from=2 ", None), ("c:?streamId=z", None), ("web+app:x?streamId=w", None)];
     let cases = inputs
         .into_iter()
+        .chain(relative)
+        .chain(absolute_odd)
         .map(|(url, last)| {
             let r = stream_request_from_http(url, last);
+            let absolute = stream_request_from_fetch(url, last).is_ok();
+            assert_eq!(absolute, is_absolute_url(url), "{url}");
             obj(vec![
                 ("url", s(url)),
                 ("lastEventId", last.map_or(JsonValue::Null, s)),
+                ("absolute", JsonValue::Bool(absolute)),
                 ("expected", obj(vec![("streamId", s(&r.stream_id)), ("from", n(r.from))])),
             ])
         })

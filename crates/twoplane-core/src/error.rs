@@ -27,6 +27,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// A method called in a state that does not allow it.
     InvalidState,
+    /// A URL that must be absolute is relative (it has no scheme).
+    InvalidUrl,
 }
 
 impl ErrorKind {
@@ -43,11 +45,12 @@ impl ErrorKind {
             ErrorKind::InvalidIdentifier => "invalid_identifier",
             ErrorKind::InvalidArgument => "invalid_argument",
             ErrorKind::InvalidState => "invalid_state",
+            ErrorKind::InvalidUrl => "invalid_url",
         }
     }
 
     /// Every kind, for tests and for bindings that export the list.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::InvalidJson,
         ErrorKind::MissingField,
         ErrorKind::InvalidField,
@@ -58,6 +61,7 @@ impl ErrorKind {
         ErrorKind::InvalidIdentifier,
         ErrorKind::InvalidArgument,
         ErrorKind::InvalidState,
+        ErrorKind::InvalidUrl,
     ];
 }
 

@@ -14,6 +14,7 @@
 //!   `encodeURIComponent` escapes it; a lone surrogate, which no URL can carry, is written as
 //!   U+FFFD (`%EF%BF%BD`), exactly what the URL parser makes of it.
 
+use crate::error::{Error, ErrorKind, Result};
 use crate::jsnum::{self, MAX_SAFE_INTEGER};
 
 /// A parsed subscribe request.
@@ -69,6 +70,43 @@ pub fn stream_request_from_http(url: &str, last_event_id: Option<&str>) -> Strea
     let parsed = jsnum::parse_int10(raw);
     let from = if parsed.is_finite() && parsed > 0.0 { parsed } else { 0.0 };
     StreamRequest { stream_id: stream_id.unwrap_or_default(), from }
+}
+
+/// [`stream_request_from_http`] for a request as the fetch API hands it over, whose URL is always
+/// absolute: a relative URL is refused with [`ErrorKind::InvalidUrl`], as the TypeScript original
+/// refused it (it parsed the URL with `new URL(url)` and no base, which throws). The server side
+/// and Node's `IncomingMessage` carry origin-relative paths and use [`stream_request_from_http`].
+///
+/// Only the scheme is checked ([`is_absolute_url`]); an absolute URL that the WHATWG parser would
+/// still refuse (`http://` with no host, a bad port) is read like any other, since only its query
+/// matters here.
+pub fn stream_request_from_fetch(url: &str, last_event_id: Option<&str>) -> Result<StreamRequest> {
+    if !is_absolute_url(url) {
+        return Err(Error::new(
+            ErrorKind::InvalidUrl,
+            format!("a fetch request's URL must be absolute (scheme://host/...), got {} characters without a scheme", url.chars().count()),
+        ));
+    }
+    Ok(stream_request_from_http(url, last_event_id))
+}
+
+/// Whether `url` starts with a scheme, the test that separates an absolute URL from a relative
+/// reference: after the parser's trimming of C0 controls and spaces and its removal of tabs and
+/// newlines, an ASCII letter, then letters, digits, `+`, `-` or `.`, then `:`.
+pub fn is_absolute_url(url: &str) -> bool {
+    let trimmed = url.trim_matches(|c: char| c <= ' ');
+    let mut chars = trimmed.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r'));
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    for c in chars {
+        match c {
+            ':' => return true,
+            c if c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.') => {}
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// The query part of a URL as the WHATWG URL parser would see it: after the first `?` that is
@@ -153,6 +191,22 @@ fn encode_uri_component_into(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absolute_means_a_scheme() {
+        for url in ["http://h/p", "HTTPS://h", " \u{1}http://h ", "c:", "web+app:x", "a.b-c:z", "h\ttp://h"] {
+            assert!(is_absolute_url(url), "{url:?}");
+            assert!(stream_request_from_fetch(url, None).is_ok(), "{url:?}");
+        }
+        for url in ["", "/p?streamId=a", "p?x", "//h/p", "1x://h", ":x", "-a:b", "ht tp://h", "?a:b", "http"] {
+            assert!(!is_absolute_url(url), "{url:?}");
+            let e = stream_request_from_fetch(url, Some("3")).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidUrl, "{url:?}");
+        }
+        // Accepted, it reads exactly as the lenient parser reads it.
+        let url = "http://h/p?streamId=a&from=2";
+        assert_eq!(stream_request_from_fetch(url, Some("5")).unwrap(), stream_request_from_http(url, Some("5")));
+    }
 
     fn req(url: &str, header: Option<&str>) -> (String, f64) {
         let r = stream_request_from_http(url, header);

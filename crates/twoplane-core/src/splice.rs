@@ -66,9 +66,16 @@ pub fn stream_chunk_id(stream_id: &str, seq: u64) -> String {
 
 /// [`stream_chunk_id`] for JavaScript callers: any UTF-16 id, and `seq` printed as `String(seq)`.
 pub fn stream_chunk_id_units(stream_id: &[u16], seq: f64) -> Text {
+    stream_chunk_id_text(stream_id, Text::from(jsnum::format(seq).as_str()).units())
+}
+
+/// The chunk id from a `seq` that JavaScript already turned into text: what the TypeScript original
+/// produced for a `seq` that was not a number (`undefined` gives `"<id>:undefined"`, the string
+/// `"05"` gives `"<id>:05"`). The join itself is the same rule as for numbers.
+pub fn stream_chunk_id_text(stream_id: &[u16], seq_text: &[u16]) -> Text {
     let mut out = Text::from_slice(stream_id);
     out.push_str(":");
-    out.push_str(&jsnum::format(seq));
+    out.push_units(seq_text);
     out
 }
 

@@ -8,8 +8,8 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
-use twoplane_core::request::{stream_request_from_http, subscribe_url_units};
-use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_units};
+use twoplane_core::request::{is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units};
+use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_text, stream_chunk_id_units};
 use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 use twoplane_core::sse::{encode_event, SseDecoder};
 use twoplane_core::text::pair_safe_cut;
@@ -138,6 +138,10 @@ fn text_vectors() {
         }
         assert_eq!(&out, text(case, "expected"));
     }
+    for case in cases(&file, "chunkIdText") {
+        let got = stream_chunk_id_text(text(case, "streamId").units(), text(case, "seqText").units());
+        assert_eq!(got, *text(case, "expected"));
+    }
     for case in cases(&file, "chunkId") {
         let got = stream_chunk_id_units(text(case, "streamId").units(), num(case, "seq"));
         assert_eq!(&got, text(case, "expected"));
@@ -163,6 +167,11 @@ fn codec_vectors() {
         // The generic writer and the frame encoder agree, and decoding is the inverse.
         assert_eq!(source, encoded);
         assert_eq!(json::decode_frame(&encoded).unwrap(), frame);
+    }
+    for case in cases(&file, "decodeLenient") {
+        let input = text(case, "input").to_string_lossy();
+        let frame = json::decode_frame(&input).unwrap();
+        assert_eq!(Text::from(json::encode_frame(&frame).as_str()), *text(case, "json"), "{input}");
     }
     for case in cases(&file, "decodeErrors") {
         let input = text(case, "input").to_string_lossy();
@@ -209,6 +218,12 @@ fn request_vectors() {
         let last = case.get("lastEventId").and_then(JsonValue::as_text).map(Text::to_string_lossy);
         let got = stream_request_from_http(&url, last.as_deref());
         let want = case.get("expected").unwrap();
+        let absolute = case.get("absolute").and_then(JsonValue::as_bool).unwrap();
+        assert_eq!(is_absolute_url(&url), absolute, "{url}");
+        match stream_request_from_fetch(&url, last.as_deref()) {
+            Ok(strict) => assert!(absolute && strict == got, "{url}"),
+            Err(e) => assert!(!absolute && e.kind().as_str() == "invalid_url", "{url}: {e}"),
+        }
         assert_eq!(Text::from(got.stream_id.as_str()), *text(want, "streamId"), "{url}");
         assert_eq!(got.from, num(want, "from"), "{url}");
     }

@@ -9,8 +9,9 @@ export interface TwoplaneAddon {
   splicePointOf(durableLen: number, producedLen: number): number;
   assemblyOrderOf(seqs: Float64Array): Uint32Array;
   streamChunkId(streamId: string, seq: number): string;
+  streamChunkIdText(streamId: string, seqText: string): string;
   streamChunkTableDdlOf(tables: unknown, dialect: unknown): string[];
-  streamRequestOf(url: string, lastEventId?: string | null): { streamId: string; from: number };
+  streamRequestOf(url: string, lastEventId: string | null | undefined, requireAbsolute: boolean): { streamId: string; from: number };
   subscribeUrlOf(endpoint: string, streamId: string, from: number): string;
   encodeSseJson(json: string, resumePoints: Float64Array, count: number): string;
 }

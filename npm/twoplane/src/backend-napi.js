@@ -180,6 +180,9 @@ export function napiBackend(addon) {
     streamChunkId(streamId, seq) {
       return addon.streamChunkId(String(streamId), n(seq));
     },
+    streamChunkIdText(streamId, seqText) {
+      return addon.streamChunkIdText(String(streamId), String(seqText));
+    },
     streamChunkTableDdl(tables, dialect) {
       try {
         return addon.streamChunkTableDdlOf(tables, dialect);
@@ -187,9 +190,9 @@ export function napiBackend(addon) {
         throw toTwoplaneError(err);
       }
     },
-    streamRequestFromHttp(url, lastEventId) {
+    streamRequestFromHttp(url, lastEventId, requireAbsolute) {
       try {
-        return addon.streamRequestOf(String(url), lastEventId === null || lastEventId === undefined ? null : String(lastEventId));
+        return addon.streamRequestOf(String(url), lastEventId === null || lastEventId === undefined ? null : String(lastEventId), requireAbsolute === true);
       } catch (err) {
         throw toTwoplaneError(err);
       }

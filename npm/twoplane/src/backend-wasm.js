@@ -128,6 +128,9 @@ export function wasmBackend(glue, raw = glue) {
     streamChunkId(streamId, seq) {
       return fromUnits(glue.streamChunkId(toUnits(streamId), seq));
     },
+    streamChunkIdText(streamId, seqText) {
+      return fromUnits(glue.streamChunkIdText(toUnits(streamId), toUnits(seqText)));
+    },
     // Reads the values the core's checks look at (bindings/wasm/src/lib.rs, in DdlArgs order:
     // tables, dialect, dialect.name, tables.chunks, tables.columns and the four column names) in
     // the order the addon reads them; the core decides what is refused and how.
@@ -154,9 +157,14 @@ export function wasmBackend(glue, raw = glue) {
         throw coreError(err);
       }
     },
-    streamRequestFromHttp(url, lastEventId) {
+    streamRequestFromHttp(url, lastEventId, requireAbsolute) {
       const header = lastEventId === null || lastEventId === undefined ? undefined : String(lastEventId);
-      const r = glue.streamRequestFromHttp(String(url), header);
+      let r;
+      try {
+        r = glue.streamRequestFromHttp(String(url), header, requireAbsolute === true);
+      } catch (err) {
+        throw coreError(err);
+      }
       const out = { streamId: r.streamId, from: r.from };
       r.free();
       return out;

@@ -43,7 +43,8 @@ export type TwoplaneErrorKind =
   | 'invalid_status'
   | 'invalid_identifier'
   | 'invalid_argument'
-  | 'invalid_state';
+  | 'invalid_state'
+  | 'invalid_url';
 export declare const ERROR_KINDS: readonly TwoplaneErrorKind[];
 
 /** How a sealed stream ended. */

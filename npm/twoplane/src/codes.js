@@ -45,7 +45,7 @@ export const ACTION_STOP = 2;
 export const STOP_REASONS = Object.freeze(['end', 'stale', 'absent', 'gap', 'foreign_stream', 'malformed']);
 
 /** Every stable error kind (twoplane_core::ErrorKind::as_str). */
-export const ERROR_KINDS = Object.freeze(['invalid_json', 'missing_field', 'invalid_field', 'invalid_offset', 'unknown_frame_type', 'chunk_span', 'invalid_status', 'invalid_identifier', 'invalid_argument', 'invalid_state']);
+export const ERROR_KINDS = Object.freeze(['invalid_json', 'missing_field', 'invalid_field', 'invalid_offset', 'unknown_frame_type', 'chunk_span', 'invalid_status', 'invalid_identifier', 'invalid_argument', 'invalid_state', 'invalid_url']);
 
 /** How a sealed stream ended (twoplane_core::StreamStatus). */
 export const STREAM_STATUSES = Object.freeze(['complete', 'cancelled', 'error', 'interrupted']);

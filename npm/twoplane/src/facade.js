@@ -32,9 +32,11 @@
 //     at(), stopCode(), accLen(), resumeFrom()
 //   splicePoint(durableLen, producedLen)  -1 when durable wins, else where the tail starts
 //   assemblyOrder(Float64Array)           Uint32Array of chunk indices in assembly order
-//   streamChunkId(streamId, seq)          string
+//   streamChunkId(streamId, seq)          string (seq a number)
+//   streamChunkIdText(streamId, seqText)  string (seq was not a number; JavaScript printed it)
 //   streamChunkTableDdl(tables, dialect)  string[]; throws an error with `.kind`
-//   streamRequestFromHttp(url, lastEventId|null)  { streamId, from }
+//   streamRequestFromHttp(url, lastEventId|null, requireAbsolute)  { streamId, from }; a
+//                                         relative url with requireAbsolute throws `invalid_url`
 //   subscribeUrl(endpoint, streamId, from)  the URL a reader subscribes with (string)
 // A backend may be mixed per operation (the Node entry may take some members from the addon and
 // some from the wasm build): the facade never assumes two members come from the same binding,
@@ -122,9 +124,12 @@ export function buildApi(backend) {
     return out;
   }
 
-  /** `"<streamId>:<seq>"`. */
+  /** `"<streamId>:<seq>"`, each part printed as a template literal prints it: a `seq` that is not
+   *  a number keeps its own text (`undefined` gives `"<id>:undefined"`, `"05"` stays `"05"`), as
+   *  in the TypeScript original, and a Symbol throws a TypeError there as it did there. */
   function streamChunkId(streamId, seq) {
-    return backend.streamChunkId(String(streamId), num(seq));
+    const id = `${streamId}`;
+    return typeof seq === 'number' ? backend.streamChunkId(id, seq) : backend.streamChunkIdText(id, `${seq}`);
   }
 
   /** The chunk table's migration (docs/contract.md §6): `[CREATE TABLE ..., CREATE INDEX ...]`. */
@@ -137,21 +142,26 @@ export function buildApi(backend) {
   }
 
   /** `{ streamId, from }` of a subscribe GET. Takes a fetch `Request`-like object
-   *  (`{ url, headers: { get(name) } }`) or a Node `IncomingMessage` (`{ url, headers: {...} }`). */
+   *  (`{ url, headers: { get(name) } }`), whose URL must be absolute (a relative one throws
+   *  `invalid_url`, as `new URL(url)` threw in the original), or a Node `IncomingMessage`
+   *  (`{ url, headers: {...} }`, headers as a plain object), whose URL is the origin-relative path
+   *  Node gives it. */
   function streamRequestFromHttp(req) {
     const url = field(req, 'url');
     const headers = field(req, 'headers');
     let lastEventId = null;
+    let nodeStyle = false;
     if (headers !== null && headers !== undefined) {
       if (typeof headers.get === 'function') {
         lastEventId = headers.get('last-event-id');
       } else {
+        nodeStyle = true;
         const h = headers['last-event-id'];
         lastEventId = Array.isArray(h) ? (h.length > 0 ? h[0] : null) : h;
       }
     }
     try {
-      return backend.streamRequestFromHttp(url === undefined || url === null ? '' : String(url), lastEventId ?? null);
+      return backend.streamRequestFromHttp(url === undefined || url === null ? '' : String(url), lastEventId ?? null, !nodeStyle);
     } catch (err) {
       throw asTwoplaneError(err);
     }

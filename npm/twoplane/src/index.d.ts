@@ -96,7 +96,8 @@ export declare function assembleDurableText(
   chunks?: readonly StreamChunkRow[],
 ): string;
 
-/** `"<streamId>:<seq>"`. */
+/** `"<streamId>:<seq>"`. A `seq` that is not a number is printed as a template literal prints it
+ *  (`undefined` gives `"<streamId>:undefined"`), as the TypeScript original did. */
 export declare function streamChunkId(streamId: string, seq: number): string;
 
 /** Column names on the app's tables; every entry has a default except cancel, error and host. */
@@ -127,7 +128,8 @@ export type SqlDialectLike = { name: string } | 'sqlite' | 'postgres';
  *  (`invalid_identifier`, `missing_field`, `invalid_field`, `invalid_argument`). */
 export declare function streamChunkTableDdl(tables: StreamTables, dialect: SqlDialectLike): string[];
 
-/** A fetch `Request`, or a Node `IncomingMessage` (its `url` may be origin-relative). */
+/** A fetch `Request` (its `url` must be absolute), or a Node `IncomingMessage` (headers as a plain
+ *  object; its `url` may be origin-relative). */
 export interface StreamHttpRequestLike {
   url: string;
   headers: { get(name: string): string | null } | Record<string, string | string[] | undefined>;
@@ -138,7 +140,8 @@ export interface StreamRequest {
   from: number;
 }
 
-/** `streamId` from the query; the offset from `Last-Event-ID` when present, else `?from`, else 0. */
+/** `streamId` from the query; the offset from `Last-Event-ID` when present, else `?from`, else 0.
+ *  Throws a TwoplaneError `invalid_url` for a fetch-style request whose URL is relative. */
 export declare function streamRequestFromHttp(req: StreamHttpRequestLike): StreamRequest;
 
 /** The relay conform pass (docs/contract.md §3): every violation becomes one legal `stale`. */

@@ -49,6 +49,9 @@ export const ROUTES = Object.freeze({
   splicePoint: 'wasm',
   assemblyOrder: 'wasm',
   streamChunkId: 'napi',
+  // The same call with a second string instead of a number (a `seq` that was not a number):
+  // routed with streamChunkId, not measured on its own.
+  streamChunkIdText: 'napi',
   streamChunkTableDdl: 'wasm',
   streamRequestFromHttp: 'wasm',
   // Once per connection, not per frame: not worth a route of its own; the wasm build like the
@@ -84,7 +87,7 @@ const wasm = wasmApi === null ? null : wasmApi.backend;
 /** Member by member: the routed choice when both builds loaded, else the one that did. */
 const routes = {};
 const backend = { name: napi !== null ? 'napi' : 'wasm' };
-for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl']) {
+for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkIdText', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl']) {
   const from = napi === null ? 'wasm' : wasm === null ? 'napi' : ROUTES[member];
   routes[member] = from;
   backend[member] = (from === 'napi' ? napi : wasm)[member];

@@ -47,8 +47,11 @@ export interface TwoplaneBackend {
   splicePoint(durableLen: number, producedLen: number): number;
   assemblyOrder(seqs: Float64Array): Uint32Array;
   streamChunkId(streamId: string, seq: number): string;
+  /** The chunk id for a `seq` that was not a number, as JavaScript printed it (`${seq}`). */
+  streamChunkIdText(streamId: string, seqText: string): string;
   streamChunkTableDdl(tables: unknown, dialect: unknown): string[];
-  streamRequestFromHttp(url: string, lastEventId: string | null): { streamId: string; from: number };
+  /** With `requireAbsolute`, a relative URL throws `invalid_url` (a fetch request's URL is absolute). */
+  streamRequestFromHttp(url: string, lastEventId: string | null, requireAbsolute?: boolean): { streamId: string; from: number };
   /** The URL a reader subscribes with; throws `invalid_offset` when `from` is not an offset. */
   subscribeUrl(endpoint: string, streamId: string, from: number): string;
 }

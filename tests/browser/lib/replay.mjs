@@ -81,9 +81,26 @@ function sseCase(api, c) {
 }
 
 function requestCase(api, c) {
+  let parses = true;
+  try {
+    new URL(c.url);
+  } catch {
+    parses = false;
+  }
+  if (parses !== c.absolute) return `new URL() ${parses ? 'parses' : 'refuses'} it, the vector says absolute=${c.absolute}`;
   const headers = { get: (name) => (name.toLowerCase() === 'last-event-id' ? c.lastEventId : null) };
-  const got = api.streamRequestFromHttp({ url: c.url, headers });
-  return j(got) === j(c.expected) ? null : `${j(got)}, want ${j(c.expected)}`;
+  let got;
+  try {
+    got = api.streamRequestFromHttp({ url: c.url, headers });
+  } catch (err) {
+    if (!(err instanceof api.TwoplaneError)) return `threw a ${err?.name}, not a TwoplaneError: ${err}`;
+    got = { error: err.kind };
+  }
+  const want = c.absolute ? c.expected : { error: 'invalid_url' };
+  if (j(got) !== j(want)) return `${j(got)}, want ${j(want)}`;
+  const nodeHeaders = c.lastEventId === null ? {} : { 'last-event-id': c.lastEventId };
+  const node = api.streamRequestFromHttp({ url: c.url, headers: nodeHeaders });
+  return j(node) === j(c.expected) ? null : `node-style ${j(node)}, want ${j(c.expected)}`;
 }
 
 function ddlCase(api, c) {
@@ -148,6 +165,13 @@ export function replayVectors(api, files) {
     text.chunkId.forEach((c, i) =>
       out.push(result('text', `chunkId ${i}`, () => {
         const got = api.streamChunkId(c.streamId, c.seq);
+        return got === c.expected ? null : `${j(got)}, want ${j(c.expected)}`;
+      })));
+    text.chunkIdText.forEach((c, i) =>
+      out.push(result('text', `chunkIdText ${i}`, () => {
+        const seq = c.seq.undefined ? undefined : c.seq.value;
+        if (`${seq}` !== c.seqText) return `JavaScript prints ${j(`${seq}`)}, the vector says ${j(c.seqText)}`;
+        const got = api.streamChunkId(c.streamId, seq);
         return got === c.expected ? null : `${j(got)}, want ${j(c.expected)}`;
       })));
     text.resumePoint.forEach((c, i) =>

@@ -134,8 +134,11 @@ pub fn frame_from_value(v: &JsonValue) -> Result<Frame> {
                     format!("unknown stream status {}", preview(status_text)),
                 )
             })?;
+            // `"error": null` reads as no error: the TypeScript plane's consumers took a null
+            // error for an absent one, and a relay written against them may send it that way.
+            // The encoder still omits the field, so the canonical form is unchanged.
             let error = match v.get("error") {
-                None => None,
+                None | Some(JsonValue::Null) => None,
                 Some(JsonValue::String(t)) => Some(t.clone()),
                 Some(other) => return Err(wrong_type("error", "a string", other)),
             };

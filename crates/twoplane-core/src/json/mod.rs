@@ -397,10 +397,12 @@ mod tests {
             err_of(r#"{"type":"end","seq":1,"status":"streaming"}"#),
             (ErrorKind::InvalidStatus, Some("status"))
         );
+        // A null error is no error (the original's consumers read it so); other types are refused.
         assert_eq!(
-            err_of(r#"{"type":"end","seq":1,"status":"complete","error":null}"#),
-            (ErrorKind::InvalidField, Some("error"))
+            decode_frame(r#"{"type":"end","seq":1,"status":"complete","error":null}"#).unwrap(),
+            Frame::End { seq: 1, status: StreamStatus::Complete, error: None }
         );
+        assert_eq!(err_of(r#"{"type":"end","seq":1,"status":"complete","error":false}"#), (ErrorKind::InvalidField, Some("error")));
         assert_eq!(
             err_of(r#"{"type":"end","seq":1,"status":"complete","error":{}}"#),
             (ErrorKind::InvalidField, Some("error"))
