@@ -3,8 +3,8 @@
 //! Guarantees:
 //! - Single flight: one task per stream, so at most one write is in flight; when the store is
 //!   slow, each write simply carries more text, and writes never pile up behind each other.
-//! - A round starts when the undurable text reaches `chars`, when the interval timer fires, or
-//!   when a flush asks; a failed commit is retried `retries` times with doubling backoff, then
+//! - A round starts when the undurable text reaches `chars`, when the interval timer fires (the
+//!   interval plus a bounded jitter: `jitter.rs`), or when a flush asks; a failed commit is retried `retries` times with doubling backoff, then
 //!   the stream stalls to the interval cadence (text keeps flowing to subscribers meanwhile).
 //! - After a failed round the store is read back: a commit whose acknowledgement was lost may
 //!   have landed, and adopting the store's length keeps the next slice contiguous. When a later
@@ -98,7 +98,7 @@ impl LiveStream {
             self.reject_waiters_between(&mut st, lo, hi, &err);
         }
         if end > st.durable && st.deadline.is_none() {
-            st.deadline = Some(Instant::now() + self.cfg.interval);
+            st.deadline = Some(self.interval_deadline(&st));
         }
         Step::Wait(st.deadline)
     }
@@ -256,7 +256,7 @@ impl LiveStream {
             st.forced = true;
         }
         if writable_end(st) > st.durable {
-            st.deadline = Some(Instant::now() + self.cfg.interval);
+            st.deadline = Some(self.interval_deadline(st));
         }
     }
 
@@ -344,6 +344,12 @@ impl LiveStream {
         };
         self.apply(fx);
         self.publish_seal_outcome(result);
+    }
+
+    /// The next interval deadline: the interval plus this round's jitter (`jitter.rs`), the
+    /// round being the number of append attempts so far.
+    pub(crate) fn interval_deadline(&self, st: &crate::live::State) -> Instant {
+        Instant::now() + self.cfg.interval + self.cfg.jitter.draw(&self.id, st.attempts)
     }
 
     /// The store fenced this producer off: stop the stream (see the module guarantees).

@@ -30,6 +30,7 @@ mod error;
 mod fanout;
 #[cfg(feature = "testing")]
 mod faulty;
+mod jitter;
 mod live;
 #[cfg(feature = "testing")]
 mod memory;

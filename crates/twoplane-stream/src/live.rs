@@ -206,7 +206,7 @@ impl LiveStream {
             return true;
         }
         if st.deadline.is_none() {
-            st.deadline = Some(Instant::now() + self.cfg.interval);
+            st.deadline = Some(self.interval_deadline(st));
             return true;
         }
         false

@@ -218,7 +218,8 @@ impl DurableTarget for MemoryTarget {
         let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
         if !row.claimed_by(request.host_token, has_host) {
             // Fenced, or this seal's own earlier attempt (the SQL targets' read-back rule).
-            let replayed = row.status.as_deref() == Some(request.status.as_str())
+            let replayed = row.chunks.is_empty()
+                && row.status.as_deref() == Some(request.status.as_str())
                 && row.seq == request.body.len() as u64
                 && (!has_host || row.host.as_deref() == Some(request.host_token));
             if replayed {

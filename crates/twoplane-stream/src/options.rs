@@ -22,6 +22,8 @@ pub const DEFAULT_RETAIN_CHARS: u64 = 64 * 1024;
 pub const DEFAULT_LINGER_MS: u64 = 30_000;
 pub const DEFAULT_MAX_QUEUED_FRAMES: usize = 1024;
 pub const DEFAULT_RELAY_ATTACH_TIMEOUT_MS: u64 = 2_000;
+/// The default checkpoint jitter bound is this fraction of the interval (1/5: 150 ms of 750).
+pub const DEFAULT_INTERVAL_JITTER_DIVISOR: u64 = 5;
 
 /// Context for [`CheckpointErrorHook`]: the slice that failed.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +45,14 @@ pub struct PlaneOptions {
     pub chars: u64,
     /// Milliseconds after the first undurable push that force a checkpoint. Default 750.
     pub interval_ms: u64,
+    /// Up to this many milliseconds are added to each interval deadline, drawn per stream and
+    /// round, so streams opened in the same few milliseconds do not checkpoint together every
+    /// interval. A deadline is always within `[interval_ms, interval_ms + interval_jitter_ms]`.
+    /// Default `None`: a fifth of `interval_ms`; `Some(0)` turns jitter off; at most
+    /// `interval_ms`.
+    pub interval_jitter_ms: Option<u64>,
+    /// Seed of the jitter draws, for reproducible tests. Default `None`: random per plane.
+    pub jitter_seed: Option<u64>,
     /// Retries of a failing commit before the slice waits for the next trigger. Default 3.
     pub retries: u32,
     /// First retry backoff; it doubles per retry. Default 50.
@@ -72,6 +82,8 @@ impl Default for PlaneOptions {
         PlaneOptions {
             chars: DEFAULT_CHECKPOINT_CHARS,
             interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
+            interval_jitter_ms: None,
+            jitter_seed: None,
             retries: DEFAULT_CHECKPOINT_RETRIES,
             retry_backoff_ms: DEFAULT_RETRY_BACKOFF_MS,
             retain_chars: None,
@@ -104,6 +116,8 @@ impl fmt::Debug for PlaneOptions {
         f.debug_struct("PlaneOptions")
             .field("chars", &self.chars)
             .field("interval_ms", &self.interval_ms)
+            .field("interval_jitter_ms", &self.interval_jitter_ms)
+            .field("jitter_seed", &self.jitter_seed)
             .field("retries", &self.retries)
             .field("retry_backoff_ms", &self.retry_backoff_ms)
             .field("retain_chars", &self.retain_chars)
@@ -123,6 +137,8 @@ impl fmt::Debug for PlaneOptions {
 pub(crate) struct Config {
     pub chars: u64,
     pub interval: Duration,
+    /// The interval deadlines' jitter (`jitter.rs`).
+    pub jitter: crate::jitter::Jitter,
     /// Every store call's retries (`retries`, backing off from `retry_backoff_ms`).
     pub retry: Backoff,
     /// `None`: keep everything (table mode).
@@ -149,6 +165,10 @@ impl Config {
         }
         if options.interval_ms == 0 {
             return Err(bad("interval_ms must be at least 1"));
+        }
+        let jitter_ms = options.interval_jitter_ms.unwrap_or(options.interval_ms / DEFAULT_INTERVAL_JITTER_DIVISOR);
+        if jitter_ms > options.interval_ms {
+            return Err(bad("interval_jitter_ms must be at most interval_ms (the jitter spreads an interval, it does not replace it)"));
         }
         if options.max_queued_frames == 0 {
             return Err(bad("max_queued_frames must be at least 1 (a subscriber needs room for one frame)"));
@@ -195,6 +215,7 @@ impl Config {
         Ok(Config {
             chars: options.chars,
             interval: Duration::from_millis(options.interval_ms),
+            jitter: crate::jitter::Jitter::new(jitter_ms, options.jitter_seed.unwrap_or_else(random_seed)),
             retry: Backoff::new(Duration::from_millis(options.retry_backoff_ms), options.retries),
             retain_chars,
             linger: Duration::from_millis(options.linger_ms),
@@ -212,6 +233,13 @@ impl Config {
             on_checkpoint_error: options.on_checkpoint_error,
         })
     }
+}
+
+/// A per-plane jitter seed, from the same per-process randomness as [`random_token`].
+fn random_seed() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::BuildHasher;
+    RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
 /// A per-plane stand-in for `host_id`: unique enough to tell two producer processes apart.

@@ -142,10 +142,14 @@ impl PgConn<'_> {
     ) -> Result<(AppendAck, Option<(Option<i64>, Option<String>, Option<String>)>), PlaneError> {
         let row = self.query_opt(&sql.probe_state(), stream_id, "reading the checkpoint back").await?;
         let Some(r) = row else {
-            return Ok((AppendAck { durable_seq: verdict::durable_len(stream_id, None)?, cancel_requested: false }, None));
+            return Ok((
+                AppendAck { durable_seq: verdict::durable_len(stream_id, None)?, cancel_requested: false },
+                None,
+            ));
         };
         let seq = int_cell(&r, 0).map_err(db_err("reading the length column"))?;
-        let cancel = if sql.has_cancel() { truthy_cell(&r, 1).map_err(db_err("reading the cancel column"))? } else { false };
+        let cancel =
+            if sql.has_cancel() { truthy_cell(&r, 1).map_err(db_err("reading the cancel column"))? } else { false };
         let status_at = if sql.has_cancel() { 2 } else { 1 };
         let status = r.try_get::<_, Option<String>>(status_at).map_err(db_err("reading the status column"))?;
         let host = if sql.has_host() {
@@ -237,7 +241,8 @@ impl DurableTarget for PostgresTarget {
         conn.transact(&statements, "committing a checkpoint").await?;
         let (ack, row) = conn.read_back(&self.sql, request.stream_id).await?;
         if let Some((_, status, host)) = &row {
-            let claim = verdict::Claim { status: status.as_deref(), host: host.as_deref(), has_host: self.sql.has_host() };
+            let claim =
+                verdict::Claim { status: status.as_deref(), host: host.as_deref(), has_host: self.sql.has_host() };
             verdict::still_claimed(request.stream_id, claim, request.host_token)?;
         }
         Ok(ack)
@@ -259,11 +264,13 @@ impl DurableTarget for PostgresTarget {
             return Ok(());
         }
         let (_, row) = conn.read_back(&self.sql, request.stream_id).await?;
+        let chunks_left =
+            conn.query_opt(&self.sql.probe_chunk(), request.stream_id, "reading the chunk rows back").await?.is_some();
         let has_host = self.sql.has_host();
         let row = row.as_ref().map(|(seq, status, host)| {
             (*seq, verdict::Claim { status: status.as_deref(), host: host.as_deref(), has_host })
         });
-        verdict::seal_replayed(request.stream_id, row, request.host_token, request.status.as_str(), len)
+        verdict::seal_replayed(request.stream_id, row, chunks_left, request.host_token, request.status.as_str(), len)
     }
 
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {

@@ -228,7 +228,13 @@ impl DurableTarget for SqliteTarget {
             }
             drop(tx);
             let row = read_back(conn, &sql, &id)?;
-            verdict::seal_replayed(&id, row.as_ref().map(|r| (r.seq, r.claim(sql.has_host()))), &token, status.as_str(), len)
+            let chunks_left = conn
+                .query_row(&sql.probe_chunk(), [&id], |_| Ok(()))
+                .optional()
+                .map_err(db_err("reading the chunk rows back"))?
+                .is_some();
+            let row = row.as_ref().map(|r| (r.seq, r.claim(sql.has_host())));
+            verdict::seal_replayed(&id, row, chunks_left, &token, status.as_str(), len)
         })
         .await
     }

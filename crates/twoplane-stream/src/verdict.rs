@@ -79,11 +79,14 @@ pub(crate) fn still_claimed(stream_id: &str, claim: Claim<'_>, token: &str) -> R
 }
 
 /// A seal whose fenced update matched no row: it is this writer's own earlier attempt (its
-/// acknowledgement was lost) when the row already holds exactly what the seal writes; anything
-/// else means the claim ended before the seal, and the row was left as it was.
+/// acknowledgement was lost) when the row already holds exactly what the seal writes (the
+/// status, the length, this host) and no chunk row is left (compaction deleted them; a sweep,
+/// which may also have written `interrupted`, leaves them in place). Anything else means the
+/// claim ended before the seal, and the row was left as it was.
 pub(crate) fn seal_replayed(
     stream_id: &str,
     row: Option<(Option<i64>, Claim<'_>)>,
+    chunks_left: bool,
     token: &str,
     status: &str,
     len: u64,
@@ -92,7 +95,7 @@ pub(crate) fn seal_replayed(
         return Err(PlaneError::store(format!("stream {stream_id}: the seal found no message row")));
     };
     let host_ok = !claim.has_host || claim.host == Some(token);
-    if claim.status == Some(status) && host_ok && seq.and_then(|n| u64::try_from(n).ok()) == Some(len) {
+    if !chunks_left && claim.status == Some(status) && host_ok && seq.and_then(|n| u64::try_from(n).ok()) == Some(len) {
         return Ok(());
     }
     Err(fenced(stream_id, claim.status, claim.host))

@@ -25,6 +25,13 @@
 //! - after a seal that landed: the store holds exactly the produced text, compacted;
 //! - liveness at the end: every client that kept up and joined while the stream was hosted has
 //!   stopped on `end` holding the produced text, and `end` reports the plane's durable length.
+//!
+//! The schedules also hold sweeps: at any step, the stream's host lease lapses and a sweeper
+//! marks the row `interrupted` under the running producer. From then on the store must never
+//! change (no checkpoint, chunk or seal lands: the fence), the row must stay consistent (body ++
+//! chunks assemble to a prefix of the produced text, the length column matches), the producer
+//! must stop with `fenced` (pushes, flushes and the seal), and clients that kept up end with
+//! `stale`, whose text, read from the store, is the row's.
 
 mod common;
 
@@ -79,6 +86,9 @@ enum Op {
     Close,
     Fail,
     Drain,
+    /// The producer's lease lapsed and a sweeper released the row (`streaming` to
+    /// `interrupted`; a no-op once the row is sealed).
+    Sweep,
 }
 
 #[derive(Clone, Debug)]
@@ -136,6 +146,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => fault_strategy().prop_map(|(op, fault, n)| Op::Inject { op, fault, n }),
         1 => Just(Op::Cancel),
         1 => prop_oneof![Just(Op::Close), Just(Op::Fail), Just(Op::Drain)],
+        1 => Just(Op::Sweep),
     ]
 }
 
@@ -225,6 +236,8 @@ struct World {
     extra_closes: Vec<JoinHandle<Result<(), PlaneError>>>,
     last_store_seq: u64,
     cancel_requested: bool,
+    /// The row as the sweep left it, when a sweep released it: the store must stay exactly so.
+    swept: Option<MemoryRow>,
 }
 
 async fn settle() {
@@ -275,6 +288,7 @@ impl World {
             extra_closes: Vec::new(),
             last_store_seq: 0,
             cancel_requested: false,
+            swept: None,
         }
     }
 
@@ -322,6 +336,9 @@ impl World {
                 }
                 match self.handle.push_units(&units) {
                     Ok(()) => self.produced.extend_from_slice(&units),
+                    Err(e) if e.kind() == PlaneErrorKind::Fenced => {
+                        assert!(self.swept.is_some(), "fenced without a sweep: {e}");
+                    }
                     Err(e) => {
                         assert!(self.seal.is_some(), "a push failed on a live stream: {e}");
                         assert_eq!(e.kind(), PlaneErrorKind::StreamClosed);
@@ -398,6 +415,11 @@ impl World {
             Op::Close => self.request_seal("close"),
             Op::Fail => self.request_seal("fail"),
             Op::Drain => self.request_seal("drain"),
+            Op::Sweep => {
+                if self.mem.sweep(ID) {
+                    self.swept = Some(self.mem.row(ID).unwrap());
+                }
+            }
         }
         settle().await;
     }
@@ -440,6 +462,12 @@ impl World {
         self.last_store_seq = row.seq;
         assert!(self.handle.durable_seq() <= row.seq, "the plane claims more than the store holds");
         assert_eq!(self.handle.seq(), produced.len() as u64);
+        // The fence: after the sweep nothing the producer does reaches the store.
+        // (The cancel column is the readers' to set, not the producer's.)
+        if let Some(swept) = &self.swept {
+            assert_eq!(&MemoryRow { cancel: swept.cancel, ..row.clone() }, swept, "the store changed after the sweep");
+            assert_eq!(row.status.as_deref(), Some("interrupted"));
+        }
 
         // Writes: produced text, never cut inside a pair.
         for w in self.mem.writes() {
@@ -469,7 +497,11 @@ impl World {
                     assert!(!c.hosted_at_join, "absent from the plane that hosts the stream");
                 }
                 Some(Frame::Stale { .. }) => {
-                    assert!(c.slow, "stale for a client that kept up (connection {})", c.connections);
+                    assert!(
+                        c.slow || self.swept.is_some(),
+                        "stale for a client that kept up, with no sweep (connection {})",
+                        c.connections
+                    );
                 }
                 _ => {}
             }
@@ -502,6 +534,9 @@ impl World {
                 Ok(d) => {
                     assert!(*d >= f.at && f.store_seq >= f.at, "a flush resolved before its text landed");
                 }
+                Err(e) if e.kind() == PlaneErrorKind::Fenced => {
+                    assert!(self.swept.is_some(), "a flush was fenced without a sweep: {e}");
+                }
                 // Rejected by the seal's outcome: decided once the seal's result is in.
                 Err(_) if f.sealed && seal_failed.is_none() => {}
                 Err(e) => assert!(
@@ -518,6 +553,8 @@ impl World {
         // Seal honesty and compaction.
         if let Some(SealRecord { result: Some(result), close_faults_before, kind, .. }) = &self.seal {
             match result {
+                // A drain after the fence stopped the stream finds nothing hosted to seal.
+                Ok(()) if *kind == "drain" && self.swept.is_some() && !self.plane.is_hosted(ID) => {}
                 Ok(()) => {
                     assert_eq!(&row.body, produced, "compaction writes exactly the produced text");
                     assert_eq!(row.seq, produced.len() as u64);
@@ -533,6 +570,9 @@ impl World {
                         assert!(self.handle.cancelled());
                     }
                     assert_eq!(self.handle.durable_seq(), produced.len() as u64);
+                }
+                Err(e) if e.kind() == PlaneErrorKind::Fenced => {
+                    assert!(self.swept.is_some(), "a seal was fenced without a sweep: {e}");
                 }
                 Err(e) => {
                     let faults = failing_faults(&self.faulty, FaultOp::Close) - close_faults_before;
@@ -570,6 +610,14 @@ impl World {
             if let Some(Frame::End { seq, .. }) = c.conn.terminal() {
                 assert_eq!(*seq, durable, "end reports the plane's durable length");
             }
+            // After a sweep, a client that kept up was sent to the store (`stale`, or the end
+            // of a seal that landed before the sweep), and the store's text is consistent.
+            if let (Some(swept), Some(Frame::Stale { .. })) = (&self.swept, c.conn.terminal()) {
+                let store_text = swept.durable_text();
+                assert!(self.produced.starts_with(&store_text), "the swept row is not a prefix of the produced text");
+                assert_eq!(swept.seq, store_text.len() as u64, "the swept row's length column disagrees with its text");
+                continue;
+            }
             // Liveness: the plane answered a client that kept up with the whole stream.
             if !c.slow && c.hosted_at_join {
                 assert_eq!(
@@ -582,11 +630,39 @@ impl World {
             }
         }
         self.check().await;
+        if self.swept.is_some() {
+            // The sweep found the row streaming, so no seal had landed, and none can land after
+            // it: the seal was fenced (or failed on its injected faults first), and a fenced
+            // producer answers `fenced` from then on.
+            let seal = self.seal.as_ref().expect("a seal was requested");
+            let expected = match seal.result.clone().expect("the seal finished") {
+                // Nothing was produced: the swept row is exactly what the `interrupted` seal
+                // writes, so the seal takes it for its own.
+                Ok(()) if self.produced.is_empty() => PlaneErrorKind::StreamClosed,
+                Ok(()) => {
+                    assert_eq!(seal.kind, "drain", "a seal landed after the sweep");
+                    PlaneErrorKind::Fenced
+                }
+                Err(e) if e.kind() == PlaneErrorKind::Fenced => PlaneErrorKind::Fenced,
+                Err(_) => PlaneErrorKind::StreamClosed,
+            };
+            let e = self.handle.push("more").expect_err("a push after the seal");
+            assert_eq!(e.kind(), expected);
+        }
         // Every later close reports the same outcome as the first seal.
+        // (A drain that came after the fence found nothing to seal; the stream's own outcome
+        // is the fence.)
+        let drained_after_fence = self.swept.is_some()
+            && !self.produced.is_empty()
+            && self.seal.as_ref().is_some_and(|s| s.kind == "drain" && matches!(s.result, Some(Ok(()))));
         let first = self.seal.as_ref().and_then(|s| s.result.as_ref()).map(|r| r.is_ok());
         for task in self.extra_closes.drain(..) {
             let again = task.await.expect("close task");
-            assert_eq!(Some(again.is_ok()), first, "a second seal disagreed with the first");
+            if drained_after_fence {
+                assert_eq!(again.map_err(|e| e.kind()), Err(PlaneErrorKind::Fenced));
+            } else {
+                assert_eq!(Some(again.is_ok()), first, "a second seal disagreed with the first");
+            }
         }
         assert!(self.plane.is_hosted(ID) || self.cfg.linger_ms > 0);
     }

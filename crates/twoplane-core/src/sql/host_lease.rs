@@ -286,7 +286,14 @@ mod tests {
         for d in [Dialect::Sqlite, Dialect::Postgres] {
             let lease = HostLeaseSql::new(&tb, DEFAULT_HOST_LEASE_TABLE, d).unwrap();
             let [adopt_rows, adopt_lease] = lease.adopt_hostless("m", 5);
-            for st in [lease.heartbeat("h", 5), lease.release("h"), lease.sweep_expired(), lease.prune(5), adopt_rows, adopt_lease] {
+            for st in [
+                lease.heartbeat("h", 5),
+                lease.release("h"),
+                lease.sweep_expired(),
+                lease.prune(5),
+                adopt_rows,
+                adopt_lease,
+            ] {
                 for i in 1..=st.params.len() {
                     assert!(st.sql.contains(&d.placeholder(i)), "{} lacks {}", st.sql, d.placeholder(i));
                 }

@@ -28,6 +28,7 @@ pub struct MappedSql {
     append_cas: String,
     compact_update: String,
     compact_delete: String,
+    probe_chunk: String,
     probe_state: String,
     sweep: Option<String>,
 }
@@ -79,8 +80,13 @@ impl MappedSql {
         // The compare-and-swap runs first: in PostgreSQL it takes the row's lock, so a sweep
         // either committed before it (and the fence refuses it) or waits until this checkpoint
         // has committed (and then releases the row with this chunk in it).
-        let append_cas =
-            format!("UPDATE {message} SET {seq} = {} WHERE {key} = {} AND {seq} = {} AND {}", p(1), p(2), p(3), fence(4));
+        let append_cas = format!(
+            "UPDATE {message} SET {seq} = {} WHERE {key} = {} AND {seq} = {} AND {}",
+            p(1),
+            p(2),
+            p(3),
+            fence(4)
+        );
         // The insert lands only where the row now stands at this slice's end, still fenced:
         // that is, where the compare-and-swap just applied, or where an earlier attempt whose
         // acknowledgement was lost applied it (the chunk id is the same, so ON CONFLICT absorbs
@@ -107,6 +113,7 @@ impl MappedSql {
         }
         let compact_update = format!("UPDATE {message} SET {sets} WHERE {key} = {} AND {}", p(next), fence(next + 1));
         let compact_delete = format!("DELETE FROM {chunks} WHERE {chunk_stream} = {}", p(1));
+        let probe_chunk = format!("SELECT 1 FROM {chunks} WHERE {chunk_stream} = {} LIMIT 1", p(1));
 
         // Columns in a fixed order: seq, cancel (when mapped), status, host (when mapped).
         let mut probe_cols = format!("{seq} AS seq");
@@ -133,6 +140,7 @@ impl MappedSql {
             append_cas,
             compact_update,
             compact_delete,
+            probe_chunk,
             probe_state,
             sweep,
         })
@@ -240,6 +248,13 @@ impl MappedSql {
             Statement { sql: self.compact_update.clone(), params },
             Statement { sql: self.compact_delete.clone(), params: vec![text(stream_id)] },
         ]
+    }
+
+    /// Whether any chunk row of the stream is left, one parameter (the stream id): one row if so.
+    /// A seal whose fenced update matched nothing asks it to tell its own earlier compaction (no
+    /// chunks left) from a sweep (which leaves them).
+    pub fn probe_chunk(&self) -> String {
+        self.probe_chunk.clone()
     }
 
     /// The checkpoint read-back, one parameter (the stream id), columns in this order: `seq`

@@ -372,8 +372,9 @@ mod tests {
         assert_eq!(
             update,
             Statement {
-                sql: r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3 WHERE "id" = ?4 AND "status" = ?5"#
-                    .into(),
+                sql:
+                    r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3 WHERE "id" = ?4 AND "status" = ?5"#
+                        .into(),
                 params: vec![t("hello😀"), SqlValue::Int(7), t("complete"), t("m1"), t("streaming")],
             }
         );
@@ -382,6 +383,7 @@ mod tests {
             Statement { sql: r#"DELETE FROM "chunks" WHERE "streamId" = ?1"#.into(), params: vec![t("m1")] }
         );
         assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq, "status" AS status FROM "messages" WHERE "id" = ?1"#);
+        assert_eq!(sql.probe_chunk(), r#"SELECT 1 FROM "chunks" WHERE "streamId" = ?1 LIMIT 1"#);
         assert_eq!(sql.sweep_interrupted("host-a"), None);
     }
 
@@ -399,7 +401,10 @@ mod tests {
         );
         assert_eq!(sql.probe_host().as_deref(), Some(r#"SELECT "owner" AS host FROM "msg" WHERE "uid" = $1"#));
         let [cas, insert] = sql.append("m1", "host-a", 0, 3, "abc");
-        assert_eq!(cas.sql, r#"UPDATE "msg" SET "len" = $1 WHERE "uid" = $2 AND "len" = $3 AND "state" = $4 AND "owner" = $5"#);
+        assert_eq!(
+            cas.sql,
+            r#"UPDATE "msg" SET "len" = $1 WHERE "uid" = $2 AND "len" = $3 AND "state" = $4 AND "owner" = $5"#
+        );
         assert_eq!(cas.params, vec![SqlValue::Int(3), t("m1"), SqlValue::Int(0), t("streaming"), t("host-a")]);
         assert_eq!(
             insert.sql,
@@ -407,7 +412,16 @@ mod tests {
         );
         assert_eq!(
             insert.params,
-            vec![t("m1:3"), t("m1"), SqlValue::Int(3), t("abc"), t("m1"), SqlValue::Int(3), t("streaming"), t("host-a")]
+            vec![
+                t("m1:3"),
+                t("m1"),
+                SqlValue::Int(3),
+                t("abc"),
+                t("m1"),
+                SqlValue::Int(3),
+                t("streaming"),
+                t("host-a")
+            ]
         );
 
         let [update, delete] = sql.compact("m1", "host-a", "abc", 3, StreamStatus::Error, Some("boom"));
@@ -432,6 +446,7 @@ mod tests {
             sql.probe_state(),
             r#"SELECT "len" AS seq, "stop" AS cancel, "state" AS status, "owner" AS host FROM "msg" WHERE "uid" = $1"#
         );
+        assert_eq!(sql.probe_chunk(), r#"SELECT 1 FROM "msg_chunks" WHERE "message_uid" = $1 LIMIT 1"#);
         assert_eq!(
             sql.sweep_interrupted("host-a"),
             Some(Statement {
@@ -452,7 +467,10 @@ mod tests {
             update.sql,
             r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3, "error" = ?4 WHERE "id" = ?5 AND "status" = ?6"#
         );
-        assert_eq!(update.params, vec![t("x"), SqlValue::Int(1), t("interrupted"), SqlValue::Null, t("s"), t("streaming")]);
+        assert_eq!(
+            update.params,
+            vec![t("x"), SqlValue::Int(1), t("interrupted"), SqlValue::Null, t("s"), t("streaming")]
+        );
         assert_eq!(sql.probe_state(), r#"SELECT "seq" AS seq, "status" AS status FROM "messages" WHERE "id" = ?1"#);
         assert!(sql.probe_host().is_none());
 
