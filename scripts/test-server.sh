@@ -2,8 +2,10 @@
 # The HTTP/SSE layer and the `twoplane` binary: the Rust end-to-end test over real HTTP (headers,
 # ids, keep-alive, Last-Event-ID resumes after disconnects, 400/403, a non-reading client cut off
 # with `stale` while memory stays flat, release on disconnect), then the demo page in headless
-# Chromium (a reload mid-answer ends with the full answer, once). Installs what it needs,
-# idempotently: Debian's chromium, the npm tools of tests/demo, the wasm build of the package.
+# Chromium (a reload mid-answer ends with the full answer, once), then the read-token vectors in
+# Rust, Node and Python and the producer API end to end (tests/demo/producer.test.mjs). Installs
+# what it needs, idempotently: Debian's chromium, curl and python3, the npm tools of tests/demo,
+# the wasm build of the package.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -19,6 +21,9 @@ say "server: cargo test -p twoplane-server"
 cargo test -p twoplane-server
 
 [ -x /usr/bin/chromium ] || apt_install chromium
+# The producer test drives curl and a Python reader.
+command -v curl >/dev/null || apt_install curl
+command -v python3 >/dev/null || apt_install python3
 npm_ci "$ROOT/tests/demo"
 
 say "server: cargo build --bin twoplane"
@@ -26,3 +31,14 @@ cargo build -q -p twoplane-server --bin twoplane
 
 say "server: demo page in headless Chromium"
 (cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test demo.test.mjs)
+
+say "server: read-token vectors (Rust writes them; the checked-in copy must match; Python and Node replay them)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cargo run -q -p twoplane-server --example gen_token_vectors -- "$tmp"
+diff -u tests/vectors/token.json "$tmp/token.json"
+python3 tests/python/token_vectors.py
+node --test tests/js/token.test.mjs
+
+say "server: producer API end to end (Node and curl producers, Chromium and Python readers, tokens)"
+(cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test producer.test.mjs)

@@ -11,7 +11,7 @@
 //! - With no read secret, reads are open (as `twoplane serve` always was) and only a loopback
 //!   `--listen` is accepted, unless `--open-reads` says that open reads are wanted elsewhere
 //!   ([`Access::check_listen`]).
-//! - Secrets come from a file (its bytes, trailing whitespace removed) or an environment
+//! - Secrets come from a file (its bytes, trailing spaces, tabs, CRs and LFs removed) or an environment
 //!   variable, and are at least [`crate::token::MIN_SECRET_BYTES`] long. They never appear in
 //!   `Debug` output or logs.
 
@@ -64,8 +64,10 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// The secret is the bytes without trailing spaces, tabs, CRs and LFs (a file's final newline);
+/// every signer (docs/server.md) trims the same four.
 fn trim_end(bytes: &[u8]) -> &[u8] {
-    let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+    let end = bytes.iter().rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')).map_or(0, |i| i + 1);
     &bytes[..end]
 }
 
