@@ -20,16 +20,27 @@
 //!   `interval_ms`. Store errors are logged and retried on the next tick, never fatal.
 //! - Options that cannot work are refused at construction: a lease that would expire before the
 //!   next renewal is a self-inflicted outage.
+//! - Host-less `streaming` rows (an older single-instance run wrote them, or a plane without a
+//!   host column) are left alone by default, since a live lease-less producer may own them. With
+//!   [`SweeperOptions::release_hostless_after_ms`] every tick adopts them under a fresh
+//!   pseudo-host whose lease ends that long after (by the database's clock), so the ordinary
+//!   sweep releases them once the grace period is over ([`HostLeaseSql::adopt_hostless`]).
+//!
+//! Fencing: the sweep ends a producer's claim on its row (status off `streaming`), and every
+//! later checkpoint, chunk insert and seal of that producer is conditional on the claim
+//! (docs/contract.md §6), so the database refuses them and the producer stops with `fenced`.
+//! The row keeps exactly what it held at the sweep.
 //!
 //! The sweep filters on the status and host columns; on a large message table give it an index,
 //! for example a partial one: `CREATE INDEX ... ON messages (host) WHERE status = 'streaming'`.
 //!
 //! Deployment rules that follow: every instance that produces streams on the shared database
 //! passes its plane's host token ([`crate::Plane::host_token`]) as the sweeper's `host_id`, and
-//! host ids are unique among running processes. The lease time to live should exceed any pause a
-//! healthy process can take (a long GC-free stall, a database failover): an instance whose lease
-//! lapses while it still runs has its rows marked `interrupted` under it; its later checkpoints
-//! still land (they do not check the status) and its seal overwrites the status again.
+//! host ids are unique among running processes (the host token is the fencing token: two
+//! processes with one id would pass each other's fence). The lease time to live should exceed
+//! any pause a healthy process can take (a long stall, a database failover): an instance whose
+//! lease lapses while it still runs has its streams released under it; they end for its readers
+//! with `stale`, and readers everywhere converge on the store's `interrupted` row.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -78,6 +89,11 @@ pub struct SweeperOptions {
     /// left by a previous process with the same id (this one has opened nothing yet). Default
     /// true; turn it off only if the plane may open streams before the sweeper starts.
     pub release_leftovers_on_start: bool,
+    /// Release `streaming` rows whose host column is NULL once they have been seen for this
+    /// long (milliseconds, by the database's clock). Default `None`: never, because such a row
+    /// may belong to a live producer that takes no part in leasing; set it only when every
+    /// producer on the database leases, and make it longer than any answer takes.
+    pub release_hostless_after_ms: Option<u64>,
     pub on_swept: Option<SweptHook>,
 }
 
@@ -90,6 +106,7 @@ impl SweeperOptions {
             interval_ms: DEFAULT_SWEEP_INTERVAL_MS,
             retention_ms: DEFAULT_LEASE_RETENTION_MS,
             release_leftovers_on_start: true,
+            release_hostless_after_ms: None,
             on_swept: None,
         }
     }
@@ -123,6 +140,7 @@ impl std::fmt::Debug for SweeperOptions {
             .field("interval_ms", &self.interval_ms)
             .field("retention_ms", &self.retention_ms)
             .field("release_leftovers_on_start", &self.release_leftovers_on_start)
+            .field("release_hostless_after_ms", &self.release_hostless_after_ms)
             .field("on_swept", &self.on_swept.is_some())
             .finish()
     }
@@ -213,6 +231,19 @@ impl Sweeper {
         self.inner.db.query_keys(self.inner.lease.sweep_expired()).await
     }
 
+    /// With [`SweeperOptions::release_hostless_after_ms`] set: put every host-less `streaming`
+    /// row under a fresh pseudo-host whose lease ends after the grace period, so a later
+    /// [`Sweeper::sweep`] releases it; returns how many rows were adopted (0 when the option is
+    /// unset). One transaction: a row never holds a pseudo-host without its lease.
+    pub async fn adopt_hostless(&self) -> Result<u64, PlaneError> {
+        let Some(grace_ms) = self.inner.options.release_hostless_after_ms else {
+            return Ok(0);
+        };
+        let marker = hostless_marker(&self.inner.options.host_id);
+        let [rows, lease] = self.inner.lease.adopt_hostless(&marker, grace_ms);
+        self.inner.db.transact(rows, lease).await
+    }
+
     /// Mark `interrupted` the rows this host id holds as `streaming` (what [`Sweeper::start`] does
     /// first, by default); returns how many changed. Only safe while this process hosts nothing.
     pub async fn release_leftovers(&self) -> Result<u64, PlaneError> {
@@ -293,6 +324,15 @@ impl Sweeper {
     }
 
     async fn sweep_and_report(&self) {
+        match self.adopt_hostless().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                rows = n,
+                grace_ms = ?self.inner.options.release_hostless_after_ms,
+                "streaming rows without a host: released after the grace period unless sealed first"
+            ),
+            Err(e) => tracing::warn!(error = %e, "adopting host-less rows failed"),
+        }
         match self.sweep().await {
             Ok(keys) if keys.is_empty() => {}
             Ok(keys) => {
@@ -350,6 +390,16 @@ fn statements(
     Ok((lease, mapped))
 }
 
+/// A pseudo-host name no process uses: unique per call (this host id, the time, a counter), so
+/// each adoption gets a lease of its own and never inherits an older, already expired one.
+fn hostless_marker(host_id: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
+    format!("twoplane-hostless:{host_id}:{nanos:x}:{}", COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
 fn sqlite_err(context: &str) -> impl FnOnce(rusqlite::Error) -> PlaneError + '_ {
     move |e| PlaneError::store(format!("sqlite: {context}")).with_source(e)
 }
@@ -377,6 +427,38 @@ impl Db {
                     let n = conn
                         .execute(&statement.sql, rusqlite::params_from_iter(bind(&statement.params)))
                         .map_err(sqlite_err("running a lease statement"))?;
+                    Ok(n as u64)
+                })
+                .await
+            }
+        }
+    }
+
+    /// Run `first`, then `second`, in one transaction; returns what `first` changed.
+    async fn transact(&self, first: Statement, second: Statement) -> Result<u64, PlaneError> {
+        match self {
+            Db::Postgres(pg) => {
+                let mut session = pg.lock().await.map_err(pg_err("connecting"))?;
+                let tx = session.client_mut().transaction().await.map_err(pg_err("adopting host-less rows"))?;
+                let bound = params(&first);
+                let n =
+                    tx.execute(first.sql.as_str(), &as_dyn(&bound)).await.map_err(pg_err("adopting host-less rows"))?;
+                let bound = params(&second);
+                tx.execute(second.sql.as_str(), &as_dyn(&bound)).await.map_err(pg_err("adopting host-less rows"))?;
+                tx.commit().await.map_err(pg_err("adopting host-less rows"))?;
+                Ok(n)
+            }
+            Db::Sqlite(conn) => {
+                let conn = conn.clone();
+                blocking(move || {
+                    let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+                    let tx = conn.transaction().map_err(sqlite_err("adopting host-less rows"))?;
+                    let n = tx
+                        .execute(&first.sql, rusqlite::params_from_iter(bind(&first.params)))
+                        .map_err(sqlite_err("adopting host-less rows"))?;
+                    tx.execute(&second.sql, rusqlite::params_from_iter(bind(&second.params)))
+                        .map_err(sqlite_err("adopting host-less rows"))?;
+                    tx.commit().map_err(sqlite_err("adopting host-less rows"))?;
                     Ok(n as u64)
                 })
                 .await

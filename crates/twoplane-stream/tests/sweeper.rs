@@ -8,6 +8,12 @@
 //! alive, and one row names a host that never took a lease. The sweep must release exactly the
 //! dead host's streaming row, leave its text where the store keeps it (body plus chunks give the
 //! durable prefix), and touch nothing else.
+//!
+//! Fencing: a producer whose lease lapsed while it still runs has its row swept under it; every
+//! later write it makes (checkpoint, chunk, seal) must be refused by the database, the producer
+//! must stop with `fenced` and end its readers with `stale`, and the row must keep exactly what it
+//! held at the sweep, including when the sweep races checkpoints in flight. Host-less rows are
+//! released only when configured, and only after their grace period by the database's clock.
 
 mod common;
 
@@ -17,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::plane_with;
+use common::{plane_with, Reader};
 use rusqlite::{Connection, OptionalExtension};
 use twoplane_core::splice::{assemble_durable_text, ChunkRow};
 use twoplane_core::Text;
@@ -157,6 +163,10 @@ impl Db for Postgres {
 // ---------------------------------------------------------------- the scenario
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// One scenario at a time: they judge leases of a few hundred milliseconds, and on a loaded
+/// machine a neighbour's burst of checkpoints can stretch one past its time to live.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Names {
     tables: StreamTables,
@@ -360,24 +370,235 @@ async fn background(db: &dyn Db) {
     db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
 }
 
+/// A stalled producer comes back after its row was swept: the database refuses each of its
+/// writes, the producer stops with `fenced`, and its readers are sent to the store.
+async fn fencing(db: &dyn Db) {
+    let names = create_tables(db).await;
+    let (stalled, other) = (format!("stalled-{}", names.tag), format!("other-{}", names.tag));
+    insert(db, &names, "f").await;
+    let stalled_lease = db.sweeper(&names.tables, options(&names, &stalled, 300, 100)).await;
+    stalled_lease.create_lease_table().await.unwrap();
+    stalled_lease.heartbeat().await.unwrap();
+    let plane = plane_with(db.target(&names.tables).await, manual(&stalled));
+    let h = plane.open("f").await.unwrap();
+    h.push("hello ").unwrap();
+    assert_eq!(h.flush().await.unwrap(), 6);
+    h.push("wörld").unwrap();
+    let mut reader = Reader::new(plane.subscribe(&(), "f", 0).await.unwrap(), 0, &[]);
+
+    // The lease lapses (no renewal: the process is "stopped"); another instance sweeps.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sweeper = db.sweeper(&names.tables, options(&names, &other, 60_000, 30_000)).await;
+    assert_eq!(sweeper.sweep().await.unwrap(), vec!["f".to_string()]);
+    let at_sweep = (db.row(&names.tables.message, "f").await, db.chunks(&names.tables.chunks, "f").await);
+    assert_eq!(at_sweep.0.status.as_deref(), Some("interrupted"));
+
+    // The producer resumes: its checkpoint is refused, and it stops.
+    let e = h.flush().await.unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::Fenced, "{e}");
+    assert_eq!(h.push("more").unwrap_err().kind(), PlaneErrorKind::Fenced);
+    assert_eq!(h.flush().await.unwrap_err().kind(), PlaneErrorKind::Fenced);
+    assert_eq!(h.close().await.unwrap_err().kind(), PlaneErrorKind::Fenced);
+    reader.read_to_end().await;
+    assert!(matches!(reader.terminal(), Some(Frame::Stale { durable_seq: 6, .. })), "{:?}", reader.frames);
+    // A join after the fence is told to go to the store too.
+    let mut late = Reader::new(plane.subscribe(&(), "f", 0).await.unwrap(), 0, &[]);
+    late.read_to_end().await;
+    assert!(matches!(late.terminal(), Some(Frame::Stale { .. } | Frame::Absent)), "{:?}", late.frames);
+
+    // The row holds exactly what it held at the sweep, and the readers converge on it.
+    let after = (db.row(&names.tables.message, "f").await, db.chunks(&names.tables.chunks, "f").await);
+    assert_eq!(after, at_sweep, "the store changed after the sweep");
+    assert_eq!(durable_text(db, &names, "f").await, "hello ");
+    drop(h);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(db.row(&names.tables.message, "f").await, at_sweep.0, "the dropped handle sealed over the sweep");
+
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.lease)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.chunks)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
+}
+
+/// Sweeps race checkpoints in flight (each stream checkpoints every few code units while the
+/// sweep lands): whatever the order, the swept row is consistent (body plus chunks assemble to
+/// a prefix of the produced text, the length column matches) and never changes afterwards.
+async fn fencing_races(db: &dyn Db) {
+    let names = create_tables(db).await;
+    let (stalled, other) = (format!("racer-{}", names.tag), format!("sweeper-{}", names.tag));
+    let ids: Vec<String> = (0..6).map(|i| format!("r{i}")).collect();
+    for id in &ids {
+        insert(db, &names, id).await;
+    }
+    let lease = db.sweeper(&names.tables, options(&names, &stalled, 200, 100)).await;
+    lease.create_lease_table().await.unwrap();
+    lease.heartbeat().await.unwrap();
+    let plane = plane_with(db.target(&names.tables).await, move |o| {
+        o.chars = 3;
+        o.interval_ms = 5;
+        o.retry_backoff_ms = 1;
+        o.host_id = Some(stalled.clone());
+    });
+    let sweeper = db.sweeper(&names.tables, options(&names, &other, 60_000, 30_000)).await;
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    for (i, id) in ids.iter().enumerate() {
+        let h = Arc::new(plane.open(id).await.unwrap());
+        let producer = h.clone();
+        let produce = tokio::spawn(async move {
+            let mut produced = String::new();
+            for k in 0..400 {
+                let piece = format!("{k}é,");
+                if producer.push(&piece).is_err() {
+                    break;
+                }
+                produced.push_str(&piece);
+                tokio::task::yield_now().await;
+            }
+            produced
+        });
+        // Sweep at a different moment for each stream, while checkpoints are in flight.
+        tokio::time::sleep(Duration::from_millis(2 + 3 * i as u64)).await;
+        assert_eq!(sweeper.sweep().await.unwrap(), vec![id.clone()]);
+        let at_sweep = (db.row(&names.tables.message, id).await, db.chunks(&names.tables.chunks, id).await);
+        let produced = produce.await.unwrap();
+        let _ = h.close().await;
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let after = (db.row(&names.tables.message, id).await, db.chunks(&names.tables.chunks, id).await);
+        assert_eq!(after, at_sweep, "{id}: the store changed after the sweep");
+        let (row, _) = &after;
+        assert_eq!(row.status.as_deref(), Some("interrupted"));
+        let text = durable_text(db, &names, id).await;
+        assert!(produced.starts_with(&text), "{id}: the swept row is not a prefix of the produced text");
+        assert_eq!(row.seq as usize, text.encode_utf16().count(), "{id}: the length column disagrees with the text");
+    }
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.lease)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.chunks)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
+}
+
+/// Host-less `streaming` rows: left alone by default; with a grace period, released once it is
+/// over (not before), unless sealed meanwhile.
+async fn hostless(db: &dyn Db) {
+    let names = create_tables(db).await;
+    for id in ["old", "sealed_later"] {
+        insert(db, &names, id).await;
+    }
+    let m = &names.tables.message;
+    db.exec(&format!(
+        "UPDATE \"{m}\" SET status = 'streaming', seq = 3, body = 'abc' WHERE id IN ('old', 'sealed_later')"
+    ))
+    .await;
+    let host = format!("keeper-{}", names.tag);
+    let default = db.sweeper(&names.tables, options(&names, &host, 60_000, 30_000)).await;
+    default.create_lease_table().await.unwrap();
+    assert_eq!(default.adopt_hostless().await.unwrap(), 0, "off by default");
+    assert_eq!(default.sweep().await.unwrap(), Vec::<String>::new());
+    assert_eq!(db.row(m, "old").await.host, None);
+
+    let graced = db
+        .sweeper(
+            &names.tables,
+            SweeperOptions { release_hostless_after_ms: Some(600), ..options(&names, &host, 60_000, 30_000) },
+        )
+        .await;
+    assert_eq!(graced.adopt_hostless().await.unwrap(), 2);
+    assert_eq!(graced.adopt_hostless().await.unwrap(), 0, "adopted once");
+    assert_eq!(graced.sweep().await.unwrap(), Vec::<String>::new(), "released before the grace period ended");
+    assert_eq!(db.row(m, "old").await.status.as_deref(), Some("streaming"));
+    // Sealed during the grace period: never touched.
+    db.exec(&format!("UPDATE \"{m}\" SET status = 'complete' WHERE id = 'sealed_later'")).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(graced.sweep().await.unwrap(), vec!["old".to_string()]);
+    let row = db.row(m, "old").await;
+    assert_eq!((row.status.as_deref(), row.seq, row.body.as_str()), (Some("interrupted"), 3, "abc"));
+    assert_eq!(db.row(m, "sealed_later").await.status.as_deref(), Some("complete"));
+
+    // The running task does the same on its own ticks.
+    insert(db, &names, "later").await;
+    db.exec(&format!("UPDATE \"{m}\" SET status = 'streaming' WHERE id = 'later'")).await;
+    let handle = db
+        .sweeper(
+            &names.tables,
+            SweeperOptions { release_hostless_after_ms: Some(200), ..options(&names, &host, 400, 100) },
+        )
+        .await
+        .start()
+        .await
+        .unwrap();
+    for _ in 0..60 {
+        if db.row(m, "later").await.status.as_deref() == Some("interrupted") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(db.row(m, "later").await.status.as_deref(), Some("interrupted"));
+    handle.stop(true).await.unwrap();
+
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.lease)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.chunks)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_swept_producer_is_fenced() {
+    let _serial = SERIAL.lock().await;
+    fencing(&Sqlite::new()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sweeps_racing_checkpoints_leave_the_row_consistent() {
+    let _serial = SERIAL.lock().await;
+    fencing_races(&Sqlite::new()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_hostless_rows_are_released_after_the_grace_period() {
+    let _serial = SERIAL.lock().await;
+    hostless(&Sqlite::new()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_swept_producer_is_fenced() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = postgres().await else { return };
+    fencing(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sweeps_racing_checkpoints_leave_the_row_consistent() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = postgres().await else { return };
+    fencing_races(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_hostless_rows_are_released_after_the_grace_period() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = postgres().await else { return };
+    hostless(&db).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_sweeper_releases_only_dead_hosts() {
+    let _serial = SERIAL.lock().await;
     scenario(&Sqlite::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_sweeper_runs_on_its_own() {
+    let _serial = SERIAL.lock().await;
     background(&Sqlite::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_sweeper_releases_only_dead_hosts() {
+    let _serial = SERIAL.lock().await;
     let Some(db) = postgres().await else { return };
     scenario(&db).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_sweeper_runs_on_its_own() {
+    let _serial = SERIAL.lock().await;
     let Some(db) = postgres().await else { return };
     background(&db).await;
 }
