@@ -87,6 +87,9 @@ pub struct ServeConfig {
     pub lease_ttl_ms: Option<u64>,
     /// Renew-and-sweep period (several instances only); `None`: 5000.
     pub sweep_interval_ms: Option<u64>,
+    /// Grace period after which host-less `streaming` rows are released (several instances
+    /// only); `None`: never.
+    pub release_hostless_after_ms: Option<u64>,
     /// How fast the demo's model talks.
     pub demo_pace: Pace,
     /// Producer secret, read-token secret, open reads (crate::access).
@@ -109,6 +112,7 @@ impl ServeConfig {
                 (self.host_id.is_some(), "--host-id"),
                 (self.lease_ttl_ms.is_some(), "--lease-ttl-ms"),
                 (self.sweep_interval_ms.is_some(), "--sweep-interval-ms"),
+                (self.release_hostless_after_ms.is_some(), "--release-hostless-after-ms"),
             ]
             .into_iter()
             .filter_map(|(set, name)| set.then_some(name))
@@ -312,7 +316,12 @@ async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<
 
 async fn start_sweeper(config: &ServeConfig, db: &Database, host_id: &str) -> Result<SweeperHandle, ServeError> {
     let (lease_ttl_ms, interval_ms) = config.lease();
-    let options = SweeperOptions { lease_ttl_ms, interval_ms, ..SweeperOptions::new(host_id) };
+    let options = SweeperOptions {
+        lease_ttl_ms,
+        interval_ms,
+        release_hostless_after_ms: config.release_hostless_after_ms,
+        ..SweeperOptions::new(host_id)
+    };
     let tables = db.tables();
     let sweeper = match &config.store {
         Store::Sqlite(path) => Sweeper::sqlite(path, &tables, options),

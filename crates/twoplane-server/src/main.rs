@@ -96,6 +96,11 @@ struct ServeArgs {
     /// live (with --pg or --redis) [default: 5000].
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     sweep_interval_ms: Option<u64>,
+    /// Release `streaming` rows that name no host (left by an older single-instance run) once
+    /// they have been seen this long, by the database's clock (with --pg or --redis) [default:
+    /// never: such a row may belong to a live producer that takes no lease].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    release_hostless_after_ms: Option<u64>,
     /// Serve the browser package at /pkg/twoplane/ from this directory (laid out like
     /// npm/twoplane) instead of the copy compiled into the binary.
     #[arg(long)]
@@ -251,6 +256,7 @@ fn main() -> ExitCode {
         host_id: args.host_id,
         lease_ttl_ms: args.lease_ttl_ms,
         sweep_interval_ms: args.sweep_interval_ms,
+        release_hostless_after_ms: args.release_hostless_after_ms,
         demo_pace: args.demo_tokens_per_second.map_or(Pace::Natural, Pace::TokensPerSecond),
         access,
         producer_limits: twoplane_server::producer::Limits::default(),
