@@ -249,6 +249,43 @@ mod tests {
         assert!(signed.check_listen("0.0.0.0:1".parse().unwrap()).is_ok());
     }
 
+    /// Status of `GET /p` behind [`require_producer`], from `peer`, with `authorization`.
+    async fn producer_status(access: Access, peer: &str, authorization: Option<&str>) -> StatusCode {
+        use tower::ServiceExt as _;
+        let router = axum::Router::new()
+            .route("/p", axum::routing::get(|| async { "ok" }))
+            .route_layer(axum::middleware::from_fn_with_state(Arc::new(access), require_producer));
+        let mut request = axum::http::Request::builder().uri("/p");
+        if let Some(value) = authorization {
+            request = request.header(header::AUTHORIZATION, value);
+        }
+        let mut request = request.body(axum::body::Body::empty()).unwrap();
+        request.extensions_mut().insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
+        router.oneshot(request).await.unwrap().status()
+    }
+
+    #[tokio::test]
+    async fn without_a_secret_the_producer_api_answers_loopback_peers_only() {
+        let open = Access::default();
+        assert_eq!(producer_status(open.clone(), "127.0.0.1:5", None).await, StatusCode::OK);
+        assert_eq!(producer_status(open.clone(), "[::1]:5", None).await, StatusCode::OK);
+        assert_eq!(producer_status(open.clone(), "10.1.2.3:5", None).await, StatusCode::FORBIDDEN);
+        assert_eq!(producer_status(open, "[2001:db8::1]:5", Some("Bearer x")).await, StatusCode::FORBIDDEN);
+    }
+
+    #[tokio::test]
+    async fn with_a_secret_the_producer_api_needs_it_from_everywhere() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let access = Access { producer_token: Some(Secret::new(secret.as_bytes(), "x").unwrap()), ..Access::default() };
+        let bearer = format!("Bearer {secret}");
+        assert_eq!(producer_status(access.clone(), "10.1.2.3:5", Some(&bearer)).await, StatusCode::OK);
+        assert_eq!(producer_status(access.clone(), "127.0.0.1:5", None).await, StatusCode::UNAUTHORIZED);
+        let wrong = format!("Bearer {}x", &secret[..31]);
+        assert_eq!(producer_status(access.clone(), "127.0.0.1:5", Some(&wrong)).await, StatusCode::UNAUTHORIZED);
+        let longer = format!("Bearer {secret}0");
+        assert_eq!(producer_status(access, "127.0.0.1:5", Some(&longer)).await, StatusCode::UNAUTHORIZED);
+    }
+
     #[test]
     fn bearer_reads_the_scheme_case_insensitively() {
         let mut h = HeaderMap::new();
