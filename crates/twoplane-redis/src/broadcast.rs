@@ -89,6 +89,10 @@ impl Relay for BroadcastRelay {
         self.publisher.publish(stream_id, frame)
     }
 
+    async fn flush(&self) -> Result<(), RelayError> {
+        self.publisher.flush().await
+    }
+
     async fn attach(&self, stream_id: &str, from: u64) -> Result<Option<FrameSource>, RelayError> {
         let channel = self.channel(stream_id);
         // Confirmed before the source is handed out: nothing published from here on is missed.

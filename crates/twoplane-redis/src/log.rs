@@ -136,6 +136,10 @@ impl Relay for LogRelay {
         self.publisher.publish(stream_id, frame)
     }
 
+    async fn flush(&self) -> Result<(), RelayError> {
+        self.publisher.flush().await
+    }
+
     async fn attach(&self, stream_id: &str, from: u64) -> Result<Option<FrameSource>, RelayError> {
         let key = self.key(stream_id);
         let mut cmd = self.cmd.clone();

@@ -11,6 +11,10 @@
 //! A retried batch may land twice when only its acknowledgement was lost; that is an exact
 //! replay, which readers skip. One writer per adapter keeps every stream's frames in the order
 //! the producer made them.
+//!
+//! `flush` puts a marker in the same queue and waits for the writer to reach it: everything
+//! queued before it has then been written or given up (and reported). The plane's drain uses it so
+//! that a SIGTERM does not exit with the `end` frames of the streams it just sealed still queued.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RetryMethod;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use twoplane_core::Frame;
 use twoplane_stream::{redact_url, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
 
@@ -43,8 +47,14 @@ pub(crate) trait Encode: Send + Sync + 'static {
     fn encode(&self, batch: &[Outgoing], pipe: &mut redis::Pipeline);
 }
 
+/// What the writer's queue carries: frames, and flush markers answered in queue order.
+enum Item {
+    Frame(Outgoing),
+    Flush(oneshot::Sender<()>),
+}
+
 pub(crate) struct Publisher {
-    tx: mpsc::Sender<Outgoing>,
+    tx: mpsc::Sender<Item>,
     /// The live generation of each stream id produced here; removed at its `end`.
     gens: Mutex<HashMap<String, Arc<str>>>,
     capacity: usize,
@@ -89,7 +99,7 @@ impl Publisher {
             }
             (gen, fresh)
         };
-        let item = Outgoing { stream_id: stream_id.into(), gen, fresh, frame: frame.clone() };
+        let item = Item::Frame(Outgoing { stream_id: stream_id.into(), gen, fresh, frame: frame.clone() });
         self.tx.try_send(item).map_err(|e| -> RelayError {
             let why = match e {
                 mpsc::error::TrySendError::Full(_) => format!(
@@ -103,6 +113,16 @@ impl Publisher {
             Box::new(RedisRelayError::new(why))
         })
     }
+
+    /// Wait until the writer has handled every frame queued before this call. A full queue is
+    /// waited on (the marker must go behind the frames, not be dropped); the caller bounds the
+    /// whole wait.
+    pub async fn flush(&self) -> Result<(), RelayError> {
+        let (done, reached) = oneshot::channel();
+        let stopped = || -> RelayError { Box::new(RedisRelayError::new("the Redis writer has stopped")) };
+        self.tx.send(Item::Flush(done)).await.map_err(|_| stopped())?;
+        reached.await.map_err(|_| stopped())
+    }
 }
 
 struct Writer {
@@ -113,20 +133,36 @@ struct Writer {
 }
 
 impl Writer {
-    async fn run(mut self, mut rx: mpsc::Receiver<Outgoing>) {
+    async fn run(mut self, mut rx: mpsc::Receiver<Item>) {
         // Ends when the adapter (the only sender) is dropped.
         while let Some(first) = rx.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < BATCH {
-                match rx.try_recv() {
-                    Ok(item) => batch.push(item),
-                    Err(_) => break,
+            let mut batch = Vec::new();
+            // A marker met while batching is answered once the frames before it are written.
+            let mut flush = None;
+            let mut next = Some(first);
+            while let Some(item) = next.take() {
+                match item {
+                    Item::Frame(frame) => batch.push(frame),
+                    Item::Flush(done) => {
+                        flush = Some(done);
+                        // A marker closes the batch: what comes after it is not owed to it.
+                        break;
+                    }
+                }
+                if batch.len() < BATCH {
+                    next = rx.try_recv().ok();
                 }
             }
-            let mut pipe = redis::pipe();
-            self.encoder.encode(&batch, &mut pipe);
-            if let Err(e) = self.write(&pipe).await {
-                self.report(&batch, &e);
+            if !batch.is_empty() {
+                let mut pipe = redis::pipe();
+                self.encoder.encode(&batch, &mut pipe);
+                if let Err(e) = self.write(&pipe).await {
+                    self.report(&batch, &e);
+                }
+            }
+            if let Some(done) = flush {
+                // The flusher may have given up waiting; nothing to do then.
+                let _ = done.send(());
             }
         }
     }

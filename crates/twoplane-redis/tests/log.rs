@@ -269,3 +269,47 @@ async fn a_second_production_is_never_spliced_onto_the_first() {
     assert_eq!(later.ending(), Ending::End);
     assert_eq!(later.check(&units("a different answer")), units("a different answer"));
 }
+
+/// `drain` waits for the writer (`Relay::flush`): once it returns, the last entry of every stream
+/// it sealed is that stream's `end`, with nothing still queued in the process. Without the wait a
+/// SIGTERM exits with the `end` frames queued, and readers on other instances sit until their
+/// idle timeout and end `stale`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_returns_once_the_relay_wrote_every_end() {
+    let Some(url) = redis_url() else { return };
+    let options = options("log-drain");
+    let relay = relay(&url, &options, LogOptions::default()).await;
+    let ids: Vec<String> = (0..20).map(|i| format!("d{i}")).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let a = plane(store(&refs), relay.clone(), |_| {});
+    let mut handles = Vec::new();
+    for id in &ids {
+        let h = a.open(id).await.unwrap();
+        // Enough queued frames that the writer is still busy when the seals are done.
+        for i in 0..100 {
+            h.push(&format!("{i} ")).unwrap();
+        }
+        handles.push(h);
+    }
+    let report = a.drain().await;
+    assert_eq!(report.sealed.len(), ids.len(), "{:?}", report.failed);
+    assert!(matches!(report.relay_flush, Some(Ok(()))), "{:?}", report.relay_flush);
+    // No waiting here: drain's return is the promise.
+    let mut conn = raw(&url).await;
+    for id in &ids {
+        let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
+            .arg(relay.key(id))
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let frame = last.ids.first().and_then(|e| e.get::<String>("frame")).unwrap_or_default();
+        assert!(
+            frame.contains(r#""type":"end""#) && frame.contains("interrupted"),
+            "{id}: the last entry in Redis when drain returned is {frame:?}"
+        );
+    }
+}

@@ -14,7 +14,8 @@
 //! open a stream.
 //!
 //! Shutdown (SIGTERM or Ctrl-C) drains the plane first, sealing every live stream
-//! `interrupted` so readers get their `end`; then the sweeper stops and gives its lease up;
+//! `interrupted` so readers get their `end`, and waiting (bounded) for the relay to write those
+//! `end` frames out for readers on other instances; then the sweeper stops and gives its lease up;
 //! only then does the listener close and open connections finish.
 
 use std::fmt;
@@ -342,6 +343,13 @@ impl Running {
             tracing::info!(sealed = report.sealed.len(), failed = report.failed.len(), "stream plane drained");
             for (id, e) in &report.failed {
                 tracing::warn!(stream_id = %id, error = %e, "a stream's final seal did not land");
+            }
+            // The drain waited for the relay to write out the `end` frames it queued, so readers
+            // on other instances end now rather than `stale` after their idle timeout.
+            match &report.relay_flush {
+                Some(Ok(())) => tracing::info!("relay queue written out"),
+                Some(Err(e)) => tracing::warn!(error = %e, "readers on other instances may end stale"),
+                None => {}
             }
             // After the drain, so nothing of this host is left streaming when the lease goes; a
             // seal that failed above is released by the next sweep of any instance.

@@ -1252,3 +1252,151 @@ async fn broadcast_late_joiners_fall_back_to_the_store() {
     drop(instances);
     db.drop_it().await;
 }
+
+// ------------------------------------------------------------------------------------------
+// SIGTERM on a producer whose streams are read on another instance
+
+/// What one relayed reader saw of a stream whose producer got SIGTERM.
+struct RelayedEnd {
+    id: String,
+    /// The terminal frame, as its `type` (`end` with its status, or `stale`/`absent`).
+    terminal: String,
+    /// When the terminal frame arrived.
+    at: Instant,
+    text: Text,
+}
+
+/// Read `id` live on `addr` from offset 0 until the terminal frame.
+async fn read_relayed(addr: SocketAddr, id: String) -> Result<RelayedEnd, String> {
+    let sid = Text::from(id.as_str());
+    let mut reader = TextReader::new(sid, Text::new());
+    let mut sse = Sse::get(addr, &format!("/api/stream?streamId={id}&from=0"), None).await?;
+    loop {
+        let Some(event) = sse.event().await.map_err(|e| format!("{id}: {e}"))? else {
+            return Err(format!("{id}: the SSE body ended without a terminal frame"));
+        };
+        let frame = decode_frame(&event.data).map_err(|e| format!("{id}: bad frame {:?}: {e}", event.data))?;
+        let terminal = match &frame {
+            Frame::End { status, .. } => Some(format!("end/{}", status.as_str())),
+            Frame::Stale { .. } => Some("stale".to_owned()),
+            Frame::Absent => Some("absent".to_owned()),
+            _ => None,
+        };
+        reader.feed(&frame);
+        if let Some(terminal) = terminal {
+            return Ok(RelayedEnd { id, terminal, at: Instant::now(), text: reader.text().clone() });
+        }
+    }
+}
+
+/// The pid of the Redis server at `url`, as it reports it.
+async fn redis_pid(url: &str) -> i32 {
+    let mut conn = redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO").arg("server").query_async(&mut conn).await.unwrap();
+    info.lines().find_map(|l| l.strip_prefix("process_id:")).and_then(|p| p.trim().parse().ok()).unwrap()
+}
+
+/// Answers produced on P are read on R through the Redis log; P gets SIGTERM mid-answer while
+/// Redis is paused (SIGSTOP for a second: a slow Redis, a failover), so P's writer is stuck with
+/// frames queued when the drain seals every answer `interrupted`. The `end` frames must still
+/// leave P before it exits: every reader on R ends on `end` within a few seconds of the signal,
+/// holding exactly the text the store kept. R's relay idle timeout is set far beyond that, so a
+/// reader whose `end` stayed behind in P's queue would end `stale` only much later, and the test
+/// says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis on loopback: run `bash scripts/test-multi.sh`"]
+async fn sigterm_ends_relayed_readers_with_their_end() {
+    let _serial = SERIAL.lock().await;
+    let env = env();
+    let seed = env.seed ^ 0x51_6E_7E_44;
+    println!("sigterm: seed {} (rerun with TWOPLANE_MULTI_SEED={})", env.seed, env.seed);
+    let mut rng = Rng::new(seed);
+    let db = Database::create(&env.pg_url, "sigterm", env.seed).await;
+    let dir = log_dir("sigterm", env.seed);
+    const IDLE_MS: u64 = 15_000;
+    let with_idle = |host: &str| {
+        let mut args = serve_args(&db, &env.redis_url, "log", host);
+        let at = args.iter().position(|a| a == "--relay-idle-ms").unwrap();
+        args[at + 1] = IDLE_MS.to_string();
+        args
+    };
+    let specs: Vec<(&str, Vec<String>)> = vec![("P", with_idle("P")), ("R", with_idle("R"))];
+    let mut instances = start_all(&specs, &dir);
+    let (p, r) = (instances[0].addr, instances[1].addr);
+    let store = pg(&db.url).await;
+    let mut failures = Vec::new();
+
+    let mut answers = Vec::new();
+    for i in 0..3 {
+        answers.push(start_answer(&mut rng, p, &format!("sigterm answer {i}")).await);
+    }
+    let readers: Vec<_> = answers
+        .iter()
+        .flat_map(|a| [a.id.clone(), a.id.clone()])
+        .map(|id| tokio::spawn(read_relayed(r, id)))
+        .collect();
+    // Well inside every answer (each lasts at least LEAST_ANSWER): all three are streaming.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let redis = redis_pid(&env.redis_url).await;
+    // SAFETY: signalling the test's own Redis server, by the pid it reported.
+    assert_eq!(unsafe { libc::kill(redis, libc::SIGSTOP) }, 0, "SIGSTOP Redis");
+    let signalled = Instant::now();
+    assert!(answers.iter().all(|a| signalled < a.earliest_end()), "the signal came after an answer may have ended");
+    // SAFETY: as above, P by the pid this test spawned.
+    unsafe { libc::kill(instances[0].pid(), libc::SIGTERM) };
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(redis, libc::SIGCONT) }, 0, "SIGCONT Redis");
+    let exited = tokio::task::block_in_place(|| instances[0].terminate());
+    let exited_at = Instant::now();
+    match exited {
+        Ok(status) if status.success() => {}
+        Ok(status) => failures.push(format!("P exited with {status} after SIGTERM")),
+        Err(e) => failures.push(e),
+    }
+    for handle in readers {
+        let seen = match handle.await.unwrap() {
+            Ok(seen) => seen,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        let row = stored_row(&store, &seen.id).await;
+        let kept = check_tiling(&seen.id, &row, &mut failures);
+        let after = seen.at.saturating_duration_since(signalled);
+        if seen.terminal != "end/interrupted" {
+            failures.push(format!(
+                "{}: the relayed reader ended on {} {after:?} after SIGTERM (P exited {:?} after it), want end/interrupted",
+                seen.id,
+                seen.terminal,
+                exited_at.saturating_duration_since(signalled)
+            ));
+        } else if after > Duration::from_secs(5) {
+            failures.push(format!("{}: `end` reached the relayed reader only {after:?} after SIGTERM", seen.id));
+        }
+        if row.status.as_deref() != Some("interrupted") || seen.text != kept {
+            failures.push(format!(
+                "{}: stored {:?}; reader against store: {}",
+                seen.id,
+                row.status,
+                diverge(&seen.text, &kept)
+            ));
+        }
+    }
+    println!(
+        "sigterm: P exited {:?} after the signal; {} relayed readers checked",
+        exited_at.saturating_duration_since(signalled),
+        answers.len() * 2
+    );
+    match instances[1].terminate() {
+        Ok(status) if status.success() => {}
+        Ok(status) => failures.push(format!("R exited with {status} after SIGTERM")),
+        Err(e) => failures.push(e),
+    }
+    drop(store);
+    let refs: Vec<&Instance> = instances.iter().collect();
+    report(failures, &refs);
+    drop(instances);
+    db.drop_it().await;
+}

@@ -24,6 +24,7 @@ pub const DEFAULT_MAX_QUEUED_FRAMES: usize = 1024;
 pub const DEFAULT_RELAY_ATTACH_TIMEOUT_MS: u64 = 2_000;
 /// The default checkpoint jitter bound is this fraction of the interval (1/5: 150 ms of 750).
 pub const DEFAULT_INTERVAL_JITTER_DIVISOR: u64 = 5;
+pub const DEFAULT_DRAIN_RELAY_MS: u64 = 5_000;
 
 /// Context for [`CheckpointErrorHook`]: the slice that failed.
 #[derive(Clone, Copy, Debug)]
@@ -72,6 +73,10 @@ pub struct PlaneOptions {
     /// Required: who may subscribe ([`crate::AllowAll`] opts out explicitly).
     pub authorizer: Option<Arc<dyn Authorizer>>,
     pub relay: Option<Arc<dyn Relay>>,
+    /// How long [`crate::Plane::drain`] waits, after sealing, for the relay to write out what it
+    /// queued (the `end` frames above all). Default 5000. Past it the drain returns anyway and
+    /// says so in its report; readers on other instances then fall back to the store.
+    pub drain_relay_ms: u64,
     /// Refused without a relay (it would never be called).
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
@@ -93,6 +98,7 @@ impl Default for PlaneOptions {
             host_id: None,
             authorizer: None,
             relay: None,
+            drain_relay_ms: DEFAULT_DRAIN_RELAY_MS,
             on_relay_error: None,
             on_checkpoint_error: None,
         }
@@ -127,6 +133,7 @@ impl fmt::Debug for PlaneOptions {
             .field("host_id", &self.host_id)
             .field("authorizer", &self.authorizer.is_some())
             .field("relay", &self.relay.is_some())
+            .field("drain_relay_ms", &self.drain_relay_ms)
             .field("on_relay_error", &self.on_relay_error.is_some())
             .field("on_checkpoint_error", &self.on_checkpoint_error.is_some())
             .finish()
@@ -151,6 +158,7 @@ pub(crate) struct Config {
     pub target: Arc<dyn DurableTarget>,
     pub authorizer: Arc<dyn Authorizer>,
     pub relay: Option<Arc<dyn Relay>>,
+    pub drain_relay: Duration,
     pub topology: RelayTopology,
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
@@ -228,6 +236,7 @@ impl Config {
             target,
             authorizer,
             relay: options.relay,
+            drain_relay: Duration::from_millis(options.drain_relay_ms),
             topology,
             on_relay_error: options.on_relay_error,
             on_checkpoint_error: options.on_checkpoint_error,

@@ -7,7 +7,8 @@
 //! - `subscribe` asks the authorizer before anything is looked up, and a denial is the same
 //!   error whether or not the stream exists. Then: hosted here, one atomic replay; otherwise
 //!   the relay (bounded, conformed), otherwise `absent`.
-//! - `drain` seals every live stream `interrupted` and refuses new streams from then on.
+//! - `drain` seals every live stream `interrupted` and refuses new streams from then on, then
+//!   waits (bounded) for the relay to write out the `end` frames it queued.
 //! - A sealed stream stays joinable for `linger_ms`, then is evicted.
 
 use std::any::Any;
@@ -76,6 +77,10 @@ pub struct DrainReport {
     pub sealed: Vec<String>,
     /// Streams whose seal came up short, with why.
     pub failed: Vec<(String, PlaneError)>,
+    /// The relay's flush after the seals: `None` without a relay that publishes, `Some(Ok)` when
+    /// everything it had queued left the process, `Some(Err)` when it failed or ran past
+    /// [`PlaneOptions::drain_relay_ms`](crate::PlaneOptions::drain_relay_ms).
+    pub relay_flush: Option<Result<(), String>>,
 }
 
 impl Plane {
@@ -205,6 +210,18 @@ impl Plane {
                 Ok(()) => report.sealed.push(id),
                 Err(e) => report.failed.push((id, e)),
             }
+        }
+        // The seals above published their `end` frames into the relay's queue; without this wait
+        // the process could exit with them still queued, and readers on other instances would
+        // sit until their idle timeout and end `stale`.
+        let cfg = &self.shared.cfg;
+        if let Some(relay) = cfg.relay.as_ref().filter(|_| cfg.topology.publish) {
+            let limit = cfg.drain_relay;
+            report.relay_flush = Some(match tokio::time::timeout(limit, relay.flush()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(format!("the relay could not write out its queue: {e}")),
+                Err(_) => Err(format!("the relay's queue was not written out within {} ms", limit.as_millis())),
+            });
         }
         report
     }

@@ -45,6 +45,16 @@ pub trait Relay: Send + Sync {
         Ok(())
     }
 
+    /// Resolve once every frame that `publish` accepted before this call has left the process
+    /// (written, or given up by the adapter's own retry policy and reported). An adapter that
+    /// publishes straight from `publish`, or not at all, has nothing to wait for. The plane calls
+    /// it once when it drains ([`crate::Plane::drain`], bounded by
+    /// [`crate::PlaneOptions::drain_relay_ms`]), so the `end` frames of the streams it just
+    /// sealed reach readers on other instances before the process exits.
+    async fn flush(&self) -> Result<(), RelayError> {
+        Ok(())
+    }
+
     /// Frames of `stream_id` from `from`, or `None` (the caller answers `absent`). An adapter
     /// that cannot serve `from` yields `stale` and stops.
     async fn attach(&self, stream_id: &str, from: u64) -> Result<Option<FrameSource>, RelayError> {
