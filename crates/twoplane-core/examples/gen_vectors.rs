@@ -15,7 +15,9 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
-use twoplane_core::request::{is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units};
+use twoplane_core::request::{
+    is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units,
+};
 use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_text, stream_chunk_id_units};
 use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 use twoplane_core::sse::{encode_event, SseDecoder};
@@ -201,7 +203,11 @@ fn conform_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
             "end with a null error passes",
             "s",
             0.0,
-            vec![Feed(open(0, 1)), Feed(chunk(0, "a")), Feed(j(r#"{"type":"end","seq":1,"status":"error","error":null}"#))],
+            vec![
+                Feed(open(0, 1)),
+                Feed(chunk(0, "a")),
+                Feed(j(r#"{"type":"end","seq":1,"status":"error","error":null}"#)),
+            ],
         ),
         conform_case("open may start below the request", "s", 4.0, vec![Feed(open(1, 5)), Feed(chunk(1, "bcde"))]),
         conform_case("second open is absorbed", "s", 0.0, vec![Feed(open(0, 0)), Feed(open(0, 0))]),

@@ -28,7 +28,10 @@ pub use conform::{Conform, ConformInput, Verdict, Violation};
 pub use error::{Error, ErrorKind, Result};
 pub use frame::{frame_resume_point, Frame, FrameKind, StreamStatus, STREAM_STATUS_STREAMING};
 pub use reader::{Reader, ReaderAction, TextReader};
-pub use request::{is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url, subscribe_url_units, StreamRequest};
+pub use request::{
+    is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url, subscribe_url_units,
+    StreamRequest,
+};
 pub use splice::{assemble_durable_text, splice_stream_text, stream_chunk_id, ChunkRow};
 pub use sql::{
     stream_chunk_table_ddl, Dialect, HostLeaseSql, MappedSql, StreamColumns, StreamTables, DEFAULT_HOST_LEASE_TABLE,

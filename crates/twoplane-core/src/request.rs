@@ -84,7 +84,10 @@ pub fn stream_request_from_fetch(url: &str, last_event_id: Option<&str>) -> Resu
     if !is_absolute_url(url) {
         return Err(Error::new(
             ErrorKind::InvalidUrl,
-            format!("a fetch request's URL must be absolute (scheme://host/...), got {} characters without a scheme", url.chars().count()),
+            format!(
+                "a fetch request's URL must be absolute (scheme://host/...), got {} characters without a scheme",
+                url.chars().count()
+            ),
         ));
     }
     Ok(stream_request_from_http(url, last_event_id))

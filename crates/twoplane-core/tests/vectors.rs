@@ -8,7 +8,9 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::reader::{Reader, ReaderAction};
-use twoplane_core::request::{is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units};
+use twoplane_core::request::{
+    is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units,
+};
 use twoplane_core::splice::{assembly_order, splice_stream_text, stream_chunk_id_text, stream_chunk_id_units};
 use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 use twoplane_core::sse::{encode_event, SseDecoder};

@@ -1330,11 +1330,8 @@ async fn sigterm_ends_relayed_readers_with_their_end() {
     for i in 0..3 {
         answers.push(start_answer(&mut rng, p, &format!("sigterm answer {i}")).await);
     }
-    let readers: Vec<_> = answers
-        .iter()
-        .flat_map(|a| [a.id.clone(), a.id.clone()])
-        .map(|id| tokio::spawn(read_relayed(r, id)))
-        .collect();
+    let readers: Vec<_> =
+        answers.iter().flat_map(|a| [a.id.clone(), a.id.clone()]).map(|id| tokio::spawn(read_relayed(r, id))).collect();
     // Well inside every answer (each lasts at least LEAST_ANSWER): all three are streaming.
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let redis = redis_pid(&env.redis_url).await;

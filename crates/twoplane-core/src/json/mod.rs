@@ -402,7 +402,10 @@ mod tests {
             decode_frame(r#"{"type":"end","seq":1,"status":"complete","error":null}"#).unwrap(),
             Frame::End { seq: 1, status: StreamStatus::Complete, error: None }
         );
-        assert_eq!(err_of(r#"{"type":"end","seq":1,"status":"complete","error":false}"#), (ErrorKind::InvalidField, Some("error")));
+        assert_eq!(
+            err_of(r#"{"type":"end","seq":1,"status":"complete","error":false}"#),
+            (ErrorKind::InvalidField, Some("error"))
+        );
         assert_eq!(
             err_of(r#"{"type":"end","seq":1,"status":"complete","error":{}}"#),
             (ErrorKind::InvalidField, Some("error"))
