@@ -12,15 +12,35 @@
 #
 # Idempotent: a running cluster is reused. PostgreSQL is installed with apt only when no
 # pg_ctl/initdb is found under /usr/lib/postgresql/*/bin. The server refuses to run as root,
-# so as root it runs as the `postgres` user. Settings: TWOPLANE_PG_DIR (default
-# /tmp/twoplane-pg), TWOPLANE_PG_PORT (first port tried, default 55432). When
+# so as root it runs as the `postgres` user. Connections over TCP need the password (SCRAM): a
+# random one made at initdb, kept in <dir>/password and carried by the printed URL, so the tests
+# exercise credentials in URLs (and check that none reaches a log). This script itself talks
+# to the server over its Unix socket, where the cluster trusts local users.
+#
+# TLS mode (TWOPLANE_PG_TLS=1): a second cluster (default dir /tmp/twoplane-pg-tls, first port
+# 55532) with ssl=on and a certificate from scripts/test-certs.sh: a throwaway CA
+# (<dir>/tls/ca.pem) signs a server certificate for 127.0.0.1 and localhost; an unrelated CA
+# (<dir>/tls/wrong-ca.pem) is made too, for tests that must see verification fail. Plain
+# connections are still accepted. `start` prints TWOPLANE_PG_TLS_URL, TWOPLANE_PG_TLS_CA and
+# TWOPLANE_PG_TLS_WRONG_CA instead of TWOPLANE_PG_URL.
+#
+# Settings: TWOPLANE_PG_DIR (default /tmp/twoplane-pg), TWOPLANE_PG_PORT (first port tried,
+# default 55432). When
 # TWOPLANE_STARTED_SERVICES names a file, a start that launched a server (not one that reused a
 # running server) appends `pg <dir>` to it: scripts/test.sh stops exactly what its run started.
 set -euo pipefail
 
-BASE="${TWOPLANE_PG_DIR:-/tmp/twoplane-pg}"
-DATA="$BASE/data"
-FIRST_PORT="${TWOPLANE_PG_PORT:-55432}"
+TLS="${TWOPLANE_PG_TLS:-}"
+if [[ -n "$TLS" ]]; then
+    BASE="${TWOPLANE_PG_DIR:-/tmp/twoplane-pg-tls}"
+    FIRST_PORT="${TWOPLANE_PG_PORT:-55532}"
+else
+    BASE="${TWOPLANE_PG_DIR:-/tmp/twoplane-pg}"
+    FIRST_PORT="${TWOPLANE_PG_PORT:-55432}"
+fi
+# "cluster", not "data": a cluster made before passwords were required (trust over TCP) is left
+# alone in "data" rather than changed under a test that may be using it.
+DATA="$BASE/cluster"
 DB=twoplane_test
 SUPERUSER=postgres
 
@@ -65,10 +85,18 @@ running() { [[ -f "$DATA/PG_VERSION" ]] && as_owner "$BIN/pg_ctl" -D "$DATA" sta
 
 current_port() { cat "$BASE/port"; }
 
-url() { echo "postgresql://$SUPERUSER@127.0.0.1:$(current_port)/$DB"; }
+url() { echo "postgresql://$SUPERUSER:$(cat "$BASE/password")@127.0.0.1:$(current_port)/$DB"; }
 
+# Over the Unix socket in $BASE (trusted), so no password is needed or shown.
 psql_as_super() {
-    PGCONNECT_TIMEOUT=5 "$BIN/psql" -h 127.0.0.1 -p "$(current_port)" -U "$SUPERUSER" -d postgres -v ON_ERROR_STOP=1 -tA "$@"
+    as_owner env PGCONNECT_TIMEOUT=5 "$BIN/psql" -h "$BASE" -p "$(current_port)" -U "$SUPERUSER" -d postgres \
+        -v ON_ERROR_STOP=1 -tA "$@"
+}
+
+# The server's certificate and key, made by scripts/test-certs.sh, readable by the server.
+make_certificates() {
+    bash "$(dirname "$0")/test-certs.sh" "$BASE/tls"
+    if [[ "$(id -u)" == 0 ]]; then chown postgres: "$BASE/tls/server.key" "$BASE/tls/server.pem"; fi
 }
 
 start() {
@@ -80,8 +108,18 @@ start() {
     else
         if [[ ! -f "$DATA/PG_VERSION" ]]; then
             log "initdb in $DATA"
-            as_owner "$BIN/initdb" -D "$DATA" -U "$SUPERUSER" --auth=trust -E UTF8 --no-locale >"$BASE/initdb.log" 2>&1 \
+            # A fresh random password per cluster (hex: nothing to escape in a URL).
+            od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$BASE/password"
+            chmod 600 "$BASE/password"
+            if [[ "$(id -u)" == 0 ]]; then chown postgres: "$BASE/password"; fi
+            as_owner "$BIN/initdb" -D "$DATA" -U "$SUPERUSER" --auth-local=trust --auth-host=scram-sha-256 \
+                --pwfile="$BASE/password" -E UTF8 --no-locale >"$BASE/initdb.log" 2>&1 \
                 || { cat "$BASE/initdb.log" >&2; exit 1; }
+        fi
+        local tls_opts=""
+        if [[ -n "$TLS" ]]; then
+            make_certificates
+            tls_opts="-c ssl=on -c ssl_cert_file=$BASE/tls/server.pem -c ssl_key_file=$BASE/tls/server.key"
         fi
         local port="$FIRST_PORT"
         while port_busy "$port"; do
@@ -91,14 +129,18 @@ start() {
         echo "$port" >"$BASE/port"
         log "starting PostgreSQL ($BIN) on 127.0.0.1:$port"
         as_owner "$BIN/pg_ctl" -D "$DATA" -l "$BASE/server.log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -k $BASE -c fsync=off -c wal_level=logical" start >&2 \
+            -o "-c listen_addresses=127.0.0.1 -p $port -k $BASE -c fsync=off -c wal_level=logical $tls_opts" start >&2 \
             || { tail -20 "$BASE/server.log" >&2; exit 1; }
         if [[ -n "${TWOPLANE_STARTED_SERVICES:-}" ]]; then echo "pg $BASE" >>"$TWOPLANE_STARTED_SERVICES"; fi
     fi
     if [[ "$(psql_as_super -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]]; then
         psql_as_super -c "CREATE DATABASE $DB" >/dev/null
     fi
-    echo "export TWOPLANE_PG_URL=$(url)"
+    if [[ -n "$TLS" ]]; then
+        echo "export TWOPLANE_PG_TLS_URL=$(url) TWOPLANE_PG_TLS_CA=$BASE/tls/ca.pem TWOPLANE_PG_TLS_WRONG_CA=$BASE/tls/wrong-ca.pem"
+    else
+        echo "export TWOPLANE_PG_URL=$(url)"
+    fi
 }
 
 stop() {

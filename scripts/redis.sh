@@ -14,6 +14,15 @@
 #                             mid-stream outage test needs: clients see their connections drop,
 #                             then the same URL works again, with every key gone)
 #
+# Clients must authenticate: the server runs with `requirepass`, a random password made once per
+# directory (<dir>/password) and carried by the printed URL, so the tests exercise credentials in
+# URLs (and check that none reaches a log).
+#
+# TLS mode (TWOPLANE_REDIS_TLS=1): another server (default dir /tmp/twoplane-redis-tls, first
+# port 56479) that also listens with TLS on the next free port, with a certificate from
+# scripts/test-certs.sh (<dir>/tls/ca.pem is its CA). `start` then prints TWOPLANE_REDIS_TLS_URL
+# (rediss://) and TWOPLANE_REDIS_TLS_CA instead of TWOPLANE_REDIS_URL.
+#
 # Idempotent: a running server is reused. Redis is installed with apt (Debian's redis-server)
 # only when no redis-server binary is found. It runs without persistence (no RDB snapshots, no
 # AOF): a restart starts empty, which is the harshest outage a relay must survive. Settings:
@@ -23,8 +32,16 @@
 # scripts/test.sh stops exactly what its run started.
 set -euo pipefail
 
-BASE="${TWOPLANE_REDIS_DIR:-/tmp/twoplane-redis}"
-FIRST_PORT="${TWOPLANE_REDIS_PORT:-56379}"
+TLS="${TWOPLANE_REDIS_TLS:-}"
+if [[ -n "$TLS" ]]; then
+    BASE="${TWOPLANE_REDIS_DIR:-/tmp/twoplane-redis-tls}"
+    FIRST_PORT="${TWOPLANE_REDIS_PORT:-56479}"
+else
+    BASE="${TWOPLANE_REDIS_DIR:-/tmp/twoplane-redis}"
+    FIRST_PORT="${TWOPLANE_REDIS_PORT:-56379}"
+fi
+PASSFILE="$BASE/password"
+TLSPORTFILE="$BASE/tls-port"
 PIDFILE="$BASE/redis.pid"
 PORTFILE="$BASE/port"
 
@@ -70,15 +87,16 @@ ensure_installed() {
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# PING over bash's /dev/tcp, so no redis-cli is needed.
+# AUTH and PING over bash's /dev/tcp (the plain port), so no redis-cli is needed.
 pong() {
-    local reply
+    local auth="" reply=""
+    [[ -f "$PASSFILE" ]] || return 1
     exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
-    printf 'PING\r\n' >&3
-    reply=""
+    printf 'AUTH %s\r\nPING\r\n' "$(cat "$PASSFILE")" >&3
+    read -r -t 2 auth <&3 || true
     read -r -t 2 reply <&3 || true
     exec 3<&- 3>&-
-    [[ "$reply" == "+PONG"* ]]
+    [[ "$auth" == "+OK"* && "$reply" == "+PONG"* ]]
 }
 
 pid() { [[ -f "$PIDFILE" ]] && cat "$PIDFILE"; }
@@ -99,39 +117,79 @@ running() {
     [[ -n "$p" ]] && alive "$p" && [[ -f "$PORTFILE" ]] && pong "$(cat "$PORTFILE")" 2>/dev/null
 }
 
-url() { echo "redis://127.0.0.1:$(cat "$PORTFILE")/"; }
+url() {
+    if [[ -n "$TLS" ]]; then
+        echo "rediss://:$(cat "$PASSFILE")@127.0.0.1:$(cat "$TLSPORTFILE")/"
+    else
+        echo "redis://:$(cat "$PASSFILE")@127.0.0.1:$(cat "$PORTFILE")/"
+    fi
+}
+
+exports() {
+    if [[ -n "$TLS" ]]; then
+        echo "export TWOPLANE_REDIS_TLS_URL=$(url) TWOPLANE_REDIS_TLS_CA=$BASE/tls/ca.pem"
+    else
+        echo "export TWOPLANE_REDIS_URL=$(url)"
+    fi
+}
+
+free_port_from() {
+    local port="$1"
+    while port_busy "$port"; do
+        port=$((port + 1))
+        if (( port > $1 + 50 )); then log "no free port near $1"; exit 1; fi
+    done
+    echo "$port"
+}
 
 start() {
     ensure_installed
     mkdir -p "$BASE"
     if running; then
         log "reusing the server on port $(cat "$PORTFILE") (pid $(pid))"
-        echo "export TWOPLANE_REDIS_URL=$(url)"
+        exports
         return
     fi
     local port
     if [[ -n "${KEEP_PORT:-}" && -f "$PORTFILE" ]]; then
         port="$(cat "$PORTFILE")"
     else
-        port="$FIRST_PORT"
-        while port_busy "$port"; do
-            port=$((port + 1))
-            if (( port > FIRST_PORT + 50 )); then log "no free port near $FIRST_PORT"; exit 1; fi
-        done
+        port="$(free_port_from "$FIRST_PORT")"
     fi
     echo "$port" >"$PORTFILE"
+    if [[ ! -s "$PASSFILE" ]]; then
+        # Hex: nothing to escape in a URL or on the command line.
+        od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$PASSFILE"
+        chmod 600 "$PASSFILE"
+    fi
+    local tls_args=()
+    if [[ -n "$TLS" ]]; then
+        bash "$(dirname "$0")/test-certs.sh" "$BASE/tls"
+        local tls_port
+        if [[ -n "${KEEP_PORT:-}" && -f "$TLSPORTFILE" ]]; then
+            tls_port="$(cat "$TLSPORTFILE")"
+        else
+            tls_port="$(free_port_from $((port + 1)))"
+        fi
+        echo "$tls_port" >"$TLSPORTFILE"
+        tls_args=(--tls-port "$tls_port" --tls-cert-file "$BASE/tls/server.pem" --tls-key-file "$BASE/tls/server.key"
+            --tls-ca-cert-file "$BASE/tls/ca.pem" --tls-auth-clients no)
+    fi
     rm -f "$PIDFILE"
     log "starting $BIN on 127.0.0.1:$port"
     # No persistence (save "" and no AOF); daemonized with a pidfile so stop/restart find it.
-    "$BIN" --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
-        --daemonize yes --pidfile "$PIDFILE" --logfile "$BASE/server.log" --dir "$BASE" >&2
+    # The password goes in through stdin (a config file read from "-"), not argv, so `ps` does
+    # not show it.
+    printf 'requirepass %s\n' "$(cat "$PASSFILE")" | "$BIN" - --bind 127.0.0.1 --port "$port" --save "" \
+        --appendonly no --daemonize yes --pidfile "$PIDFILE" --logfile "$BASE/server.log" --dir "$BASE" \
+        "${tls_args[@]}" >&2
     local i
     for i in $(seq 1 100); do
         if pong "$port" 2>/dev/null; then
             if [[ -n "${TWOPLANE_STARTED_SERVICES:-}" && -z "${RESTARTING:-}" ]]; then
                 echo "redis $BASE" >>"$TWOPLANE_STARTED_SERVICES"
             fi
-            echo "export TWOPLANE_REDIS_URL=$(url)"
+            exports
             return
         fi
         sleep 0.05

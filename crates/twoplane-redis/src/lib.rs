@@ -44,6 +44,7 @@ mod log;
 mod options;
 mod publisher;
 mod source;
+mod tls;
 mod topology;
 
 pub use broadcast::BroadcastRelay;

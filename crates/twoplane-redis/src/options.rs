@@ -7,6 +7,7 @@
 //! setting it would ignore.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use twoplane_stream::RelayErrorHook;
@@ -54,6 +55,9 @@ pub struct RedisRelayOptions {
     /// Where failures of the background writer go (they happen after `publish` returned).
     /// Default: `tracing::warn!`.
     pub on_error: Option<RelayErrorHook>,
+    /// Trusted CA certificates (PEM) for a `rediss://` URL instead of the system's roots.
+    /// Default: none.
+    pub tls_ca_file: Option<PathBuf>,
 }
 
 impl Default for RedisRelayOptions {
@@ -67,6 +71,7 @@ impl Default for RedisRelayOptions {
             reader_buffer: DEFAULT_READER_BUFFER,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             on_error: None,
+            tls_ca_file: None,
         }
     }
 }
@@ -82,6 +87,7 @@ impl fmt::Debug for RedisRelayOptions {
             .field("reader_buffer", &self.reader_buffer)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("on_error", &self.on_error.is_some())
+            .field("tls_ca_file", &self.tls_ca_file)
             .finish()
     }
 }

@@ -74,9 +74,12 @@ impl Publisher {
     }
 
     pub fn publish(&self, stream_id: &str, frame: &Frame) -> Result<(), RelayError> {
-        if !matches!(frame, Frame::Chunk { .. } | Frame::Durable { .. } | Frame::End { .. }) {
+        // `stale` is a fenced producer's last frame (its row was swept under it): readers on
+        // other instances must hear it too, and it ends the generation like `end`.
+        let last = matches!(frame, Frame::End { .. } | Frame::Stale { .. });
+        if !last && !matches!(frame, Frame::Chunk { .. } | Frame::Durable { .. }) {
             return Err(Box::new(RedisRelayError::new(format!(
-                "only chunk, durable and end frames are relayed, not {}",
+                "only chunk, durable, end and stale frames are relayed, not {}",
                 frame.kind().as_str()
             ))));
         }
@@ -94,7 +97,7 @@ impl Publisher {
                     (gen, true)
                 }
             };
-            if matches!(frame, Frame::End { .. }) {
+            if last {
                 gens.remove(stream_id);
             }
             (gen, fresh)
@@ -220,7 +223,8 @@ pub(crate) async fn connect(
 ) -> Result<(redis::Client, ConnectionManager), RedisRelayError> {
     // The URL may carry a password: only its redacted form goes into a message.
     let shown = redact_url(url);
-    let client = redis::Client::open(url).map_err(|e| RedisRelayError::redis(format!("bad Redis URL {shown}"), e))?;
+    let client = crate::tls::client(url, options.tls_ca_file.as_deref())
+        .map_err(|e| RedisRelayError::redis(format!("bad Redis URL {shown}"), e))?;
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(options.connect_timeout()))
         .set_response_timeout(Some(options.connect_timeout()))

@@ -82,6 +82,8 @@ fn serve(db: &str) {
             demo_pace: Pace::Natural,
             access,
             producer_limits: Limits::default(),
+            release_hostless_after_ms: None,
+            postgres: Default::default(),
         };
         let running = app::prepare(&config).await.expect("server starts");
         println!("{}", running.addr);

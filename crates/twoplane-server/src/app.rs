@@ -29,8 +29,8 @@ use axum::routing::get;
 use axum::Router;
 use twoplane_redis::{connect_relay, RedisRelayOptions, Topology};
 use twoplane_stream::{
-    redact_url, Plane, PlaneOptions, Relay, RelayErrorHook, Sweeper, SweeperHandle, SweeperOptions,
-    DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,
+    redact_url, PgClient, PgEndpoint, Plane, PlaneOptions, Relay, RelayErrorHook, Sweeper, SweeperHandle,
+    SweeperOptions, DEFAULT_LEASE_TTL_MS, DEFAULT_PG_POOL_SIZE, DEFAULT_SWEEP_INTERVAL_MS,
 };
 
 use crate::access::Access;
@@ -69,6 +69,8 @@ pub struct RelayConfig {
     /// A relayed join that receives nothing at all this long ends with `absent` (the adapter's
     /// `first_frame_timeout_ms`); `None` keeps the adapter's default.
     pub first_frame_ms: Option<u64>,
+    /// Trusted CA certificates (PEM) for a `rediss://` URL; `None`: the system's roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Everything `twoplane serve` is configured with.
@@ -97,6 +99,24 @@ pub struct ServeConfig {
     pub access: Access,
     /// Bounds of the producer API.
     pub producer_limits: crate::producer::Limits,
+    /// PostgreSQL connection settings that are not in the URL.
+    pub postgres: PgSettings,
+}
+
+/// PostgreSQL settings beside the URL (the URL's `sslmode` and `sslrootcert` say the rest).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgSettings {
+    /// Most connections of each pool (the checkpoint writer's and the server's own); the
+    /// sweeper uses one more.
+    pub pool_size: usize,
+    /// Trusted CA certificates (PEM), as the URL's `sslrootcert` would name them.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for PgSettings {
+    fn default() -> Self {
+        PgSettings { pool_size: DEFAULT_PG_POOL_SIZE, ca_file: None }
+    }
 }
 
 impl ServeConfig {
@@ -149,12 +169,28 @@ impl ServeConfig {
             }
         }
         self.access.check_listen(self.listen).map_err(ServeError)?;
-        if let Store::Postgres(url) = &self.store {
-            if let Err(e) = url.parse::<tokio_postgres::Config>() {
-                return bad(format!("--pg {} is not a PostgreSQL connection URL: {e}", redact_url(url)));
+        match &self.store {
+            Store::Postgres(_) => {
+                self.pg_endpoint()?;
             }
+            Store::Sqlite(_) if self.postgres.ca_file.is_some() => {
+                return bad("--pg-ca-file applies to --pg only".into())
+            }
+            Store::Sqlite(_) => {}
+        }
+        if self.postgres.pool_size == 0 {
+            return bad("--pg-pool-size must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// The `--pg` URL parsed with its TLS settings (the CA file read): the error names the server
+    /// and the problem, never the password.
+    fn pg_endpoint(&self) -> Result<PgEndpoint, ServeError> {
+        let Store::Postgres(url) = &self.store else {
+            return Err(ServeError("no --pg URL".into()));
+        };
+        PgEndpoint::parse(url, self.postgres.ca_file.as_deref()).map_err(|e| ServeError(format!("--pg: {e}")))
     }
 
     /// The lease time to live and the sweep interval, defaults applied.
@@ -235,7 +271,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     let shared = config.is_shared();
     let db = match &config.store {
         Store::Sqlite(path) => Database::open_sqlite(path, shared).await,
-        Store::Postgres(url) => Database::open_postgres(url).await,
+        Store::Postgres(_) => Database::open_postgres(&config.pg_endpoint()?, config.postgres.pool_size).await,
     }
     .map_err(ServeError)?;
     if !shared {
@@ -308,11 +344,11 @@ async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<
     if let Some(ms) = relay.first_frame_ms {
         options.first_frame_timeout_ms = ms;
     }
-    connect_relay(&relay.url, relay.topology, options, None).await.map_err(|e| {
-        // The adapter names the URL it dialed; a password in it stays out of the message.
-        let message = e.to_string().replace(&relay.url, &redact_url(&relay.url));
-        ServeError(format!("cannot start the Redis relay: {message}"))
-    })
+    options.tls_ca_file = relay.ca_file.clone();
+    // The adapter's errors show the URL only through redact_url (crates/twoplane-redis).
+    connect_relay(&relay.url, relay.topology, options, None)
+        .await
+        .map_err(|e| ServeError(format!("cannot start the Redis relay: {e}")))
 }
 
 async fn start_sweeper(config: &ServeConfig, db: &Database, host_id: &str) -> Result<SweeperHandle, ServeError> {
@@ -326,7 +362,10 @@ async fn start_sweeper(config: &ServeConfig, db: &Database, host_id: &str) -> Re
     let tables = db.tables();
     let sweeper = match &config.store {
         Store::Sqlite(path) => Sweeper::sqlite(path, &tables, options),
-        Store::Postgres(url) => Sweeper::postgres(url, &tables, options).await,
+        Store::Postgres(_) => {
+            let db = PgClient::from_endpoint(config.pg_endpoint()?, "sweeper", 1);
+            Sweeper::postgres_with(db, &tables, options).await
+        }
     }
     .map_err(|e| ServeError(format!("cannot start the host lease sweeper: {e}")))?;
     sweeper.start().await.map_err(|e| ServeError(format!("cannot take the host lease: {e}")))

@@ -69,9 +69,22 @@ struct ServeArgs {
     /// PostgreSQL connection URL instead of the SQLite file; several instances share it.
     #[arg(long, value_name = "URL")]
     pg: Option<String>,
-    /// Redis URL: relay live frames between instances (readers may land on any instance).
+    /// Most connections in each PostgreSQL pool (the checkpoint writer's and the server's own;
+    /// the sweeper uses one more).
+    #[arg(long, value_name = "N", requires = "pg", default_value_t = twoplane_stream::DEFAULT_PG_POOL_SIZE as u16,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pg_pool_size: u16,
+    /// Trusted CA certificates (PEM) for PostgreSQL over TLS, like the URL's `sslrootcert`;
+    /// without `sslmode` in the URL it means `verify-full`.
+    #[arg(long, value_name = "FILE", requires = "pg")]
+    pg_ca_file: Option<PathBuf>,
+    /// Redis URL: relay live frames between instances (readers may land on any instance);
+    /// `rediss://` for TLS.
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
+    /// Trusted CA certificates (PEM) for a `rediss://` URL instead of the system's roots.
+    #[arg(long, value_name = "FILE", requires = "redis")]
+    redis_ca_file: Option<PathBuf>,
     /// Relay topology: `log` (Redis Streams: serves any retained join offset) or `broadcast`
     /// (pub/sub: live position only; late joiners read the store). Default: log.
     #[arg(long, value_enum, requires = "redis")]
@@ -237,6 +250,7 @@ fn main() -> ExitCode {
         Some(url) => Store::Postgres(url),
         None => Store::Sqlite(args.db),
     };
+    let redis_ca_file = args.redis_ca_file.clone();
     let relay = args.redis.map(|url| RelayConfig {
         url,
         topology: match args.relay {
@@ -245,6 +259,7 @@ fn main() -> ExitCode {
         },
         idle_ms: args.relay_idle_ms,
         first_frame_ms: args.relay_first_frame_ms,
+        ca_file: redis_ca_file,
     });
     let config = ServeConfig {
         demo: args.demo,
@@ -260,6 +275,7 @@ fn main() -> ExitCode {
         demo_pace: args.demo_tokens_per_second.map_or(Pace::Natural, Pace::TokensPerSecond),
         access,
         producer_limits: twoplane_server::producer::Limits::default(),
+        postgres: app::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
     };
     // Refuse bad combinations before the runtime and the database are touched.
     if let Err(e) = config.check() {

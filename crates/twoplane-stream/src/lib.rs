@@ -36,6 +36,8 @@ mod live;
 mod memory;
 mod options;
 mod pg_client;
+mod pg_endpoint;
+mod pg_tls;
 mod plane;
 mod postgres;
 mod redact;
@@ -63,7 +65,8 @@ pub use options::{
     DEFAULT_CHECKPOINT_RETRIES, DEFAULT_DRAIN_RELAY_MS, DEFAULT_LINGER_MS, DEFAULT_MAX_QUEUED_FRAMES,
     DEFAULT_RELAY_ATTACH_TIMEOUT_MS, DEFAULT_RETAIN_CHARS, DEFAULT_RETRY_BACKOFF_MS,
 };
-pub use pg_client::{PgClient, PgSession};
+pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
+pub use pg_endpoint::{PgConnectError, PgEndpoint, PgFailure, SslMode};
 pub use plane::{DrainReport, Plane, StreamHandle};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
 pub use redact::redact_url;

@@ -1,81 +1,111 @@
-//! A PostgreSQL connection that opens on first use and opens again after it broke.
+//! A bounded pool of PostgreSQL connections that opens them on first use and replaces the ones
+//! that broke.
 //!
-//! Guarantees: one connection at a time, used under a lock, so statements sent through it never
-//! interleave; a connection whose socket closed is dropped on the next [`PgClient::lock`] and a
-//! new one is opened then (nothing is retried here: the caller decides, and twoplane's
-//! statements are idempotent); statements prepared through [`PgSession::prepare_cached`] are kept
-//! per connection and forgotten with it. No TLS: put a TLS-terminating proxy or a local socket in
-//! front of remote servers.
+//! Guarantees: at most `size` connections are open at once (deadpool-postgres); each
+//! [`PgSession`] has one of them to itself until it is dropped, so statements sent through a
+//! session never interleave with another's; a connection whose socket closed is discarded when
+//! it comes back to the pool or is next taken, and a new one is opened in its place (nothing is
+//! retried here: the caller decides, with its own [`crate::Backoff`], and twoplane's statements
+//! are idempotent); statements prepared through [`PgSession::prepare_cached`] are kept per
+//! connection and forgotten with it. Connections are secured as the URL's `sslmode` says
+//! ([`crate::PgEndpoint`]); a failure to connect is a [`PgConnectError`] that names the server
+//! and the cause and never holds the password.
 
-use std::collections::HashMap;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
+use tokio_postgres::{Client, Statement};
 
-use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
-use tokio_postgres::{Client, NoTls, Statement};
+use crate::pg_endpoint::{PgConnectError, PgEndpoint, PgFailure};
 
-/// A reconnecting PostgreSQL client (see the module guarantees).
+/// How many connections a pool holds at most when the caller does not say.
+pub const DEFAULT_PG_POOL_SIZE: usize = 4;
+
+/// A pool of reconnecting PostgreSQL connections (see the module guarantees). Cloning shares the
+/// pool.
+#[derive(Clone)]
 pub struct PgClient {
-    url: String,
-    /// Names this connection in the logs ("checkpoints", "sweeper", ...).
+    /// Names these connections in the logs ("checkpoints", "sweeper", ...).
     name: &'static str,
-    slot: Mutex<Option<PgSession>>,
+    /// The pool, or why the URL could not be used (reported by every [`PgClient::lock`]).
+    pool: Result<(Pool, PgEndpoint), PgConnectError>,
 }
 
-/// One open connection and the statements prepared on it.
+/// One connection taken from the pool; it goes back when dropped.
 pub struct PgSession {
-    client: Client,
-    prepared: HashMap<String, Statement>,
+    object: Object,
 }
 
 impl PgClient {
-    /// Does not connect yet: the first [`lock`](PgClient::lock) does.
-    pub fn new(url: impl Into<String>, name: &'static str) -> PgClient {
-        PgClient { url: url.into(), name, slot: Mutex::new(None) }
+    /// A pool of [`DEFAULT_PG_POOL_SIZE`] connections. Does not connect yet: the first
+    /// [`lock`](PgClient::lock) does.
+    pub fn new(url: &str, name: &'static str) -> PgClient {
+        PgClient::with_pool_size(url, name, DEFAULT_PG_POOL_SIZE)
     }
 
-    /// The connection, opened (again) when there is none or the last one closed.
-    pub async fn lock(&self) -> Result<MappedMutexGuard<'_, PgSession>, tokio_postgres::Error> {
-        let mut slot = self.slot.lock().await;
-        let session = match slot.take() {
-            Some(open) if !open.client.is_closed() => open,
-            lost => {
-                if lost.is_some() {
-                    tracing::warn!(connection = self.name, "postgres connection lost; reconnecting");
-                }
-                self.connect().await?
-            }
-        };
-        Ok(MutexGuard::map(slot, |slot| slot.insert(session)))
+    /// A pool of at most `size` connections (at least one).
+    pub fn with_pool_size(url: &str, name: &'static str, size: usize) -> PgClient {
+        let pool = PgEndpoint::parse(url, None).map(|endpoint| (build_pool(&endpoint, size), endpoint));
+        PgClient { name, pool }
     }
 
-    async fn connect(&self) -> Result<PgSession, tokio_postgres::Error> {
-        let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await?;
-        let name = self.name;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(connection = name, error = %e, "postgres connection ended");
-            }
-        });
-        Ok(PgSession { client, prepared: HashMap::new() })
+    /// A pool on an endpoint already parsed (with its TLS settings).
+    pub fn from_endpoint(endpoint: PgEndpoint, name: &'static str, size: usize) -> PgClient {
+        PgClient { name, pool: Ok((build_pool(&endpoint, size), endpoint)) }
     }
+
+    /// The endpoint, or why the URL is unusable.
+    pub fn endpoint(&self) -> Result<&PgEndpoint, &PgConnectError> {
+        self.pool.as_ref().map(|(_, endpoint)| endpoint)
+    }
+
+    /// The most connections this pool opens.
+    pub fn max_size(&self) -> usize {
+        self.pool.as_ref().map_or(0, |(pool, _)| pool.status().max_size)
+    }
+
+    /// A connection of the pool, opened (again) when none is idle and fewer than the maximum are
+    /// open; waits for one to come back when all are in use.
+    pub async fn lock(&self) -> Result<PgSession, PgConnectError> {
+        let (pool, endpoint) = self.pool.as_ref().map_err(Clone::clone)?;
+        match pool.get().await {
+            Ok(object) => Ok(PgSession { object }),
+            Err(PoolError::Backend(e)) => {
+                let error = endpoint.error(&e);
+                tracing::debug!(connection = self.name, error = %error, "postgres connection failed");
+                Err(error)
+            }
+            Err(other) => Err(PgConnectError::new(endpoint.server(), PgFailure::Other, other.to_string())),
+        }
+    }
+}
+
+fn build_pool(endpoint: &PgEndpoint, size: usize) -> Pool {
+    // `Fast`: a connection is checked with `is_closed` when it is taken; a server restart closes
+    // every socket, so that is what catches a lost connection (a query on a half-dead one fails
+    // and the caller's retry gets a fresh one).
+    let manager = Manager::from_config(
+        endpoint.config().clone(),
+        endpoint.tls(),
+        ManagerConfig { recycling_method: RecyclingMethod::Fast },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .build()
+        .expect("a pool with a runtime and no hooks always builds")
 }
 
 impl PgSession {
     pub fn client(&self) -> &Client {
-        &self.client
+        &self.object
     }
 
     /// Mutable, for transactions.
     pub fn client_mut(&mut self) -> &mut Client {
-        &mut self.client
+        &mut self.object
     }
 
     /// `sql` prepared on this connection, once.
     pub async fn prepare_cached(&mut self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
-        if let Some(s) = self.prepared.get(sql) {
-            return Ok(s.clone());
-        }
-        let prepared = self.client.prepare(sql).await?;
-        self.prepared.insert(sql.to_owned(), prepared.clone());
-        Ok(prepared)
+        self.object.prepare_cached(sql).await
     }
 }

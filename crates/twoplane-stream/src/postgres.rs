@@ -33,7 +33,7 @@ pub struct PostgresTarget {
     conn: PgClient,
 }
 
-fn db_err(context: &str) -> impl FnOnce(tokio_postgres::Error) -> PlaneError + '_ {
+fn db_err<E: std::error::Error + Send + Sync + 'static>(context: &str) -> impl FnOnce(E) -> PlaneError + '_ {
     move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
 }
 
@@ -167,11 +167,17 @@ impl PgConn<'_> {
 }
 
 impl PostgresTarget {
-    /// Connect (without TLS; put a TLS-terminating proxy or a local socket in front of remote
-    /// servers) and build the statements for `tables`.
+    /// Connect through a pool of [`DEFAULT_PG_POOL_SIZE`](crate::DEFAULT_PG_POOL_SIZE)
+    /// connections (secured as the URL's `sslmode` says) and build the statements for `tables`.
     pub async fn connect(url: &str, tables: &StreamTables) -> Result<PostgresTarget, PlaneError> {
+        PostgresTarget::with_client(PgClient::new(url, "checkpoints"), tables).await
+    }
+
+    /// [`connect`](PostgresTarget::connect) through a pool the caller built (its size and TLS).
+    /// Connects once, so that a wrong URL fails here.
+    pub async fn with_client(conn: PgClient, tables: &StreamTables) -> Result<PostgresTarget, PlaneError> {
         let sql = MappedSql::new(tables, Dialect::Postgres)?;
-        let target = PostgresTarget { sql, tables: tables.clone(), conn: PgClient::new(url, "checkpoints") };
+        let target = PostgresTarget { sql, tables: tables.clone(), conn };
         drop(target.conn.lock().await.map_err(db_err("connecting"))?);
         Ok(target)
     }

@@ -93,6 +93,31 @@ fn value_len(s: &str) -> usize {
     s.find(char::is_whitespace).unwrap_or(s.len())
 }
 
+/// The passwords [`redact_url`] would hide in `url`, as written: what each `***` of the redacted
+/// form stands for (for scrubbing another library's message that may quote the string).
+pub(crate) fn secrets_in(url: &str) -> Vec<String> {
+    let redacted = redact_url(url);
+    let mut out = Vec::new();
+    let (mut rest, mut shown) = (url, redacted.as_str());
+    while let Some(at) = shown.find("***") {
+        // Both agree up to the mask. The secret ends where the text between this mask and the
+        // next (or the end) starts again: a separator (`@`, `&`, ` `, `#`) that a secret cannot
+        // hold, or for the last mask exactly the remaining tail.
+        let after = &shown[at + 3..];
+        let from = &rest[at..];
+        let len = match after.find("***") {
+            Some(next) => from.find(&after[..next]).unwrap_or(from.len()),
+            None => from.len().saturating_sub(after.len()),
+        };
+        if len > 0 {
+            out.push(from[..len].to_owned());
+        }
+        rest = &from[len..];
+        shown = after;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +149,13 @@ mod tests {
         assert_eq!(redact_url("password='a b\\' c' host=h"), "password=*** host=h");
         assert_eq!(redact_url("host=h password = spaced"), "host=h password = ***");
         assert_eq!(redact_url("user=passer"), "user=passer");
+    }
+
+    #[test]
+    fn secrets_are_what_the_masks_stand_for() {
+        assert_eq!(secrets_in("postgresql://u:a@b@h:1/db?password=two&x=1"), ["a@b", "two"]);
+        assert_eq!(secrets_in("host=h password='x y' user=u"), ["'x y'"]);
+        assert_eq!(secrets_in("redis://:pw@h/?pass=p2"), ["pw", "p2"]);
+        assert!(secrets_in("redis://h/").is_empty());
     }
 }

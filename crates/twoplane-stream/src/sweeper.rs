@@ -174,8 +174,17 @@ impl Sweeper {
     /// A sweeper on PostgreSQL (its own connection, re-established after a loss). `tables` is the
     /// plane's mapping; its `host` column must be mapped.
     pub async fn postgres(url: &str, tables: &StreamTables, options: SweeperOptions) -> Result<Sweeper, PlaneError> {
+        Sweeper::postgres_with(PgClient::with_pool_size(url, "sweeper", 1), tables, options).await
+    }
+
+    /// [`postgres`](Sweeper::postgres) through a client the caller built (its TLS settings); the
+    /// sweeper uses one connection of it at a time.
+    pub async fn postgres_with(
+        db: PgClient,
+        tables: &StreamTables,
+        options: SweeperOptions,
+    ) -> Result<Sweeper, PlaneError> {
         let (lease, mapped) = statements(tables, &options, Dialect::Postgres)?;
-        let db = PgClient::new(url, "sweeper");
         drop(db.lock().await.map_err(pg_err("connecting"))?);
         Ok(Sweeper { inner: Arc::new(Inner { db: Db::Postgres(Box::new(db)), lease, mapped, options }) })
     }
@@ -404,7 +413,7 @@ fn sqlite_err(context: &str) -> impl FnOnce(rusqlite::Error) -> PlaneError + '_ 
     move |e| PlaneError::store(format!("sqlite: {context}")).with_source(e)
 }
 
-fn pg_err(context: &str) -> impl FnOnce(tokio_postgres::Error) -> PlaneError + '_ {
+fn pg_err<E: std::error::Error + Send + Sync + 'static>(context: &str) -> impl FnOnce(E) -> PlaneError + '_ {
     move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
 }
 

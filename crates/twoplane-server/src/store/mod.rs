@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use twoplane_core::sql::{StreamColumns, StreamTables};
-use twoplane_stream::{redact_url, DurableTarget, PlaneError};
+use twoplane_stream::{DurableTarget, PgEndpoint, PlaneError};
 
 use crate::error_text::cause;
 pub use postgres::PostgresStore;
@@ -87,12 +87,12 @@ impl Database {
         Ok(Database { backend: Backend::Sqlite(Arc::new(store)), host_mapped: map_host })
     }
 
-    /// Connect to PostgreSQL at `url`, create the tables when missing, and map the `host`
-    /// column (several instances share the server).
-    pub async fn open_postgres(url: &str) -> Result<Database, String> {
-        let store = PostgresStore::connect(url, &tables_with_host())
+    /// Connect to PostgreSQL at `endpoint` (pools of at most `pool_size` connections), create the
+    /// tables when missing, and map the `host` column (several instances share the server).
+    pub async fn open_postgres(endpoint: &PgEndpoint, pool_size: usize) -> Result<Database, String> {
+        let store = PostgresStore::connect(endpoint, pool_size, &tables_with_host())
             .await
-            .map_err(|e| format!("cannot use PostgreSQL at {}: {e}", redact_url(url)))?;
+            .map_err(|e| format!("cannot use PostgreSQL: {e}"))?;
         Ok(Database { backend: Backend::Postgres(Arc::new(store)), host_mapped: true })
     }
 

@@ -1,18 +1,17 @@
-//! The server's store on PostgreSQL: the plane's [`PostgresTarget`] and a connection of the
-//! server's own, a [`PgClient`] (the target's is private to it, and a page's read must not
-//! queue behind a checkpoint anyway).
+//! The server's store on PostgreSQL: the plane's [`PostgresTarget`] and a pool of the server's
+//! own, a [`PgClient`] (the target's is private to it, and a page's read must not queue behind
+//! a checkpoint anyway). Both pools hold at most `--pg-pool-size` connections.
 //!
 //! Guarantees: the message table is created or upgraded in one transaction under the advisory
-//! lock [`PG_SCHEMA_LOCK_KEY`], so instances starting together do not race; the server's
-//! connection is opened again on the next use after it was lost (a server restart, a killed
-//! backend), so the next request after a loss works again.
+//! lock [`PG_SCHEMA_LOCK_KEY`], so instances starting together do not race; a lost connection
+//! is replaced on the next use (a server restart, a killed backend), so the next request after
+//! a loss works again.
 
 use std::sync::Arc;
 
-use tokio::sync::MappedMutexGuard;
 use tokio_postgres::Client;
 use twoplane_core::sql::{quote_ident, StreamTables};
-use twoplane_stream::{DurableTarget, PgClient, PgSession, PlaneError, PostgresTarget, PG_SCHEMA_LOCK_KEY};
+use twoplane_stream::{DurableTarget, PgClient, PgEndpoint, PgSession, PlaneError, PostgresTarget, PG_SCHEMA_LOCK_KEY};
 
 use super::{check_columns, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
 use crate::error_text::{cause, pg_cause};
@@ -26,9 +25,15 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connect the plane's target (mapped with `mapping`) and the server's own connection, and
     /// create the tables when missing. The error is the server's sentence, or the client's.
-    pub(super) async fn connect(url: &str, mapping: &StreamTables) -> Result<PostgresStore, String> {
-        let target = PostgresTarget::connect(url, mapping).await.map_err(|e| cause(&e))?;
-        let store = PostgresStore { target: Arc::new(target), client: PgClient::new(url, "server") };
+    pub(super) async fn connect(
+        endpoint: &PgEndpoint,
+        pool_size: usize,
+        mapping: &StreamTables,
+    ) -> Result<PostgresStore, String> {
+        let checkpoints = PgClient::from_endpoint(endpoint.clone(), "checkpoints", pool_size);
+        let target = PostgresTarget::with_client(checkpoints, mapping).await.map_err(|e| cause(&e))?;
+        let client = PgClient::from_endpoint(endpoint.clone(), "server", pool_size);
+        let store = PostgresStore { target: Arc::new(target), client };
         {
             let mut session = store.session().await.map_err(|e| cause(&e))?;
             create_schema(session.client_mut()).await?;
@@ -41,9 +46,9 @@ impl PostgresStore {
         self.target.clone()
     }
 
-    /// The server's connection, opened (again) when there is none.
-    pub async fn session(&self) -> Result<MappedMutexGuard<'_, PgSession>, PlaneError> {
-        self.client.lock().await.map_err(pg_err)
+    /// A connection of the server's pool, opened (again) when none is idle.
+    pub async fn session(&self) -> Result<PgSession, PlaneError> {
+        self.client.lock().await.map_err(|e| PlaneError::store("postgres").with_source(e))
     }
 }
 
