@@ -60,3 +60,7 @@ npm_ci() {
   fi
   echo "$sum" > "$stamp"
 }
+
+# redact_urls: copy stdin to stdout with the password of every `scheme://user:password@host` URL
+# replaced by `***` (the test services' URLs carry passwords; logs must not).
+redact_urls() { sed -E 's#(://[^:/@ ]*):[^@ ]*@#\1:***@#g'; }

@@ -24,7 +24,7 @@ eval "$pg_env"
 eval "$redis_env"
 : "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}" "${TWOPLANE_REDIS_URL:?scripts/redis.sh printed no URL}"
 export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
-echo "test-multi.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" >&2
+echo "test-multi.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" | redact_urls >&2
 
 say "multi: cargo build (the twoplane binary and the test)"
 cargo build -q -p twoplane-server --bin twoplane --test multi_instance

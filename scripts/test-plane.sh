@@ -7,6 +7,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source "$ROOT/scripts/lib.sh" # redact_urls
 
 # Assigned first: under `set -e` a failing pg.sh stops the script here, which
 # `eval "$(pg.sh start)"` would not (eval of an empty string succeeds).
@@ -14,7 +15,7 @@ pg_env=$("$ROOT/scripts/pg.sh" start)
 eval "$pg_env"
 : "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}"
 export TWOPLANE_PG_URL
-echo "test-plane.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL" >&2
+echo "test-plane.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL" | redact_urls >&2
 
 
 cargo test -p twoplane-stream "$@"

@@ -20,7 +20,7 @@ redis_env=$("$ROOT/scripts/redis.sh" start)
 eval "$redis_env"
 : "${TWOPLANE_REDIS_URL:?scripts/redis.sh printed no URL}"
 export TWOPLANE_REDIS_URL
-echo "test-relay.sh: TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" >&2
+echo "test-relay.sh: TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" | redact_urls >&2
 echo "==> relay core: cargo test -p twoplane-relay --lib --test relay --test simulation --test redis_log" >&2
 cargo test -p twoplane-relay --lib --test relay --test simulation --test redis_log "$@"
 # ---- end of relay core -------------------------------------------------------------------------
@@ -47,7 +47,7 @@ s2_env=$("$ROOT/scripts/s2.sh" start)
 eval "$s2_env"
 : "${TWOPLANE_S2_URL:?scripts/s2.sh printed no URL}"
 export TWOPLANE_S2_URL
-echo "test-relay.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_S2_URL=$TWOPLANE_S2_URL" >&2
+echo "test-relay.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_S2_URL=$TWOPLANE_S2_URL" | redact_urls >&2
 echo "==> relay I/O: cargo test -p twoplane-relay --test pgoutput_inputs --test pg_s2" >&2
 cargo test -p twoplane-relay --test pgoutput_inputs --test pg_s2 "$@"
 echo "==> relay I/O: cargo test -p twoplane-server --test relay_e2e (one at a time: they share the machine)" >&2

@@ -5,7 +5,9 @@
 # Chromium (a reload mid-answer ends with the full answer, once), then the read-token vectors in
 # Rust, Node and Python and the producer API end to end (tests/demo/producer.test.mjs). Installs
 # what it needs, idempotently: Debian's chromium, curl and python3, the npm tools of tests/demo,
-# the wasm build of the package.
+# the wasm build of the package. The TLS part starts PostgreSQL and Redis on loopback (plain and
+# with TLS; scripts/pg.sh, scripts/redis.sh) and checks sslmode, rediss:// and that no password
+# reaches a message.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -19,6 +21,19 @@ bash scripts/build-wasm.sh
 
 say "server: cargo test -p twoplane-server"
 cargo test -p twoplane-server
+
+say "server: PostgreSQL and Redis over TLS, with passwords (tests/tls.rs)"
+# A plain PostgreSQL, one with TLS and a Redis with TLS, each with a throwaway CA and a random
+# password (scripts/pg.sh, scripts/redis.sh); assigned first so that a failing start stops here.
+pg_env=$(scripts/pg.sh start)
+pg_tls_env=$(TWOPLANE_PG_TLS=1 scripts/pg.sh start)
+redis_tls_env=$(TWOPLANE_REDIS_TLS=1 scripts/redis.sh start)
+eval "$pg_env"
+eval "$pg_tls_env"
+eval "$redis_tls_env"
+export TWOPLANE_PG_URL TWOPLANE_PG_TLS_URL TWOPLANE_PG_TLS_CA TWOPLANE_PG_TLS_WRONG_CA TWOPLANE_REDIS_TLS_URL \
+  TWOPLANE_REDIS_TLS_CA
+cargo test -q -p twoplane-server --test tls -- --ignored --test-threads=1
 
 [ -x /usr/bin/chromium ] || apt_install chromium
 # The producer test drives curl and a Python reader.
