@@ -130,6 +130,8 @@ impl Producing {
             let mut sealed = lock(&self.sealed);
             let ended = match (*sealed, error) {
                 (Some((ended, _)), _) => ended,
+                // Sealed by the plane itself (a drain at shutdown): its seal stands.
+                (None, _) if self.handle.is_sealed() => Ended::Interrupted,
                 (None, Some(_)) => Ended::Error,
                 (None, None) if self.handle.cancelled() => Ended::Cancelled,
                 (None, None) => Ended::Complete,
