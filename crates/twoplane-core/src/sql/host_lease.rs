@@ -31,7 +31,10 @@ fn now_ms(dialect: Dialect) -> &'static str {
 ///
 /// Guarantees:
 /// - Only rows whose status is exactly `streaming` change, and only their status: a sealed row
-///   is never touched, and neither are `body`, `seq` or the chunk rows.
+///   is never touched, and neither are `body`, `seq` or the chunk rows. (The one exception is
+///   the opt-in [`HostLeaseSql::adopt_hostless`], which also writes the host of rows that have
+///   none.) A swept row's producer is fenced off: its later writes require `streaming`
+///   ([`MappedSql`](super::MappedSql)).
 /// - A row is swept only when its host HAS a lease row and that lease has expired. A host with no
 ///   lease row at all (a producer that does not take part in leasing) is never judged dead, so
 ///   one lease-less instance sharing the database cannot have its streams cut by the others.
