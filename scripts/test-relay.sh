@@ -9,6 +9,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source "$ROOT/scripts/lib.sh" # redact_urls
 export TWOPLANE_REQUIRE_SERVICES=1
 
 # ---- relay core: contracts, core, in-memory parts, Redis Streams log store -------------------
