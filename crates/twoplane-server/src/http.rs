@@ -5,9 +5,12 @@
 //! - Response headers are exactly [`STREAM_SSE_HEADERS`]; each frame is one event with an `id:`
 //!   line when the frame has a resume point, so a reconnecting `EventSource` sends
 //!   `Last-Event-ID` naming exactly where it got to (and that header wins over `?from`).
-//! - One write per wakeup: everything the subscription has queued when the body is polled is
-//!   encoded into one buffer (up to [`SseConfig::max_batch_bytes`]) and handed to hyper as one
-//!   body chunk. Under load a client therefore costs one system call per batch, not per frame.
+//! - One write per wakeup, no encoding per client: everything the subscription owes when the
+//!   body is polled comes as one buffer (up to [`SseConfig::max_batch_bytes`]) from
+//!   [`Subscription::poll_sse`], which hands over the SSE bytes the stream's log encoded once for
+//!   every subscriber (one owed event is those shared bytes themselves, a longer span is one
+//!   concatenation), and goes to hyper as one body chunk. Under load a client therefore costs
+//!   one system call per batch, not per frame, and no JSON encoding at all.
 //! - No buffering of its own: the body pulls a frame only when hyper asks for more, and hyper
 //!   asks only while its per-connection buffer has room (see [`crate::server`]). A client that
 //!   stops reading leaves frames in the plane's bounded subscriber queue, where overflow ends
@@ -35,8 +38,8 @@ use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
 use twoplane_core::request::stream_request_from_http;
-use twoplane_core::sse::{encode_event_into, DEFAULT_KEEP_ALIVE_MS, KEEP_ALIVE_COMMENT, STREAM_SSE_HEADERS};
-use twoplane_stream::{Plane, PlaneErrorKind, Subscription};
+use twoplane_core::sse::{DEFAULT_KEEP_ALIVE_MS, KEEP_ALIVE_COMMENT, STREAM_SSE_HEADERS};
+use twoplane_stream::{Plane, PlaneErrorKind, SseBatch, Subscription};
 
 /// The path [`sse_router`] mounts the endpoint at.
 pub const STREAM_PATH: &str = "/api/stream";
@@ -196,29 +199,16 @@ impl SseBody {
         }
     }
 
-    /// Encode `first` and then whatever else is queued right now, up to the batch limit.
-    fn batch(&mut self, first: &twoplane_core::Frame) -> Bytes {
-        let mut out = String::with_capacity(256);
-        encode_event_into(&mut out, first);
-        let mut frames = 1u64;
-        let mut terminal = first.is_terminal();
-        if let Some(sub) = self.subscription.as_mut() {
-            while !terminal && out.len() < self.max_batch_bytes {
-                let Some(frame) = sub.try_next() else { break };
-                encode_event_into(&mut out, &frame);
-                frames += 1;
-                terminal = frame.is_terminal();
-            }
-        }
-        if terminal {
+    /// Account for one batch and, after a terminal, end the body.
+    fn sent(&mut self, batch: &SseBatch) {
+        if batch.terminal {
             // Nothing follows a terminal (docs/contract.md §1): end the body after this write and
             // release the subscription now.
             self.done = true;
             self.subscription = None;
         }
-        self.stats.frames.fetch_add(frames, Ordering::Relaxed);
+        self.stats.frames.fetch_add(batch.frames, Ordering::Relaxed);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
-        Bytes::from(out)
     }
 }
 
@@ -236,10 +226,10 @@ impl http_body::Body for SseBody {
         }
         // Frames first: a pending ping can wait for the next poll.
         if let Some(sub) = this.subscription.as_mut() {
-            match sub.poll_frame(cx) {
-                Poll::Ready(Some(first)) => {
-                    let bytes = this.batch(&first);
-                    return Poll::Ready(Some(Ok(http_body::Frame::data(bytes))));
+            match sub.poll_sse(cx, this.max_batch_bytes) {
+                Poll::Ready(Some(batch)) => {
+                    this.sent(&batch);
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(batch.bytes))));
                 }
                 Poll::Ready(None) => {
                     // The subscription ended without a terminal we saw (it cannot, by contract,

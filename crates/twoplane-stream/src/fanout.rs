@@ -1,26 +1,48 @@
 //! One stream's frame log and its subscribers' cursors.
 //!
-//! Each produced frame is stored once, as an `Arc<Frame>`, in a log shared by every subscriber;
-//! a subscriber is a small slot holding a cursor into that log, the few frames of its own join
-//! replay, and a waker. Delivering a frame to a subscriber is an `Arc` clone.
+//! Each produced frame is stored once in a log shared by every subscriber, as an `Arc<Frame>`
+//! and, once any subscriber wants it as server-sent events, as its encoded SSE bytes
+//! (docs/contract.md §5: `id:` then `data:`, from the core's encoder, so the bytes are exactly
+//! what encoding the frame per subscriber would give). A subscriber is a small slot holding a
+//! cursor into that log, the few frames of its own join replay, and a waker; it holds no copy of
+//! any log frame.
 //!
 //! Guarantees:
+//! - Encoded once: a log frame is encoded when it enters the log if an SSE reader is attached
+//!   (otherwise the first SSE reader to reach it encodes it and the log keeps the result), and
+//!   every SSE reader's write reuses those bytes: one owed frame is handed over as the shared
+//!   `Bytes` itself, several are concatenated into the one buffer of that reader's next write.
+//! - One wake-up per push, only for the waiting: a publish wakes exactly the subscribers parked
+//!   on the log (each at most once) and bumps the change counter (`changes`); a woken subscriber
+//!   takes everything available up to its batch limit under one lock, so a burst of N frames
+//!   costs a subscriber one wake-up, not N. A subscriber that has caught up and is parked can
+//!   tell from the counter alone, without the lock, that nothing changed.
 //! - Bounded: a subscriber whose queue (replay frames plus log frames behind its cursor) has
 //!   reached the cap when a new frame arrives is dropped with one `stale` frame, its queue is
 //!   released at once, and the log never holds more than the cap (plus the replay allowance)
 //!   frames behind the slowest live subscriber. The producer never waits for a reader.
 //! - Ordered and gap-free: a subscriber sees its replay, then every log frame from the moment it
 //!   attached, in order, then nothing after its terminal frame.
-//! - Terminal frames (`end`) bypass the cap: they are the last thing a subscriber gets.
+//! - Terminal frames (`end`, a fenced producer's `stale`) bypass the cap: they are the last thing
+//!   a subscriber gets.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 
+use bytes::Bytes;
+use twoplane_core::sse::encode_event_into;
 use twoplane_core::Frame;
 
 /// At most this many replay frames precede the log for a live stream (open, chunk, durable).
 const REPLAY_ALLOWANCE: usize = 3;
+
+/// A log frame and, once someone needed them, its SSE bytes.
+struct Entry {
+    frame: Arc<Frame>,
+    sse: Option<Bytes>,
+}
 
 struct Slot {
     /// Absolute index of the next log frame to deliver.
@@ -34,19 +56,47 @@ struct Slot {
     waker: Option<Waker>,
     /// Its key is in `parked` (so it is listed once).
     parked: bool,
+    /// Reads SSE bytes (counted in `FanOut::sse_readers`).
+    sse: bool,
+}
+
+/// What a drain left behind, for the subscriber's lock-free checks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Drained {
+    /// Nothing more will come: the terminal was handed over (or the slot is gone).
+    pub done: bool,
+    /// The slot's waker is registered: the next change wakes it.
+    pub parked: bool,
+    /// The change counter at the drain, when it took everything available; `None` when the
+    /// batch limit stopped it (more is waiting, so the counter says nothing).
+    pub caught_up_at: Option<u64>,
+}
+
+/// One SSE write's worth of a subscriber's frames.
+pub(crate) struct SseDrained {
+    /// The events, in order; `None` when nothing was available.
+    pub bytes: Option<Bytes>,
+    pub frames: u64,
+    pub state: Drained,
 }
 
 pub(crate) struct FanOut {
-    log: VecDeque<Arc<Frame>>,
+    log: VecDeque<Entry>,
     /// Absolute index of `log[0]`.
     base: u64,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     /// Slots still reading the log.
     active: usize,
+    /// Attached slots that read SSE bytes: while there is one, frames are encoded as they enter.
+    sse_readers: usize,
     /// Keys of slots waiting for a frame.
     parked: Vec<usize>,
     cap: usize,
+    /// Bumped (under the stream's lock) by every change a subscriber could be waiting for.
+    changes: Arc<AtomicU64>,
+    /// Reused for encoding, so each encoded frame is one exact-size allocation.
+    scratch: String,
 }
 
 impl FanOut {
@@ -57,13 +107,25 @@ impl FanOut {
             slots: Vec::new(),
             free: Vec::new(),
             active: 0,
+            sse_readers: 0,
             parked: Vec::new(),
             cap,
+            changes: Arc::new(AtomicU64::new(0)),
+            scratch: String::new(),
         }
     }
 
     fn head(&self) -> u64 {
         self.base + self.log.len() as u64
+    }
+
+    /// The change counter, for a subscription to read without the lock.
+    pub fn changes(&self) -> Arc<AtomicU64> {
+        self.changes.clone()
+    }
+
+    fn bump(&self) {
+        self.changes.fetch_add(1, Ordering::Release);
     }
 
     /// Whether any subscriber would receive a new frame (producers skip building frames
@@ -74,7 +136,15 @@ impl FanOut {
 
     /// Register a live subscriber after its replay; it reads every frame published from now on.
     pub fn attach(&mut self, replay: VecDeque<Arc<Frame>>) -> usize {
-        let slot = Slot { cursor: self.head(), replay, terminal: None, finished: false, waker: None, parked: false };
+        let slot = Slot {
+            cursor: self.head(),
+            replay,
+            terminal: None,
+            finished: false,
+            waker: None,
+            parked: false,
+            sse: false,
+        };
         self.active += 1;
         match self.free.pop() {
             Some(key) => {
@@ -93,6 +163,9 @@ impl FanOut {
         if let Some(slot) = entry.take() {
             if !slot.finished {
                 self.active -= 1;
+            }
+            if slot.sse {
+                self.sse_readers -= 1;
             }
             self.free.push(key);
         }
@@ -113,10 +186,11 @@ impl FanOut {
         if self.log.len() + REPLAY_ALLOWANCE >= self.cap {
             self.reclaim(&stale, wake);
             if self.active == 0 {
+                self.bump();
                 return;
             }
         }
-        self.log.push_back(frame);
+        self.push_entry(frame);
         self.wake_parked(wake);
     }
 
@@ -125,11 +199,17 @@ impl FanOut {
         if self.active == 0 {
             return;
         }
-        self.log.push_back(end);
+        self.push_entry(end);
         self.wake_parked(wake);
     }
 
+    fn push_entry(&mut self, frame: Arc<Frame>) {
+        let sse = (self.sse_readers > 0).then(|| encode(&mut self.scratch, &frame));
+        self.log.push_back(Entry { frame, sse });
+    }
+
     fn wake_parked(&mut self, wake: &mut Vec<Waker>) {
+        self.bump();
         for key in self.parked.drain(..) {
             if let Some(Some(slot)) = self.slots.get_mut(key) {
                 slot.parked = false;
@@ -155,6 +235,8 @@ impl FanOut {
                 slot.terminal = Some(stale_frame.get_or_insert_with(|| Arc::new(stale())).clone());
                 slot.finished = true;
                 self.active -= 1;
+                // Its key may stay in `parked`; `wake_parked` skips a slot without a waker.
+                slot.parked = false;
                 if let Some(w) = slot.waker.take() {
                     wake.push(w);
                 }
@@ -167,59 +249,172 @@ impl FanOut {
         self.base = min;
     }
 
-    /// The next frame for `key` without waiting.
-    pub fn take(&mut self, key: usize) -> Option<Arc<Frame>> {
-        let head = self.head();
-        let base = self.base;
-        let slot = self.slots.get_mut(key)?.as_mut()?;
-        if let Some(f) = slot.replay.pop_front() {
-            return Some(f);
+    /// Register `waker` for the slot's next change (listed in `parked` once).
+    fn park(&mut self, key: usize, waker: &Waker) {
+        let Some(Some(slot)) = self.slots.get_mut(key) else { return };
+        match &slot.waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => slot.waker = Some(waker.clone()),
         }
-        if let Some(t) = slot.terminal.take() {
-            return Some(t);
+        if !slot.parked {
+            slot.parked = true;
+            self.parked.push(key);
         }
-        if slot.finished || slot.cursor >= head {
-            return None;
+    }
+
+    /// The state after a drain of `key` that did (`more == false`) or did not take everything.
+    fn settle(&mut self, key: usize, more: bool, park: Option<&Waker>) -> Drained {
+        let done = self.is_done(key);
+        if let (false, Some(waker)) = (done, park) {
+            // Parked even when frames were just taken: if nothing changes before the caller has
+            // used them, it can wait again without taking the lock.
+            self.park(key, waker);
         }
-        let frame = self.log[(slot.cursor - base) as usize].clone();
-        slot.cursor += 1;
-        if frame.is_terminal() {
-            slot.finished = true;
-            self.active -= 1;
-        }
-        Some(frame)
+        let parked = matches!(self.slots.get(key), Some(Some(slot)) if slot.parked);
+        let at = self.changes.load(Ordering::Relaxed);
+        Drained { done, parked, caught_up_at: (!more && !done).then_some(at) }
     }
 
     /// Whether `key` will never yield another frame.
-    pub fn is_done(&self, key: usize) -> bool {
+    fn is_done(&self, key: usize) -> bool {
         match self.slots.get(key).and_then(|s| s.as_ref()) {
             None => true,
             Some(slot) => slot.finished && slot.replay.is_empty() && slot.terminal.is_none(),
         }
     }
 
-    pub fn poll(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
-        if let Some(f) = self.take(key) {
-            return Poll::Ready(Some(f));
+    /// Hand up to `max` frames of `key` (replay, own terminal, log, in that order) to `out`,
+    /// then park on `park` unless the slot is done.
+    pub fn drain(&mut self, key: usize, max: usize, out: &mut dyn FnMut(Arc<Frame>), park: Option<&Waker>) -> Drained {
+        let head = self.head();
+        let base = self.base;
+        let mut taken = 0;
+        let mut more = false;
+        if let Some(Some(slot)) = self.slots.get_mut(key) {
+            while taken < max {
+                if let Some(f) = slot.replay.pop_front() {
+                    out(f);
+                } else if let Some(t) = slot.terminal.take() {
+                    out(t);
+                } else if !slot.finished && slot.cursor < head {
+                    let frame = self.log[(slot.cursor - base) as usize].frame.clone();
+                    slot.cursor += 1;
+                    if frame.is_terminal() {
+                        slot.finished = true;
+                        self.active -= 1;
+                    }
+                    out(frame);
+                } else {
+                    break;
+                }
+                taken += 1;
+            }
+            more = taken == max && has_more(slot, head);
+            release_replay(slot);
         }
-        if self.is_done(key) {
-            return Poll::Ready(None);
+        self.settle(key, more, park)
+    }
+
+    /// Take `key`'s owed frames as SSE bytes, up to about `max_bytes` (a batch stops growing
+    /// once it reaches the limit, so it can exceed it by one event), then park on `park` unless
+    /// the slot is done. Marks the slot as an SSE reader, so later frames are encoded as they
+    /// enter the log.
+    pub fn drain_sse(&mut self, key: usize, max_bytes: usize, park: Option<&Waker>) -> SseDrained {
+        let head = self.head();
+        let base = self.base;
+        let mut batch = Batch::default();
+        let mut more = false;
+        if let Some(Some(slot)) = self.slots.get_mut(key) {
+            if !slot.sse {
+                slot.sse = true;
+                self.sse_readers += 1;
+            }
+            while batch.len() < max_bytes {
+                if let Some(f) = slot.replay.pop_front() {
+                    batch.push_owned(encode(&mut self.scratch, &f));
+                } else if let Some(t) = slot.terminal.take() {
+                    batch.push_owned(encode(&mut self.scratch, &t));
+                } else if !slot.finished && slot.cursor < head {
+                    let entry = &mut self.log[(slot.cursor - base) as usize];
+                    let scratch = &mut self.scratch;
+                    batch.push_shared(entry.sse.get_or_insert_with(|| encode(scratch, &entry.frame)));
+                    slot.cursor += 1;
+                    if entry.frame.is_terminal() {
+                        slot.finished = true;
+                        self.active -= 1;
+                    }
+                } else {
+                    break;
+                }
+            }
+            more = batch.len() >= max_bytes && has_more(slot, head);
+            release_replay(slot);
         }
-        let Some(Some(slot)) = self.slots.get_mut(key) else { return Poll::Ready(None) };
-        match &slot.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => slot.waker = Some(cx.waker().clone()),
-        }
-        if !slot.parked {
-            slot.parked = true;
-            self.parked.push(key);
-        }
-        Poll::Pending
+        let frames = batch.frames;
+        SseDrained { bytes: batch.finish(), frames, state: self.settle(key, more, park) }
     }
 
     #[cfg(test)]
     pub fn log_len(&self) -> usize {
         self.log.len()
+    }
+}
+
+fn has_more(slot: &Slot, head: u64) -> bool {
+    !slot.replay.is_empty() || slot.terminal.is_some() || (!slot.finished && slot.cursor < head)
+}
+
+/// An emptied replay gives its buffer back: an idle subscriber holds no frame storage.
+fn release_replay(slot: &mut Slot) {
+    if slot.replay.is_empty() && slot.replay.capacity() > 0 {
+        slot.replay = VecDeque::new();
+    }
+}
+
+/// One frame as one SSE event (the core's encoder), in an allocation of exactly its size.
+fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
+    scratch.clear();
+    encode_event_into(scratch, frame);
+    Bytes::copy_from_slice(scratch.as_bytes())
+}
+
+/// A write being assembled: one event is passed on as the shared bytes themselves; more are
+/// copied into one buffer.
+#[derive(Default)]
+struct Batch {
+    single: Option<Bytes>,
+    joined: Vec<u8>,
+    frames: u64,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.single.as_ref().map_or(self.joined.len(), Bytes::len)
+    }
+
+    fn push_shared(&mut self, event: &Bytes) {
+        self.frames += 1;
+        if self.frames == 1 {
+            self.single = Some(event.clone());
+            return;
+        }
+        if let Some(first) = self.single.take() {
+            self.joined.reserve(first.len() + 2 * event.len());
+            self.joined.extend_from_slice(&first);
+        }
+        self.joined.extend_from_slice(event);
+    }
+
+    fn push_owned(&mut self, event: Bytes) {
+        self.push_shared(&event);
+    }
+
+    fn finish(self) -> Option<Bytes> {
+        match self.frames {
+            0 => None,
+            1 => self.single,
+            _ => Some(Bytes::from(self.joined)),
+        }
     }
 }
 
@@ -235,6 +430,28 @@ mod tests {
         Frame::Stale { floor_seq: 0, durable_seq: 0 }
     }
 
+    fn take(fan: &mut FanOut, key: usize) -> Option<Arc<Frame>> {
+        let mut out = None;
+        fan.drain(key, 1, &mut |f| out = Some(f), None);
+        out
+    }
+
+    fn drain_all(fan: &mut FanOut, key: usize, max: usize, out: &mut Vec<Arc<Frame>>, park: Option<&Waker>) -> Drained {
+        fan.drain(key, max, &mut |f| out.push(f), park)
+    }
+
+    fn sse(frames: &[Arc<Frame>]) -> Vec<u8> {
+        let mut s = String::new();
+        for f in frames {
+            encode_event_into(&mut s, f);
+        }
+        s.into_bytes()
+    }
+
+    fn noop_waker() -> Waker {
+        futures::task::noop_waker()
+    }
+
     #[test]
     fn slow_reader_is_dropped_with_stale_and_the_log_stays_bounded() {
         let mut fan = FanOut::new(8);
@@ -243,12 +460,12 @@ mod tests {
         let fast = fan.attach(VecDeque::new());
         for i in 0..100 {
             fan.publish(chunk(i), stale, &mut wake);
-            assert_eq!(fan.take(fast).as_deref(), Some(&*chunk(i)));
+            assert_eq!(take(&mut fan, fast).as_deref(), Some(&*chunk(i)));
             assert!(fan.log_len() <= 8);
         }
         // The slow reader got as far as the cap allowed, then its own stale.
         let mut got = Vec::new();
-        while let Some(f) = fan.take(slow) {
+        while let Some(f) = take(&mut fan, slow) {
             got.push(f);
         }
         assert_eq!(got.len(), 1);
@@ -266,10 +483,10 @@ mod tests {
         fan.publish(chunk(0), stale, &mut wake);
         let end = Arc::new(Frame::End { seq: 1, status: twoplane_core::StreamStatus::Complete, error: None });
         fan.finish(end.clone(), &mut wake);
-        assert_eq!(fan.take(key), Some(open));
-        assert_eq!(fan.take(key), Some(chunk(0)));
-        assert_eq!(fan.take(key), Some(end));
-        assert_eq!(fan.take(key), None);
+        assert_eq!(take(&mut fan, key), Some(open));
+        assert_eq!(take(&mut fan, key), Some(chunk(0)));
+        assert_eq!(take(&mut fan, key), Some(end));
+        assert_eq!(take(&mut fan, key), None);
         assert!(fan.is_done(key));
     }
 
@@ -283,6 +500,89 @@ mod tests {
         assert_eq!(fan.log_len(), 0);
         let again = fan.attach(VecDeque::new());
         assert_eq!(again, key, "slots are reused");
-        assert_eq!(fan.take(again), None);
+        assert_eq!(take(&mut fan, again), None);
+    }
+
+    #[test]
+    fn a_burst_wakes_a_parked_reader_once_and_one_drain_takes_it_all() {
+        let mut fan = FanOut::new(64);
+        let key = fan.attach(VecDeque::new());
+        let mut out = Vec::new();
+        let parked = drain_all(&mut fan, key, 64, &mut out, Some(&noop_waker()));
+        assert!(out.is_empty() && parked.parked && !parked.done);
+        let before = parked.caught_up_at.expect("nothing was left behind");
+        let mut wake = Vec::new();
+        for i in 0..10 {
+            fan.publish(chunk(i), stale, &mut wake);
+        }
+        assert_eq!(wake.len(), 1, "ten pushes, one wake-up");
+        assert_ne!(fan.changes.load(Ordering::Relaxed), before, "the counter moved");
+        let d = drain_all(&mut fan, key, 64, &mut out, Some(&noop_waker()));
+        assert_eq!(out.len(), 10);
+        assert!(d.parked, "parked again after taking everything");
+        assert_eq!(d.caught_up_at, Some(fan.changes.load(Ordering::Relaxed)));
+        // A batch limit below what is owed says so: the counter alone cannot be trusted then.
+        for i in 10..15 {
+            fan.publish(chunk(i), stale, &mut wake);
+        }
+        out.clear();
+        let d = drain_all(&mut fan, key, 2, &mut out, None);
+        assert_eq!(out.len(), 2);
+        assert_eq!(d.caught_up_at, None);
+    }
+
+    #[test]
+    fn sse_bytes_are_encoded_once_and_shared_and_a_span_is_one_write() {
+        let mut fan = FanOut::new(64);
+        let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
+        let a = fan.attach(VecDeque::from(vec![open.clone()]));
+        let b = fan.attach(VecDeque::new());
+        let mut wake = Vec::new();
+        // Published before any SSE reader: encoded lazily by the first one, then kept.
+        fan.publish(chunk(0), stale, &mut wake);
+        let first = fan.drain_sse(a, 1 << 20, None);
+        assert_eq!(first.frames, 2);
+        assert_eq!(first.bytes.as_deref(), Some(&sse(&[open, chunk(0)])[..]));
+        // `a` is an SSE reader now: later frames are encoded as they enter.
+        fan.publish(chunk(1), stale, &mut wake);
+        assert!(fan.log.back().unwrap().sse.is_some());
+        let one = fan.drain_sse(a, 1 << 20, None);
+        assert_eq!(one.frames, 1);
+        let shared = fan.log.back().unwrap().sse.clone().unwrap();
+        assert_eq!(one.bytes.as_ref().unwrap().as_ptr(), shared.as_ptr(), "one owed frame: the log's own bytes");
+        // `b` owes both: one buffer holding both events, byte for byte.
+        let span = fan.drain_sse(b, 1 << 20, None);
+        assert_eq!(span.frames, 2);
+        assert_eq!(span.bytes.as_deref(), Some(&sse(&[chunk(0), chunk(1)])[..]));
+        // The byte limit splits a span, and says more is owed.
+        for i in 2..6 {
+            fan.publish(chunk(i), stale, &mut wake);
+        }
+        let part = fan.drain_sse(b, 1, None);
+        assert_eq!(part.frames, 1);
+        assert_eq!(part.state.caught_up_at, None);
+        let rest = fan.drain_sse(b, 1 << 20, None);
+        assert_eq!(rest.frames, 3);
+        assert!(rest.state.caught_up_at.is_some());
+    }
+
+    #[test]
+    fn an_sse_reader_gets_its_stale_terminal_and_is_done() {
+        let mut fan = FanOut::new(8);
+        let mut wake = Vec::new();
+        let slow = fan.attach(VecDeque::new());
+        let fast = fan.attach(VecDeque::new());
+        fan.drain_sse(slow, 1 << 20, None);
+        for i in 0..20 {
+            fan.publish(chunk(i), stale, &mut wake);
+            fan.drain_sse(fast, 1 << 20, None);
+        }
+        let got = fan.drain_sse(slow, 1 << 20, None);
+        assert_eq!(got.bytes.as_deref(), Some(&sse(&[Arc::new(stale())])[..]));
+        assert!(got.state.done && !got.state.parked);
+        fan.detach(slow);
+        assert_eq!(fan.sse_readers, 1, "the fast reader still reads SSE");
+        fan.detach(fast);
+        assert_eq!(fan.sse_readers, 0);
     }
 }

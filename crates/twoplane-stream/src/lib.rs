@@ -73,7 +73,7 @@ pub use redact::redact_url;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
-pub use subscription::Subscription;
+pub use subscription::{SseBatch, Subscription};
 pub use sweeper::{
     Sweeper, SweeperHandle, SweeperOptions, SweptHook, DEFAULT_HOST_LEASE_TABLE, DEFAULT_LEASE_RETENTION_MS,
     DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,

@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 
 use tokio::sync::{oneshot, watch, Notify};
 use tokio::time::Instant;
@@ -29,7 +29,7 @@ use twoplane_core::text::pair_safe_cut;
 use twoplane_core::{Frame, StreamStatus, Text};
 
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::fanout::FanOut;
+use crate::fanout::{Drained, FanOut, SseDrained};
 use crate::options::Config;
 use crate::plane::PlaneShared;
 use crate::relay::{RelayError, RelayFailure, RelayPhase};
@@ -350,16 +350,19 @@ impl LiveStream {
             return Subscription::fixed(replay.into());
         }
         let key = st.fan.attach(replay);
+        let changes = st.fan.changes();
         drop(st);
-        Subscription::local(self.clone(), key)
+        Subscription::local(self.clone(), key, changes)
     }
 
-    pub fn poll_sub(&self, key: usize, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
-        self.lock().fan.poll(key, cx)
+    /// Hand up to `max` of a subscriber's frames to `out` and park it on `park` (one lock).
+    pub fn drain_sub(&self, key: usize, max: usize, out: &mut dyn FnMut(Arc<Frame>), park: Option<&Waker>) -> Drained {
+        self.lock().fan.drain(key, max, out, park)
     }
 
-    pub fn take_sub(&self, key: usize) -> Option<Arc<Frame>> {
-        self.lock().fan.take(key)
+    /// A subscriber's owed frames as one SSE write, and park it on `park` (one lock).
+    pub fn drain_sub_sse(&self, key: usize, max_bytes: usize, park: Option<&Waker>) -> SseDrained {
+        self.lock().fan.drain_sse(key, max_bytes, park)
     }
 
     pub fn detach_sub(&self, key: usize) {
