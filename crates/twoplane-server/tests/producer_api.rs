@@ -1,0 +1,276 @@
+//! The producer API over real HTTP against `twoplane serve`'s own assembly (`app::prepare`, a
+//! temporary SQLite file): races that only the server can settle, and the UTF-8 rule of the
+//! streaming body under random chunkings.
+//!
+//! - Concurrent appends at the same offset: exactly one lands; every other one is `409
+//!   offset_behind` naming the winner's end, and the store holds the winner's text only.
+//! - Concurrent opens of one row: exactly one wins; the rest are `409 already_open`.
+//! - A streaming body cut at random byte offsets (inside characters too), sent as separate chunks:
+//!   the store holds exactly the text; with an invalid byte at a random place, exactly the
+//!   longest valid UTF-8 prefix is kept, the answer is `400 invalid_utf8` with that prefix's
+//!   length in UTF-16 code units, and the stream stays open.
+//!
+//! Seeded; `TWOPLANE_PRODUCER_API_SEED=N` replays a run (its seed is printed).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use twoplane_server::access::{Access, Secret};
+use twoplane_server::app::{self, ServeConfig, Store};
+use twoplane_server::assets::PackageSource;
+use twoplane_server::demo::Pace;
+use twoplane_server::producer::Limits;
+
+const SECRET: &str = "producer-api-test-secret-0123456789";
+
+struct Server {
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let access = Access { producer_token: Some(Secret::new(SECRET.as_bytes(), "test").unwrap()), ..Access::default() };
+    let config = ServeConfig {
+        demo: false,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        store: Store::Sqlite(dir.path().join("p.db")),
+        package: PackageSource::Embedded,
+        keep_alive: Duration::from_secs(15),
+        relay: None,
+        host_id: None,
+        lease_ttl_ms: None,
+        sweep_interval_ms: None,
+        demo_pace: Pace::Natural,
+        access,
+        producer_limits: Limits::default(),
+        postgres: Default::default(),
+        release_hostless_after_ms: None,
+    };
+    let running = app::prepare(&config).await.unwrap();
+    let addr = running.addr;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(running.serve(async {
+        let _ = stopped.await;
+    }));
+    Server { addr, _dir: dir, stop: Some(stop) }
+}
+
+/// POST `body` to `path` on a fresh connection; the status and the JSON answer.
+async fn send<B>(addr: SocketAddr, path: &str, body: B) -> (u16, Value)
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let request = Request::post(format!("http://{addr}{path}"))
+        .header("host", addr.to_string())
+        .header("authorization", format!("Bearer {SECRET}"))
+        .body(body)
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn post(addr: SocketAddr, path: &str, body: impl Into<Bytes>) -> (u16, Value) {
+    send(addr, path, Full::new(body.into())).await
+}
+
+async fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let request = Request::get(format!("http://{addr}{path}"))
+        .header("host", addr.to_string())
+        .header("authorization", format!("Bearer {SECRET}"))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn stored_text(addr: SocketAddr, id: &str) -> String {
+    let (status, answer) = get(addr, &format!("/v1/streams/{id}")).await;
+    assert_eq!(status, 200, "{answer}");
+    answer["stored"]["text"].as_str().unwrap().to_owned()
+}
+
+async fn open(addr: SocketAddr, id: &str) {
+    let (status, answer) = post(addr, &format!("/v1/streams/{id}/open"), r#"{"create":true}"#).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+fn units(s: &str) -> u64 {
+    s.encode_utf16().count() as u64
+}
+
+/// xorshift64*: enough randomness for schedules, and replayable.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded() -> Rng {
+        let seed = std::env::var("TWOPLANE_PRODUCER_API_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+        println!("producer_api seed: {seed} (TWOPLANE_PRODUCER_API_SEED={seed} replays it)");
+        Rng(seed | 1)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+fn random_text(rng: &mut Rng, words: usize) -> String {
+    const PIECES: [&str; 10] = ["a", "é", "€", "😀", "ß", "流", "\n", " ", "e\u{301}", "𝄞"];
+    (0..words).map(|_| PIECES[rng.below(PIECES.len() as u64) as usize]).collect()
+}
+
+/// `bytes` as a chunked body, cut at random offsets, a little apart in time.
+fn chunked(
+    bytes: Vec<u8>,
+    rng: &mut Rng,
+) -> StreamBody<impl futures::Stream<Item = Result<Frame<Bytes>, std::io::Error>>> {
+    let mut cuts = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let n = 1 + rng.below(7) as usize;
+        cuts.push(Bytes::copy_from_slice(&bytes[at..(at + n).min(bytes.len())]));
+        at += n;
+    }
+    StreamBody::new(futures::stream::unfold(cuts.into_iter(), |mut it| async move {
+        let piece = it.next()?;
+        tokio::time::sleep(Duration::from_micros(300)).await;
+        Some((Ok(Frame::data(piece)), it))
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_at_one_offset_land_exactly_once() {
+    let server = start().await;
+    let addr = server.addr;
+    for round in 0..5 {
+        let id = format!("race-{round}");
+        open(addr, &id).await;
+        let tries: Vec<String> = (0..12).map(|i| format!("try {i} of round {round} 😀")).collect();
+        let tasks: Vec<_> = tries
+            .iter()
+            .cloned()
+            .map(|text| {
+                let id = id.clone();
+                tokio::spawn(async move { post(addr, &format!("/v1/streams/{id}/append?offset=0"), text).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for t in tasks {
+            answers.push(t.await.unwrap());
+        }
+        let winners: Vec<usize> = (0..answers.len()).filter(|&i| answers[i].0 == 200).collect();
+        assert_eq!(winners.len(), 1, "{answers:?}");
+        let winner = &tries[winners[0]];
+        for (status, answer) in &answers {
+            if *status != 200 {
+                assert_eq!(*status, 409);
+                assert_eq!(answer["kind"], "offset_behind");
+                assert_eq!(answer["seq"].as_u64(), Some(units(winner)));
+            }
+        }
+        let (status, _) = post(addr, &format!("/v1/streams/{id}/close"), "").await;
+        assert_eq!(status, 200);
+        assert_eq!(stored_text(addr, &id).await, *winner);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_opens_of_one_row_have_one_winner() {
+    let server = start().await;
+    let addr = server.addr;
+    let (status, _) = post(addr, "/v1/streams/solo/open", r#"{"create":true}"#).await;
+    assert_eq!(status, 200);
+    let (status, _) = post(addr, "/v1/streams/solo/append?offset=0", "done").await;
+    assert_eq!(status, 200);
+    let (status, _) = post(addr, "/v1/streams/solo/close", "").await;
+    assert_eq!(status, 200);
+    // A fresh row opened by eight producers at once.
+    let tasks: Vec<_> = (0..8)
+        .map(|_| tokio::spawn(async move { post(addr, "/v1/streams/shared/open", r#"{"create":true}"#).await }))
+        .collect();
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    assert_eq!(answers.iter().filter(|(s, _)| *s == 200).count(), 1, "{answers:?}");
+    for (status, answer) in answers.iter().filter(|(s, _)| *s != 200) {
+        assert_eq!((*status, answer["kind"].as_str()), (409, Some("already_open")), "{answer}");
+    }
+    // A finished row with text cannot be opened again (the plane's precondition: `seq = 0`).
+    let (status, answer) = post(addr, "/v1/streams/solo/open", "").await;
+    assert_eq!((status, answer["kind"].as_str()), (409, Some("open_refused")), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_body_keeps_exactly_the_longest_valid_prefix() {
+    let server = start().await;
+    let addr = server.addr;
+    let mut rng = Rng::seeded();
+    for case in 0..24 {
+        let id = format!("body-{case}");
+        open(addr, &id).await;
+        let words = 20 + rng.below(60) as usize;
+        let text = random_text(&mut rng, words);
+        let mut bytes = text.clone().into_bytes();
+        // Every other case turns one byte bad: a lone continuation byte, a byte that never
+        // appears in UTF-8, or a truncated character at the very end.
+        let valid = if case % 2 == 1 {
+            let at = rng.below(bytes.len() as u64 + 1) as usize;
+            match rng.below(3) {
+                0 => bytes.insert(at, 0x80),
+                1 => bytes.insert(at, 0xFF),
+                _ => bytes.extend_from_slice(&[0xF0, 0x9F]),
+            }
+            let upto = std::str::from_utf8(&bytes).unwrap_err().valid_up_to();
+            String::from_utf8(bytes[..upto].to_vec()).unwrap()
+        } else {
+            text.clone()
+        };
+        let (status, answer) = send(addr, &format!("/v1/streams/{id}/body"), chunked(bytes, &mut rng)).await;
+        if case % 2 == 1 {
+            assert_eq!((status, answer["kind"].as_str()), (400, Some("invalid_utf8")), "case {case}: {answer}");
+        } else {
+            assert_eq!(status, 200, "case {case}: {answer}");
+        }
+        assert_eq!(answer["seq"].as_u64(), Some(units(&valid)), "case {case}");
+        // The stream stays open: a per-delta append continues it from there.
+        let (status, answer) = post(addr, &format!("/v1/streams/{id}/append?offset={}", units(&valid)), "!").await;
+        assert_eq!(status, 200, "case {case}: {answer}");
+        let (status, _) = post(addr, &format!("/v1/streams/{id}/close"), "").await;
+        assert_eq!(status, 200);
+        assert_eq!(stored_text(addr, &id).await, format!("{valid}!"), "case {case}");
+    }
+}
