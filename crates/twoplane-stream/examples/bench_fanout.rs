@@ -10,9 +10,13 @@
 //! every subscriber has caught up (one shared atomic per subscriber per 256 frames), so none can
 //! fall `max_queued_frames` behind and be dropped: `dropped` counts subscribers that got `stale`
 //! anyway and must be 0 for the numbers to mean anything, so the benchmark exits with status 1
-//! (after printing every row) when any measured round dropped one.
+//! (after printing every row) when any measured round dropped one. A subscriber that ends early
+//! counts as arrived at every barrier it will not reach, so the producer never waits for it; a
+//! barrier that still is not reached within `BARRIER_TIMEOUT` ends the round as failed too.
 //!
 //! Run: cargo run --release -p twoplane-stream --example bench_fanout
+//! (`BENCH_FANOUT_QUEUE=N` sets `max_queued_frames`; below `BARRIER` it makes subscribers fall
+//! behind and be dropped, which exercises the failure exit.)
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
@@ -50,6 +54,8 @@ const PUSHES: usize = 20_000;
 const DELTA: &str = "abcdefgh";
 /// Pushes between pacing barriers (well under the default 1024-frame queue bound).
 const BARRIER: usize = 256;
+/// Far longer than any barrier takes; reaching it means a subscriber is stuck.
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Counts subscribers that reached the current barrier; the last one wakes the producer.
 struct Pacing {
@@ -59,9 +65,19 @@ struct Pacing {
 }
 
 impl Pacing {
-    fn arrive(&self) {
-        if (self.reached.fetch_add(1, Ordering::AcqRel) + 1) % self.subscribers == 0 {
+    /// Count `n` arrivals; wake the producer when they complete a barrier.
+    fn arrive(&self, n: usize) {
+        let before = self.reached.fetch_add(n, Ordering::AcqRel);
+        if (before + n) / self.subscribers > before / self.subscribers {
             self.all_there.notify_one();
+        }
+    }
+
+    /// A subscriber that has stopped after `chunks` chunks: arrive at every barrier it missed.
+    fn leave(&self, chunks: usize) {
+        let missed = (PUSHES / BARRIER).saturating_sub(chunks / BARRIER);
+        if missed > 0 {
+            self.arrive(missed);
         }
     }
 
@@ -103,7 +119,10 @@ async fn run(subscribers: usize, round: usize) -> Outcome {
     let store = Arc::new(MemoryTarget::new());
     let id = format!("bench-{subscribers}-{round}");
     store.insert_message(&id);
-    let options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    let mut options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    if let Some(queue) = std::env::var("BENCH_FANOUT_QUEUE").ok().and_then(|v| v.parse().ok()) {
+        options.max_queued_frames = queue;
+    }
     let plane = Plane::new(options, store).unwrap();
     let handle = plane.open(&id).await.unwrap();
 
@@ -121,7 +140,7 @@ async fn run(subscribers: usize, round: usize) -> Outcome {
                     Frame::Chunk { .. } => {
                         chunks += 1;
                         if chunks % BARRIER == 0 {
-                            pacing.arrive();
+                            pacing.arrive(1);
                         }
                     }
                     Frame::Stale { .. } => stale = true,
@@ -134,6 +153,7 @@ async fn run(subscribers: usize, round: usize) -> Outcome {
                     see(&frame);
                 }
             }
+            pacing.leave(chunks);
             (frames, stale)
         }));
     }
@@ -145,17 +165,20 @@ async fn run(subscribers: usize, round: usize) -> Outcome {
     let (cpu0, t0) = (cpu_time(), Instant::now());
     // The producer is a runtime task like the subscribers, so its yields let them run.
     let producer = tokio::spawn(async move {
+        let mut stuck = false;
         for i in 1..=PUSHES {
             handle.push(DELTA).unwrap();
             tokio::task::yield_now().await;
-            if i % BARRIER == 0 {
-                pacing.wait_for(i / BARRIER).await;
+            if i % BARRIER == 0 && tokio::time::timeout(BARRIER_TIMEOUT, pacing.wait_for(i / BARRIER)).await.is_err() {
+                stuck = true;
+                break;
             }
         }
         handle.close().await.unwrap();
+        stuck
     });
-    producer.await.unwrap();
-    let (mut delivered, mut dropped) = (0, 0);
+    let stuck = producer.await.unwrap();
+    let (mut delivered, mut dropped) = (0, usize::from(stuck));
     for task in tasks {
         let (frames, stale) = task.await.unwrap();
         delivered += frames;
@@ -196,7 +219,10 @@ fn main() -> ExitCode {
         dropped
     });
     if dropped > 0 {
-        eprintln!("bench_fanout: {dropped} subscribers were dropped with `stale`; the numbers above are not valid");
+        eprintln!(
+            "bench_fanout: {dropped} subscribers were dropped with `stale` (or a round's pacing timed out); \
+             the numbers above are not valid"
+        );
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS

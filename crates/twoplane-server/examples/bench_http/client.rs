@@ -8,7 +8,9 @@
 //! Protocol with the parent, one line each on stdout:
 //! - `ready <opened> <failed>` once every connection has its `open` frame (or gave up);
 //! - `progress <chunks> <finished>` every few milliseconds while frames flow;
-//! - `done <json>` at the end: counts and latency percentiles.
+//! - `done <json>` at the end: counts and latency percentiles, and, when `BENCH_WHOLE_CHUNKS=N`
+//!   is set, when the last connection had its `N`th chunk (`whole_last_us`, CLOCK_MONOTONIC) and
+//!   how many did (`whole`): the burst phase's "every client has the whole text".
 //!
 //! Usage: `bench_http --client <addr> <stream_id> <connections> <deadline_secs>`; `{i}` in the
 //! stream id is replaced by the connection's index (one stream per connection). It connects only to
@@ -58,6 +60,9 @@ struct Shared {
     ended: AtomicU64,
     bytes: AtomicU64,
     latencies: Mutex<Vec<u32>>,
+    /// Connections that received `whole_chunks` chunks, and the latest time one of them did.
+    whole: AtomicU64,
+    whole_last_us: AtomicU64,
 }
 
 /// The de-chunker's state: HTTP/1.1 chunked transfer coding, just enough of it.
@@ -76,6 +81,8 @@ struct Conn {
     opened: bool,
     lat: Vec<u32>,
     chunks: u64,
+    /// Chunks that make the whole text (0: not watched).
+    whole_chunks: u64,
 }
 
 impl Conn {
@@ -134,6 +141,10 @@ impl Conn {
             match rest.first() {
                 Some(b'c') => {
                     self.chunks += 1;
+                    if self.chunks == self.whole_chunks {
+                        self.shared.whole.fetch_add(1, Ordering::Relaxed);
+                        self.shared.whole_last_us.fetch_max(now_us, Ordering::Relaxed);
+                    }
                     if let Some(tx) = finders.text.find(rest) {
                         let text = &rest[tx + 8..];
                         if let Some(stamp) = text.get(..8).and_then(decode_stamp) {
@@ -181,7 +192,7 @@ static FINDERS: std::sync::LazyLock<Finders> = std::sync::LazyLock::new(|| Finde
     text: memchr::memmem::Finder::new(b"\"text\":\""),
 });
 
-async fn run_conn(addr: SocketAddr, stream_id: String, shared: Arc<Shared>) {
+async fn run_conn(addr: SocketAddr, stream_id: String, shared: Arc<Shared>, whole_chunks: u64) {
     let Ok(Ok(mut sock)) = tokio::time::timeout(Duration::from_secs(20), TcpStream::connect(addr)).await else {
         shared.failed.fetch_add(1, Ordering::Relaxed);
         return;
@@ -201,6 +212,7 @@ async fn run_conn(addr: SocketAddr, stream_id: String, shared: Arc<Shared>) {
         opened: false,
         lat: Vec::new(),
         chunks: 0,
+        whole_chunks,
     };
     let mut head = Vec::new();
     let mut in_body = false;
@@ -266,6 +278,7 @@ pub fn main(args: &[String]) {
     raise_nofile();
     // One thread by default, so the client takes at most one of the machine's cores;
     // BENCH_CLIENT_THREADS=N spreads the connections over N threads instead.
+    let whole_chunks: u64 = std::env::var("BENCH_WHOLE_CHUNKS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let threads: usize = std::env::var("BENCH_CLIENT_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let rt = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread().enable_all().build()
@@ -278,7 +291,7 @@ pub fn main(args: &[String]) {
         let mut tasks = Vec::with_capacity(conns as usize);
         for i in 0..conns {
             let id = stream_id.replace("{i}", &i.to_string());
-            tasks.push(tokio::spawn(run_conn(addr, id, shared.clone())));
+            tasks.push(tokio::spawn(run_conn(addr, id, shared.clone(), whole_chunks)));
             // Pace the connects a little so the listener's backlog never overflows.
             if i % 256 == 255 {
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -317,7 +330,7 @@ pub fn main(args: &[String]) {
         let cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) as u64 * 1000
             + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) as u64 / 1000;
         println!(
-            "done {{\"cpu_ms\":{cpu_ms},\"opened\":{},\"failed\":{},\"chunks\":{},\"ended\":{},\"stale\":{},\"bytes\":{},\"samples\":{},\"p50_us\":{},\"p99_us\":{},\"p999_us\":{},\"max_us\":{}}}",
+            "done {{\"cpu_ms\":{cpu_ms},\"opened\":{},\"failed\":{},\"chunks\":{},\"ended\":{},\"stale\":{},\"bytes\":{},\"samples\":{},\"p50_us\":{},\"p99_us\":{},\"p999_us\":{},\"max_us\":{},\"whole\":{},\"whole_last_us\":{}}}",
             shared.opened.load(Ordering::Relaxed),
             shared.failed.load(Ordering::Relaxed),
             shared.chunks.load(Ordering::Relaxed),
@@ -329,6 +342,8 @@ pub fn main(args: &[String]) {
             percentile(&lat, 0.99),
             percentile(&lat, 0.999),
             lat.last().copied().unwrap_or(0),
+            shared.whole.load(Ordering::Relaxed),
+            shared.whole_last_us.load(Ordering::Relaxed),
         );
     });
 }

@@ -21,8 +21,15 @@
 //! Phase C gives every client its own stream at 50 deltas per second (a chat server's shape),
 //! the streams starting at offsets spread over one checkpoint interval, as independent
 //! conversations would; its checkpoints are acknowledged in memory (a callback target).
-//! To profile one phase: `--pushes 0` skips A, and `BENCH_PHASES` without a `B` skips B (for
-//! example `BENCH_PHASES=C bench_http --run 1000 0` runs only C, as the server role).
+//! Phase D is a burst (a tool result or a cached answer): `BURST` deltas pushed at once, with no
+//! yield between them, to every client of one stream; it reports the server's CPU, writes per
+//! client, and the time until the last client has the whole text (the client process notes when
+//! each connection has its `BURST`th chunk). It runs twice: with the default subscriber queue
+//! bound (1,024 frames, fewer than the burst, so a client the burst outruns gets `stale`) and
+//! with the bound raised above the burst.
+//! To profile one phase: `--pushes 0` skips A, and `BENCH_PHASES` names the other phases to run
+//! (default `BCD`; for example `BENCH_PHASES=C bench_http --run 1000 0` runs only C, as the
+//! server role).
 //! Only 127.0.0.1 is used; every wait is bounded.
 
 mod client;
@@ -44,6 +51,8 @@ const WINDOW: u64 = 256;
 const LATENCY_RATE: u64 = 50;
 const LATENCY_SECS: u64 = 5;
 const DELTA: &str = "abcdefgh";
+/// Deltas in phase D's burst.
+const BURST: u64 = 2_000;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -107,9 +116,12 @@ fn drive(args: &[String]) {
             .expect("spawn the server process");
         let text = String::from_utf8_lossy(&out.stdout);
         print!("{text}");
-        match text.lines().find_map(|l| l.strip_prefix("result ")) {
-            Some(r) => rows.push((n, p, r.to_owned())),
-            None => println!("{n} clients: no result (exit {:?})", out.status.code()),
+        let results: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("result ")).collect();
+        if results.is_empty() {
+            println!("{n} clients: no result (exit {:?})", out.status.code());
+        }
+        for r in results {
+            rows.push((n, p, r.to_owned()));
         }
     }
     println!("\nsummary (server CPU = user + system time of the server process only):");
@@ -188,10 +200,12 @@ struct Clients {
 }
 
 impl Clients {
-    fn spawn(addr: std::net::SocketAddr, stream_spec: &str, n: u64) -> Clients {
+    /// `whole_chunks`: the client notes when each connection has that many chunks (0: not).
+    fn spawn(addr: std::net::SocketAddr, stream_spec: &str, n: u64, whole_chunks: u64) -> Clients {
         let exe = std::env::current_exe().unwrap();
         let mut child = Command::new(exe)
             .args(["--client", &addr.to_string(), stream_spec, &n.to_string(), "300"])
+            .env("BENCH_WHOLE_CHUNKS", whole_chunks.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -326,7 +340,7 @@ fn run_server(n: u64, pushes: u64) {
         let served = serve(&plane).await;
         db.insert_assistant("bench").await.unwrap();
         let handle = plane.open("bench").await.unwrap();
-        let clients = Clients::spawn(served.addr, "bench", n);
+        let clients = Clients::spawn(served.addr, "bench", n, 0);
         let opened = clients.wait_ready(120).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let rss1 = rss_bytes();
@@ -372,7 +386,7 @@ fn run_server(n: u64, pushes: u64) {
         let t1 = Instant::now();
         let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / LATENCY_RATE));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let phases = std::env::var("BENCH_PHASES").unwrap_or_else(|_| "ABC".into());
+        let phases = std::env::var("BENCH_PHASES").unwrap_or_else(|_| "BCD".into());
         let count = if phases.contains('B') { LATENCY_RATE * LATENCY_SECS } else { 0 };
         for _ in 0..count {
             tick.tick().await;
@@ -402,7 +416,7 @@ fn run_server(n: u64, pushes: u64) {
         for i in 0..n {
             handles.push(plane.open(&format!("c-{i}")).await.unwrap());
         }
-        let clients = Clients::spawn(served.addr, "c-{i}", n);
+        let clients = Clients::spawn(served.addr, "c-{i}", n, 0);
         let opened_c = clients.wait_ready(120).await;
         let (w2, c2) = (served.stats.writes.load(Ordering::Relaxed), clients.chunks());
         let cpu2 = cpu_us();
@@ -417,7 +431,8 @@ fn run_server(n: u64, pushes: u64) {
         let start_of = |i: u64| i * spread_ms / n.max(1);
         let mut tick = tokio::time::interval(Duration::from_millis(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-        for k in 0..run_ms + spread_ms + slots {
+        let run_c = if phases.contains('C') { run_ms + spread_ms + slots } else { 0 };
+        for k in 0..run_c {
             tick.tick().await;
             for i in ((k % slots)..n).step_by(slots as usize) {
                 let start = start_of(i);
@@ -426,7 +441,7 @@ fn run_server(n: u64, pushes: u64) {
                 }
             }
         }
-        let count_c = LATENCY_RATE * LATENCY_SECS * n;
+        let count_c = if run_c > 0 { LATENCY_RATE * LATENCY_SECS * n } else { 0 };
         clients.wait_chunks(c2 + count_c, opened_c, 30).await;
         let (uc, sc) = cpu_since(cpu2);
         let busy_c = machine_busy_since(busy2);
@@ -436,7 +451,16 @@ fn run_server(n: u64, pushes: u64) {
         futures::future::join_all(handles.iter().map(|h| h.close())).await;
         let report_c = clients.finish(60).await;
         served.stop().await;
+        drop(handles);
+        drop(plane);
         let _ = std::fs::remove_dir_all(&dir);
+
+        let mut bursts = Vec::new();
+        if phases.contains('D') {
+            for queue in [twoplane_stream::DEFAULT_MAX_QUEUED_FRAMES, 2 * BURST as usize] {
+                bursts.push(burst(n, queue).await);
+            }
+        }
 
         let per = |cpu: f64, frames: u64| cpu / frames.max(1) as f64;
         println!("  fan-out client report: {}", report_ab.0);
@@ -471,6 +495,9 @@ fn run_server(n: u64, pushes: u64) {
             report_c.get("p999_us"),
             report_c.get("max_us"),
         );
+        for b in &bursts {
+            println!("  {}", b.line);
+        }
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         println!(
             "  machine load: B {busy_b:.0}% of {cpus} CPUs busy (server {:.0}%), C {busy_c:.0}% busy (server {:.0}%); \
@@ -491,7 +518,66 @@ fn run_server(n: u64, pushes: u64) {
             report_ab.get("stale"),
             report_c.get("stale"),
         );
+        for b in &bursts {
+            println!("result {}", b.result);
+        }
     });
+}
+
+/// Phase D's two lines: the full one and the summary's.
+struct Burst {
+    line: String,
+    result: String,
+}
+
+/// Phase D: `BURST` deltas pushed at once, with no yield, to `n` clients of one stream whose
+/// subscriber queue bound is `queue` frames; checkpoints are acknowledged in memory.
+async fn burst(n: u64, queue: usize) -> Burst {
+    let target = twoplane_stream::CallbackTarget::new(|_| async { Ok(twoplane_stream::CommitReply::default()) });
+    let target: Arc<dyn twoplane_stream::DurableTarget> = Arc::new(target);
+    let mut options = PlaneOptions::default().with_authorizer(Arc::new(AllowAll));
+    options.max_queued_frames = queue;
+    let plane = Plane::new(options, target).unwrap();
+    let served = serve(&plane).await;
+    let handle = plane.open("burst").await.unwrap();
+    let clients = Clients::spawn(served.addr, "burst", n, BURST);
+    let opened = clients.wait_ready(120).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stats = &served.stats;
+    let (w0, c0) = (stats.writes.load(Ordering::Relaxed), clients.chunks());
+    let cpu0 = cpu_us();
+    let t0 = monotonic_us();
+    for _ in 0..BURST {
+        handle.push(DELTA).unwrap();
+    }
+    let pushed_us = monotonic_us() - t0;
+    clients.wait_chunks(c0 + BURST * opened, opened, 60).await;
+    let (u, s) = cpu_since(cpu0);
+    let writes = stats.writes.load(Ordering::Relaxed) - w0;
+    let delivered = clients.chunks() - c0;
+    let _ = handle.close().await;
+    let report = clients.finish(60).await;
+    served.stop().await;
+    let whole = report.get("whole");
+    let last_ms = report.get("whole_last_us").saturating_sub(t0) as f64 / 1e3;
+    let per_client = writes as f64 / opened.max(1) as f64;
+    let line = format!(
+        "D  burst of {BURST} x {DELTA:?} to {opened} clients, queue bound {queue}: pushed in {:.1} ms; \
+         {whole} of {opened} clients got the whole text, the last after {last_ms:.1} ms; {} stale; \
+         server CPU {:.1} ms (user {:.1}, system {:.1}) = {:.3} us/frame; {per_client:.1} writes per client",
+        pushed_us as f64 / 1e3,
+        report.get("stale"),
+        (u + s) / 1e3,
+        u / 1e3,
+        s / 1e3,
+        (u + s) / delivered.max(1) as f64,
+    );
+    let result = format!(
+        "D(queue {queue}): whole {whole}/{opened} after {last_ms:.1} ms, stale {}, CPU {:.1} ms, {per_client:.1} writes/client",
+        report.get("stale"),
+        (u + s) / 1e3
+    );
+    Burst { line, result }
 }
 
 /// Lift the soft open-file limit to the hard limit; returns the limit now in force.
