@@ -6,12 +6,15 @@
 # mid-stream and its rows released by the others' sweepers; then the broadcast topology, whose
 # late joiners fall back to the store. Every reader must end with the produced text, or after
 # the kill with a prefix the store completes; the store's chunk rows must tile the text exactly.
+# Then the stall (crates/twoplane-server/tests/stall.rs): the producing instance is stopped with
+# SIGSTOP past its lease, swept by another, continued with SIGCONT; the row must stay as the sweep
+# left it, and every reader on every instance must end with the store's text.
 #
 # PostgreSQL and Redis run on 127.0.0.1, started by scripts/pg.sh and scripts/redis.sh (Debian
 # packages, installed when missing) and left running (scripts/test.sh stops what its run
 # started); each run creates a fresh database. The
 # plan is random from one seed, printed first: TWOPLANE_MULTI_SEED=N replays it. The test run is
-# bounded (a few tens of seconds; killed after 240 s). Extra arguments go to the test binary.
+# bounded (a few tens of seconds; killed after 300 s). Extra arguments go to the test binary.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -27,8 +30,8 @@ export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
 echo "test-multi.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" | redact_urls >&2
 
 say "multi: cargo build (the twoplane binary and the test)"
-cargo build -q -p twoplane-server --bin twoplane --test multi_instance
+cargo build -q -p twoplane-server --bin twoplane --test multi_instance --test stall
 
 say "multi: several instances on one PostgreSQL and one Redis"
 # --ignored: plain `cargo test` skips this file, since it needs the two servers started above.
-timeout 240 cargo test -q -p twoplane-server --test multi_instance -- --ignored --nocapture --test-threads=1 "$@"
+timeout 300 cargo test -q -p twoplane-server --test multi_instance --test stall -- --ignored --nocapture --test-threads=1 "$@"

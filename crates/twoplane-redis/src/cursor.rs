@@ -15,7 +15,10 @@
 //! - an `end` within the delivered text is delivered and finishes the source; one past it means
 //!   text is missing, exactly like a chunk;
 //! - a frame of another generation means the stream id was produced again: `stale`;
-//! - anything else (`open`, `stale`, `absent`) never comes from a producer: an error.
+//! - a `stale` is what a producer that the store fenced off (its row was swept under it,
+//!   docs/contract.md §7) sends its readers last: it finishes the source with `stale` at the
+//!   delivered position, so the reader goes to the store;
+//! - anything else (`open`, `absent`) never comes from a producer: an error.
 //!
 //! The verdicts are the core's conform pass itself ([`twoplane_core::conform::Conform`], docs/contract.md
 //! §3), run here before the plane runs it again; this module only decides what each verdict
@@ -98,6 +101,9 @@ impl Cursor {
                 self.seen_durable = self.seen_durable.max(*seq);
                 ConformInput::End { seq: num(*seq) }
             }
+            // A fenced producer's last word: go to the store. Restated at this reader's position
+            // (the producer's own numbers describe its buffer, not what this reader was given).
+            Frame::Stale { .. } => return Step::Finish(self.stale_here()),
             // The pass would accept these from a relay, but a producer never publishes them.
             other => return Step::Lost(format!("a producer never relays a {} frame", other.kind().as_str())),
         };
@@ -206,6 +212,15 @@ mod tests {
         let mut c = Cursor::new(0);
         assert!(matches!(c.accept(env("g1", chunk(0, "old text"))), Step::Deliver(_)));
         assert_eq!(c.accept(env("g2", chunk(0, "new"))), Step::Finish(Frame::Stale { floor_seq: 8, durable_seq: 0 }));
+    }
+
+    #[test]
+    fn a_fenced_producers_stale_finishes_at_the_delivered_position() {
+        let mut c = Cursor::new(0);
+        assert!(matches!(c.accept(env("g", chunk(0, "abcdef"))), Step::Deliver(_)));
+        assert_eq!(c.accept(env("g", Frame::Durable { seq: 4 })), Step::Deliver(Frame::Durable { seq: 4 }));
+        let producer_stale = Frame::Stale { floor_seq: 0, durable_seq: 4 };
+        assert_eq!(c.accept(env("g", producer_stale)), Step::Finish(Frame::Stale { floor_seq: 6, durable_seq: 4 }));
     }
 
     #[test]

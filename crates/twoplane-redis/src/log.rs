@@ -113,7 +113,7 @@ impl Encode for LogEncoder {
                 .arg(FRAME_FIELD)
                 .arg(encode_frame(&o.frame))
                 .ignore();
-            let ended = matches!(o.frame, Frame::End { .. });
+            let ended = matches!(o.frame, Frame::End { .. } | Frame::Stale { .. });
             match touched.iter_mut().find(|(k, _)| *k == key) {
                 Some(t) => t.1 = ended,
                 None => touched.push((key, ended)),

@@ -1,3 +1,4 @@
 //! Support shared by the server's integration tests (each test binary includes what it needs).
 
+pub mod cluster;
 pub mod secrets;
