@@ -40,13 +40,19 @@ use crate::http::{sse_router, SseConfig};
 use crate::server::{self, HttpConfig};
 use crate::store::Database;
 
-/// Where the durable plane lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the durable plane lives. `Debug` shows the URL redacted.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Store {
     /// An SQLite file (WAL mode), created when missing.
     Sqlite(PathBuf),
     /// A PostgreSQL connection URL; the server is shared by every instance.
     Postgres(String),
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
 }
 
 impl Store {
@@ -58,8 +64,8 @@ impl Store {
     }
 }
 
-/// The Redis relay between instances.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The Redis relay between instances. `Debug` shows the URL redacted.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RelayConfig {
     pub url: String,
     pub topology: Topology,
@@ -71,6 +77,18 @@ pub struct RelayConfig {
     pub first_frame_ms: Option<u64>,
     /// Trusted CA certificates (PEM) for a `rediss://` URL; `None`: the system's roots.
     pub ca_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for RelayConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayConfig")
+            .field("url", &redact_url(&self.url))
+            .field("topology", &self.topology)
+            .field("idle_ms", &self.idle_ms)
+            .field("first_frame_ms", &self.first_frame_ms)
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
 }
 
 /// Everything `twoplane serve` is configured with.
@@ -423,4 +441,30 @@ pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Res
     running.serve(shutdown).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_hides_passwords() {
+        let store = Store::Postgres("postgresql://u:hunter22@h/db".into());
+        assert_eq!(format!("{store:?}"), "postgresql://u:***@h/db");
+        let relay = RelayConfig {
+            url: "redis://:hunter22@h/".into(),
+            topology: Topology::Log,
+            idle_ms: None,
+            first_frame_ms: None,
+            ca_file: None,
+        };
+        assert!(!format!("{relay:?}").contains("hunter22"));
+        let command = crate::relay::RelayCommand {
+            pg: "postgresql://u:hunter22@h/db".into(),
+            log: crate::relay::LogTarget::Redis("redis://:hunter22@h/".into()),
+            source: Default::default(),
+            status_listen: None,
+        };
+        assert!(!format!("{command:?}").contains("hunter22"));
+    }
 }

@@ -21,8 +21,8 @@ use twoplane_relay::redis_log::{RedisLog, RedisLogOptions};
 use twoplane_relay::s2::S2LogStore;
 use twoplane_relay::{LogStore, Relay, RelayOptions, RelayStatus};
 
-/// Where the logs go.
-#[derive(Clone, Debug)]
+/// Where the logs go. `Debug` shows URLs redacted.
+#[derive(Clone)]
 pub enum LogTarget {
     /// An S2 endpoint (`http://host:port`, see `twoplane_relay::s2`).
     S2(String),
@@ -30,13 +30,33 @@ pub enum LogTarget {
     Redis(String),
 }
 
-/// Everything `twoplane relay` needs.
-#[derive(Clone, Debug)]
+/// Everything `twoplane relay` needs. `Debug` shows URLs redacted.
+#[derive(Clone)]
 pub struct RelayCommand {
     pub pg: String,
     pub log: LogTarget,
     pub source: PgSourceConfig,
     pub status_listen: Option<SocketAddr>,
+}
+
+impl std::fmt::Debug for LogTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogTarget::S2(url) => f.debug_tuple("S2").field(&twoplane_stream::redact_url(url)).finish(),
+            LogTarget::Redis(url) => f.debug_tuple("Redis").field(&twoplane_stream::redact_url(url)).finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for RelayCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayCommand")
+            .field("pg", &twoplane_stream::redact_url(&self.pg))
+            .field("log", &self.log)
+            .field("source", &self.source)
+            .field("status_listen", &self.status_listen)
+            .finish()
+    }
 }
 
 #[derive(Serialize)]
