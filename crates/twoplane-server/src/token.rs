@@ -174,6 +174,29 @@ mod tests {
         assert!(verify(SECRET, &t[..t.len() - 1], "m-1", 0).is_err());
     }
 
+    proptest::proptest! {
+        /// Minted tokens verify for their claims; an arbitrary string never panics and is never
+        /// accepted unless it is exactly a token minted with the secret.
+        #[test]
+        fn only_minted_tokens_verify(
+            sid in "\\PC{0,12}",
+            uid in proptest::option::of("\\PC{0,8}"),
+            exp in 1u64..u64::MAX,
+            junk in "[A-Za-z0-9_.=-]{0,80}",
+        ) {
+            let claims = claims(&sid, exp, uid.as_deref());
+            let token = mint(SECRET, &claims);
+            proptest::prop_assert_eq!(verify(SECRET, &token, &sid, exp - 1), Ok(claims.clone()));
+            proptest::prop_assert_eq!(verify(SECRET, &token, &sid, exp), Err(Denied::Expired));
+            // Junk appended to the payload or the MAC, or junk alone.
+            for candidate in [format!("{junk}{token}"), format!("{token}{junk}"), junk.clone()] {
+                if candidate != token {
+                    proptest::prop_assert!(verify(SECRET, &candidate, &sid, 0).is_err(), "{} accepted", candidate);
+                }
+            }
+        }
+    }
+
     #[test]
     fn shapes_that_are_not_tokens_are_refused() {
         assert_eq!(verify(SECRET, "", "m", 0), Err(Denied::Missing));

@@ -85,6 +85,30 @@ mod tests {
         (out, ok)
     }
 
+    proptest::proptest! {
+        /// Any bytes, any chunking: the text handed out is the longest valid UTF-8 prefix, and
+        /// the body is reported bad exactly when the bytes are not UTF-8.
+        #[test]
+        fn any_chunking_of_any_bytes_gives_the_longest_valid_prefix(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            // Mostly valid UTF-8, so that the valid paths are exercised as much as the bad ones.
+            text in "\\PC{0,24}",
+            mut cuts in proptest::collection::vec(0usize..200, 0..8),
+            use_text in proptest::prelude::any::<bool>(),
+        ) {
+            let bytes = if use_text { text.into_bytes() } else { body };
+            cuts.iter_mut().for_each(|c| *c %= bytes.len() + 1);
+            cuts.sort_unstable();
+            let expected_len = match std::str::from_utf8(&bytes) {
+                Ok(_) => bytes.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            let (out, ok) = run(&bytes, &cuts);
+            proptest::prop_assert_eq!(out.as_bytes(), &bytes[..expected_len]);
+            proptest::prop_assert_eq!(ok, std::str::from_utf8(&bytes).is_ok());
+        }
+    }
+
     #[test]
     fn every_split_of_valid_text_gives_the_text() {
         let text = "aé€😀\u{10FFFF}z";
