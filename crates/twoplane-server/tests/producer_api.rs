@@ -10,6 +10,10 @@
 //!   longest valid UTF-8 prefix is kept, the answer is `400 invalid_utf8` with that prefix's
 //!   length in UTF-16 code units, and the stream stays open.
 //!
+//! - A producer that goes quiet is sealed `interrupted` after the idle time; a sealed stream
+//!   answers with how it ended for the linger time, then `not_open`; a second streaming body is
+//!   `409 busy`; a body over the limit is `413` with what fit kept.
+//!
 //! Seeded; `TWOPLANE_PRODUCER_API_SEED=N` replays a run (its seed is printed).
 
 use std::net::SocketAddr;
@@ -44,6 +48,10 @@ impl Drop for Server {
 }
 
 async fn start() -> Server {
+    start_with(Limits::default()).await
+}
+
+async fn start_with(producer_limits: Limits) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let access = Access { producer_token: Some(Secret::new(SECRET.as_bytes(), "test").unwrap()), ..Access::default() };
     let config = ServeConfig {
@@ -58,7 +66,7 @@ async fn start() -> Server {
         sweep_interval_ms: None,
         demo_pace: Pace::Natural,
         access,
-        producer_limits: Limits::default(),
+        producer_limits,
         postgres: Default::default(),
         release_hostless_after_ms: None,
     };
@@ -273,4 +281,86 @@ async fn a_streaming_body_keeps_exactly_the_longest_valid_prefix() {
         assert_eq!(status, 200);
         assert_eq!(stored_text(addr, &id).await, format!("{valid}!"), "case {case}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_producers_are_sealed_and_sealed_streams_linger() {
+    let limits = Limits {
+        idle: Duration::from_millis(400),
+        linger: Duration::from_millis(400),
+        max_body_bytes: 64,
+        ..Limits::default()
+    };
+    let server = start_with(limits).await;
+    let addr = server.addr;
+
+    open(addr, "quiet").await;
+    assert_eq!(post(addr, "/v1/streams/quiet/append?offset=0", "half an answer").await.0, 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, answer) = get(addr, "/v1/streams/quiet").await;
+    assert_eq!(answer["stored"]["status"], "interrupted", "{answer}");
+    assert_eq!(answer["stored"]["text"], "half an answer");
+    let (status, answer) = post(addr, "/v1/streams/quiet/append?offset=14", "more").await;
+    assert_eq!((status, answer["kind"].as_str()), (409, Some("not_open")), "{answer}");
+
+    open(addr, "done").await;
+    assert_eq!(post(addr, "/v1/streams/done/append?offset=0", "all").await.0, 200);
+    assert_eq!(post(addr, "/v1/streams/done/close", "").await.0, 200);
+    let (status, answer) = post(addr, "/v1/streams/done/append?offset=3", "late").await;
+    assert_eq!((status, answer["kind"].as_str(), answer["seq"].as_u64()), (409, Some("stream_closed"), Some(3)));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, answer) = post(addr, "/v1/streams/done/append?offset=3", "late").await;
+    assert_eq!((status, answer["kind"].as_str()), (409, Some("not_open")), "{answer}");
+    assert_eq!(stored_text(addr, "done").await, "all");
+
+    // A body over the limit: the pieces before the one that crossed it stay.
+    open(addr, "big").await;
+    let pieces =
+        futures::stream::iter((0..10).map(|_| Ok::<_, std::io::Error>(Frame::data(Bytes::from_static(b"0123456789")))));
+    let slow = futures::StreamExt::then(pieces, |piece| async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        piece
+    });
+    let (status, answer) = send(addr, "/v1/streams/big/body", StreamBody::new(slow)).await;
+    assert_eq!((status, answer["kind"].as_str()), (413, Some("too_large")), "{answer}");
+    let kept = answer["seq"].as_u64().unwrap();
+    assert!(kept <= 64 && kept % 10 == 0, "{answer}");
+    assert_eq!(post(addr, "/v1/streams/big/close", "").await.0, 200);
+    assert_eq!(stored_text(addr, "big").await, "0123456789".repeat(kept as usize / 10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_streaming_body_is_busy() {
+    let server = start().await;
+    let addr = server.addr;
+    open(addr, "two-bodies").await;
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    // The first body sends one piece, then waits to be released.
+    let first_body = futures::stream::unfold(Some(released), |state| async move {
+        let released = state?;
+        let _ = released.await;
+        None::<(Result<Frame<Bytes>, std::io::Error>, _)>
+    });
+    let first_body = futures::StreamExt::chain(
+        futures::stream::iter([Ok::<_, std::io::Error>(Frame::data(Bytes::from_static(b"first ")))]),
+        first_body,
+    );
+    let first =
+        tokio::spawn(async move { send(addr, "/v1/streams/two-bodies/body", StreamBody::new(first_body)).await });
+    // Wait until the first body's piece is in.
+    for _ in 0..100 {
+        let (_, answer) = get(addr, "/v1/streams/two-bodies").await;
+        if answer["live"]["seq"].as_u64() == Some(6) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, answer) = post(addr, "/v1/streams/two-bodies/body", "second").await;
+    assert_eq!((status, answer["kind"].as_str()), (409, Some("busy")), "{answer}");
+    release.send(()).unwrap();
+    let (status, answer) = first.await.unwrap();
+    assert_eq!((status, answer["seq"].as_u64()), (200, Some(6)), "{answer}");
+    // Once the first body ended, another one may follow.
+    let (status, answer) = post(addr, "/v1/streams/two-bodies/body?offset=6", "second").await;
+    assert_eq!((status, answer["seq"].as_u64()), (200, Some(12)), "{answer}");
 }
