@@ -256,7 +256,7 @@ async fn checkpoints_follow_chars_interval_and_flush() {
     let plane = plane_with(m.clone(), |o| {
         o.chars = 10;
         o.interval_ms = 500;
-        // The exact interval; its jitter has its own test (tests/fencing.rs).
+        // The exact interval; its jitter has its own test (tests/jitter.rs).
         o.interval_jitter_ms = Some(0);
     });
     let h = plane.open(ID).await.unwrap();
