@@ -10,9 +10,12 @@
 //! - [`MappedSql::new`] checks every name once; after that no method can fail, so a checkpoint
 //!   never discovers a bad mapping halfway through a stream.
 //! - Values never appear in SQL text: they travel as numbered parameters ([`SqlValue`]).
-//! - Every statement is idempotent under replay (a chunk id is deterministic and the insert is
-//!   guarded by the same `seq = from` predicate as the compare-and-swap), so a commit whose
+//! - Every statement is idempotent under replay (a chunk id is deterministic, and the insert
+//!   lands only where the compare-and-swap left the row at the slice's end), so a commit whose
 //!   acknowledgement was lost can simply be retried; the read-back decides what happened.
+//! - Every producer write after the open is fenced: it requires the row to be `streaming` and to
+//!   name the writer's host (when a host column is mapped), so once a sweep released the row the
+//!   database refuses a stale producer ([`MappedSql`] says how).
 //! - The optional `cancel`, `error` and `host` columns appear in SQL only when they are named.
 
 mod host_lease;
