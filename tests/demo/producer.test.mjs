@@ -10,7 +10,8 @@
 // an application's page would make.
 //
 // Env: TWOPLANE_BIN (the built binary), CHROMIUM (default /usr/bin/chromium), PYTHON (python3),
-// TWOPLANE_PRODUCER_SEED (replays a run's random choices; every run prints its seed).
+// TWOPLANE_PRODUCER_SEED (replays a run's random choices; every run prints its seed),
+// TWOPLANE_PRODUCER_PG_URL (run on that PostgreSQL instead of a fresh SQLite file).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,10 +30,13 @@ const BIN = process.env.TWOPLANE_BIN ?? join(ROOT, 'target/debug/twoplane');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const PYTHON = process.env.PYTHON ?? 'python3';
 const PKG = join(ROOT, 'npm/twoplane');
+const PG_URL = process.env.TWOPLANE_PRODUCER_PG_URL;
 
 // A small seeded generator, so a failing run can be replayed.
 const SEED = Number(process.env.TWOPLANE_PRODUCER_SEED ?? Math.floor(Math.random() * 2 ** 31));
-console.log(`producer e2e seed: ${SEED} (TWOPLANE_PRODUCER_SEED=${SEED} replays it)`);
+console.log(`producer e2e seed: ${SEED} (TWOPLANE_PRODUCER_SEED=${SEED} replays it)${PG_URL ? ' on PostgreSQL' : ''}`);
+// Stream ids are unique per run too: a PostgreSQL database outlives runs.
+const RUN = `${SEED}-${Date.now().toString(36)}`;
 let state = SEED >>> 0 || 1;
 function rand() {
   state ^= state << 13;
@@ -193,7 +197,7 @@ before(async () => {
   writeFileSync(producerFile, `${producerSecret}\n`);
   writeFileSync(readSecretFile, `${readSecret}\n`);
   const started = await startServer([
-    '--listen', '127.0.0.1:0', '--db', join(work, 'p.db'),
+    '--listen', '127.0.0.1:0', ...(PG_URL ? ['--pg', PG_URL] : ['--db', join(work, 'p.db')]),
     '--producer-token-file', producerFile, '--read-token-secret-file', readSecretFile,
   ]);
   server = started.child;
@@ -220,7 +224,7 @@ after(async () => {
 // ---------------------------------------------------------------- tests
 
 test('a Node producer streams a fetch body; Chromium readers (one reloads mid-stream) end with exactly the text', async () => {
-  const id = `node-${SEED}`;
+  const id = `node-${RUN}`;
   const text = answerText(400);
   const opened = await openStream(id);
   assert.equal(opened.status, 200, opened.text);
@@ -280,7 +284,7 @@ test('a Node producer streams a fetch body; Chromium readers (one reloads mid-st
 });
 
 test('a curl producer (curl -T -) and readers in Chromium and in Python end with exactly the text', async () => {
-  const id = `curl-${SEED}`;
+  const id = `curl-${RUN}`;
   const text = answerText(250);
   assert.equal((await openStream(id)).status, 200);
   const page = await newPage();
@@ -315,7 +319,7 @@ test('a curl producer (curl -T -) and readers in Chromium and in Python end with
 });
 
 test("a reader's cancel stops a producer streaming its body, and per-delta appends answer 409 cancelled", async () => {
-  const id = `cancel-${SEED}`;
+  const id = `cancel-${RUN}`;
   assert.equal((await openStream(id)).status, 200);
   const page = await newPage();
   const tok = token(id);
@@ -373,7 +377,7 @@ function appendAndDrop(id, offset, delta) {
 }
 
 test('per-delta appends retried at random (twice, after a dropped response, ahead) store and stream exactly the text', async () => {
-  const id = `deltas-${SEED}`;
+  const id = `deltas-${RUN}`;
   assert.equal((await openStream(id)).status, 200);
   const page = await newPage();
   await startReader(page, 'd', { id, token: token(id), transport: 'eventsource', durableText: '' });
@@ -420,7 +424,7 @@ test('per-delta appends retried at random (twice, after a dropped response, ahea
 });
 
 test('bad producer input gets a status and a kind, and loses nothing', async () => {
-  const id = `bad-${SEED}`;
+  const id = `bad-${RUN}`;
   assert.equal((await api('POST', `/v1/streams/${enc(id)}/open`)).json.kind, 'unknown_stream');
   assert.equal((await api('POST', `/v1/streams/${enc(id)}/append?offset=0`, { body: 'x' })).status, 404);
   assert.equal((await openStream(id)).status, 200);
@@ -440,13 +444,13 @@ test('bad producer input gets a status and a kind, and loses nothing', async () 
   const row = await stored(id);
   assert.deepEqual([row.status, row.text], ['error', 'héllo 😀 wörld']);
   // A stream that exists but is not open on this server.
-  const again = await api('POST', `/v1/streams/${enc(`node-${SEED}`)}/append?offset=0`, { body: 'x' });
+  const again = await api('POST', `/v1/streams/${enc(`node-${RUN}`)}/append?offset=0`, { body: 'x' });
   assert.ok(['not_open', 'stream_closed'].includes(again.json.kind), again.text);
 });
 
 test('read tokens: valid, expired, tampered, wrong stream, missing, and a stream that does not exist', async () => {
-  const existing = `node-${SEED}`;
-  const missing = `never-${SEED}`;
+  const existing = `node-${RUN}`;
+  const missing = `never-${RUN}`;
   const now = Math.floor(Date.now() / 1000);
   const sse = async (id, { query, header } = {}) => {
     const url = `${base}/api/stream?streamId=${enc(id)}&from=0${query === undefined ? '' : `&token=${enc(query)}`}`;
