@@ -125,10 +125,7 @@ impl Access {
     pub fn check_read(&self, headers: &HeaderMap, stream_id: &str) -> Result<Option<Claims>, Denied> {
         match &self.read_secret {
             None => Ok(None),
-            Some(secret) => {
-                let presented = bearer(headers).ok_or(Denied::Missing)?;
-                token::verify(secret.bytes(), presented, stream_id, token::unix_now()).map(Some)
-            }
+            Some(secret) => check_bearer_token(secret, headers, stream_id).map(Some),
         }
     }
 
@@ -160,6 +157,12 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
 }
 
+/// The one read check: the request's bearer token, verified for `stream_id` now.
+fn check_bearer_token(secret: &Secret, headers: &HeaderMap, stream_id: &str) -> Result<Claims, Denied> {
+    let presented = bearer(headers).ok_or(Denied::Missing)?;
+    token::verify(secret.bytes(), presented, stream_id, token::unix_now())
+}
+
 /// The plane's authorizer when read tokens are required: the caller is an [`HttpCaller`], the
 /// token is its bearer credential.
 struct ReadAuthorizer {
@@ -170,8 +173,7 @@ struct ReadAuthorizer {
 impl Authorizer for ReadAuthorizer {
     async fn authorize(&self, request: AuthRequest<'_>) -> bool {
         let Some(caller) = request.user::<HttpCaller>() else { return false };
-        let presented = bearer(&caller.headers).unwrap_or("");
-        match token::verify(self.secret.bytes(), presented, request.stream_id, token::unix_now()) {
+        match check_bearer_token(&self.secret, &caller.headers, request.stream_id) {
             Ok(_) => true,
             Err(denied) => {
                 tracing::debug!(reason = denied.as_str(), "read token refused");
