@@ -210,6 +210,8 @@ impl FanOut {
 
     fn wake_parked(&mut self, wake: &mut Vec<Waker>) {
         self.bump();
+        // One allocation for the whole list, not a doubling series per push.
+        wake.reserve(self.parked.len());
         for key in self.parked.drain(..) {
             if let Some(Some(slot)) = self.slots.get_mut(key) {
                 slot.parked = false;
