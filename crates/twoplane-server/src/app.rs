@@ -426,6 +426,11 @@ impl Running {
 /// `twoplane serve`.
 pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
     let running = prepare(&config).await?;
+    // Before the `listening` line: supervisors and tests wait for that line and may stop reading
+    // the log there.
+    for line in config.access.describe(running.addr) {
+        tracing::info!("{line}");
+    }
     tracing::info!(
         addr = %running.addr,
         url = %format!("http://{}/", running.addr),
@@ -435,9 +440,6 @@ pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Res
         demo = config.demo,
         "listening"
     );
-    for line in config.access.describe(running.addr) {
-        tracing::info!("{line}");
-    }
     running.serve(shutdown).await?;
     tracing::info!("stopped");
     Ok(())
