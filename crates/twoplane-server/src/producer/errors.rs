@@ -80,6 +80,8 @@ impl ApiError {
             PlaneErrorKind::StreamClosed => ApiError::closed(id, 0),
             PlaneErrorKind::AlreadyOpen => ApiError::new(StatusCode::CONFLICT, "already_open", e.message()),
             PlaneErrorKind::OpenRefused => ApiError::new(StatusCode::CONFLICT, "open_refused", e.message()),
+            // Another instance released the row (this one's lease lapsed): the row is the truth.
+            PlaneErrorKind::Fenced => ApiError::new(StatusCode::CONFLICT, "fenced", e.message()),
             PlaneErrorKind::Draining => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "draining", e.message()),
             PlaneErrorKind::NotDurable => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_durable", e.message()),
             PlaneErrorKind::InvalidArgument => ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", e.message()),
