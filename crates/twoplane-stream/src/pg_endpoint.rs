@@ -26,6 +26,9 @@ pub use crate::pg_tls::SslMode;
 
 /// How long a connection attempt may wait for the server when the URL does not say.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the server lets one of twoplane's sessions sit idle inside a transaction before it
+/// ends the session (see [`PgEndpoint::connect`]); well under the default lease of 15 s.
+pub(crate) const IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 5_000;
 
 /// A parsed connection URL (see the module guarantees).
 #[derive(Clone)]
@@ -185,6 +188,16 @@ impl PgEndpoint {
                 tracing::warn!(connection = name, error = %e, "postgres connection ended");
             }
         });
+        // A process stopped in the middle of a transaction (SIGSTOP, a paused VM) would keep its
+        // row locks for as long as it stays stopped, and another instance's sweep would wait on
+        // them. The server ends such a transaction instead, so the sweep goes ahead; the stopped
+        // process finds its connection gone when it resumes, and its retry meets the fence
+        // (docs/contract.md §6). None of twoplane's transactions waits on anything but the
+        // database between its statements. A proxy that refuses the setting costs only this.
+        let guard = format!("SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_TIMEOUT_MS}");
+        if let Err(e) = client.batch_execute(&guard).await {
+            tracing::debug!(connection = name, error = %self.error(&e), "could not bound idle transactions");
+        }
         Ok(client)
     }
 

@@ -538,6 +538,49 @@ async fn hostless(db: &dyn Db) {
     db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
 }
 
+/// A producer stopped in the middle of a checkpoint transaction holds its row's lock. The
+/// plane's connections let the server end a transaction left idle (docs/contract.md §6), so the
+/// sweep of another instance goes ahead within that bound instead of waiting for the stopped
+/// process to come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_producer_stopped_mid_transaction_does_not_block_the_sweep() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = postgres().await else { return };
+    let names = create_tables(&db).await;
+    insert(&db, &names, "held").await;
+    let (stalled, other) = (format!("held-{}", names.tag), format!("holdsweeper-{}", names.tag));
+    let lease = db.sweeper(&names.tables, options(&names, &stalled, 200, 100)).await;
+    lease.create_lease_table().await.unwrap();
+    lease.heartbeat().await.unwrap();
+    let m = &names.tables.message;
+    db.exec(&format!("UPDATE \"{m}\" SET status = 'streaming', host = '{stalled}' WHERE id = 'held'")).await;
+    // The stopped producer's connection, opened the way the plane opens its own, stopped after
+    // the first statement of a checkpoint.
+    let endpoint = PgEndpoint::parse(&db.url, None).unwrap();
+    let mut holder = endpoint.connect("stopped producer").await.unwrap();
+    let tx = holder.transaction().await.unwrap();
+    tx.execute(&format!("UPDATE \"{m}\" SET seq = seq WHERE id = 'held'"), &[]).await.unwrap();
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let sweeper = db.sweeper(&names.tables, options(&names, &other, 60_000, 30_000)).await;
+    let started = std::time::Instant::now();
+    let swept = tokio::time::timeout(Duration::from_secs(30), sweeper.sweep())
+        .await
+        .expect("the sweep waited on the stopped transaction for 30 s")
+        .unwrap();
+    assert_eq!(swept, vec!["held".to_string()]);
+    assert!(started.elapsed() < Duration::from_secs(15), "the sweep took {:?}", started.elapsed());
+    assert_eq!(status(&db, &names, "held").await.as_deref(), Some("interrupted"));
+    // The stopped process's transaction is gone: its next statement fails, whatever it was.
+    assert!(tx.execute(&format!("UPDATE \"{m}\" SET seq = 99 WHERE id = 'held'"), &[]).await.is_err());
+    drop(tx);
+    assert_eq!(db.row(m, "held").await.seq, 0);
+
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.lease)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.chunks)).await;
+    db.exec(&format!("DROP TABLE IF EXISTS \"{}\"", names.tables.message)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_a_swept_producer_is_fenced() {
     let _serial = SERIAL.lock().await;
