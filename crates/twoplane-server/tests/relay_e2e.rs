@@ -11,6 +11,8 @@
 //! it), which fails it.
 //! Every run uses its own tables, slot, publication and tenants, so runs never see each other.
 
+mod common;
+
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -103,7 +105,8 @@ impl RelayProcess {
             .args(&self.args)
             .env("RUST_LOG", "warn,twoplane_relay=info")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            // Both streams into the log: the secrets check reads everything the process wrote.
+            .stdout(log.try_clone().expect("relay log file"))
             .stderr(log)
             .spawn()
             .expect("start twoplane relay");
@@ -402,6 +405,16 @@ async fn scenario(kind: &str, pg: &str, log_args: [String; 2], log_url: &str, mu
     // Graceful stop on SIGTERM.
     let exit = relay.terminate(Duration::from_secs(15)).expect("relay exits within 15 s of SIGTERM");
     assert!(exit.success(), "relay exit status after SIGTERM: {exit}");
+
+    // No configured password in any line a relay process wrote, nor in the status body.
+    let mut said: Vec<(String, String)> = (0..relay.starts)
+        .map(|n| {
+            let path = std::env::temp_dir().join(format!("{}-{n}.log", relay.name));
+            (path.display().to_string(), std::fs::read_to_string(&path).unwrap_or_default())
+        })
+        .collect();
+    said.push(("GET /status".into(), status));
+    common::secrets::assert_no_secrets_named(&said);
 
     let _ = db
         .batch_execute(&format!(
