@@ -84,8 +84,12 @@ pub async fn run(command: RelayCommand, shutdown: impl std::future::Future<Outpu
         LogTarget::Redis(url) => {
             let store = RedisLog::connect(url, RedisLogOptions::default())
                 .await
-                // The store's message may quote the URL; it must not reach a log with its password.
-                .map_err(|e| format!("--redis: {}", e.to_string().replace(url.as_str(), "<url>")))?;
+                // Named by its redacted URL (which server); the store's message may quote the URL
+                // too, and must not carry its password into a log.
+                .map_err(|e| {
+                    let shown = twoplane_stream::redact_url(url);
+                    format!("--redis {shown}: {}", e.to_string().replace(url.as_str(), &shown))
+                })?;
             (Arc::new(store), "redis")
         }
     };
