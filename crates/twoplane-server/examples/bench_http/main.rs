@@ -254,7 +254,10 @@ impl Clients {
     /// Wait until `target` chunks arrived (or every connection ended, or `secs` passed).
     async fn wait_chunks(&self, target: u64, opened: u64, secs: u64) {
         let until = Instant::now() + Duration::from_secs(secs);
-        while self.chunks() < target && self.finished() < opened && Instant::now() < until {
+        // A client process whose connections all ended exits without a last progress line, so
+        // its `done` line counts as every connection having ended.
+        let exited = || self.progress.done.lock().unwrap().is_some();
+        while self.chunks() < target && self.finished() < opened && !exited() && Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
