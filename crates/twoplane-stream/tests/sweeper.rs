@@ -233,7 +233,7 @@ async fn scenario(db: &dyn Db) {
 
     // The dead host: one stream sealed while it lived, one abandoned mid-stream with part of its
     // text durable and part only produced.
-    let dead_lease = db.sweeper(&names.tables, options(&names, &dead, 400, 100)).await;
+    let dead_lease = db.sweeper(&names.tables, options(&names, &dead, 1_000, 100)).await;
     dead_lease.create_lease_table().await.unwrap();
     dead_lease.heartbeat().await.unwrap();
     let dead_plane = plane_with(db.target(&names.tables).await, manual(&dead));
@@ -248,7 +248,10 @@ async fn scenario(db: &dyn Db) {
     std::mem::forget(abandoned);
 
     // The live host, with its sweeper started (its task ticks too rarely to act during this test:
-    // the sweeps below are the test's own, so their results are deterministic).
+    // the sweeps below are the test's own, so their results are deterministic). The dead host's
+    // last renewals come just before the sweeps that must still find it alive, so a slow machine
+    // cannot let its lease run out early.
+    dead_lease.heartbeat().await.unwrap();
     let live_handle = db.sweeper(&names.tables, options(&names, &live, 60_000, 30_000)).await.start().await.unwrap();
     let live_plane = plane_with(db.target(&names.tables).await, manual(&live));
     let live_stream = live_plane.open("l_live").await.unwrap();
@@ -263,11 +266,12 @@ async fn scenario(db: &dyn Db) {
     .await;
 
     // While the dead host's lease runs, nothing is released.
+    dead_lease.heartbeat().await.unwrap();
     assert_eq!(live_handle.sweeper().sweep().await.unwrap(), Vec::<String>::new());
     assert_eq!(status(db, &names, "d_live").await.as_deref(), Some("streaming"));
 
     // Let it expire (judged by the database's clock), then sweep.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
     assert_eq!(live_handle.sweeper().sweep().await.unwrap(), vec!["d_live".to_string()]);
     let row = db.row(&names.tables.message, "d_live").await;
     assert_eq!(row.status.as_deref(), Some("interrupted"));
