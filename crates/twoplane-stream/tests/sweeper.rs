@@ -501,7 +501,7 @@ async fn hostless(db: &dyn Db) {
     let graced = db
         .sweeper(
             &names.tables,
-            SweeperOptions { release_hostless_after_ms: Some(600), ..options(&names, &host, 60_000, 30_000) },
+            SweeperOptions { release_hostless_after_ms: Some(1_500), ..options(&names, &host, 60_000, 30_000) },
         )
         .await;
     assert_eq!(graced.adopt_hostless().await.unwrap(), 2);
@@ -510,7 +510,7 @@ async fn hostless(db: &dyn Db) {
     assert_eq!(db.row(m, "old").await.status.as_deref(), Some("streaming"));
     // Sealed during the grace period: never touched.
     db.exec(&format!("UPDATE \"{m}\" SET status = 'complete' WHERE id = 'sealed_later'")).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::time::sleep(Duration::from_millis(1_800)).await;
     assert_eq!(graced.sweep().await.unwrap(), vec!["old".to_string()]);
     let row = db.row(m, "old").await;
     assert_eq!((row.status.as_deref(), row.seq, row.body.as_str()), (Some("interrupted"), 3, "abc"));
