@@ -174,6 +174,9 @@ async fn a_pool_stays_within_its_size_and_replaces_lost_connections() {
     let b = pool.lock().await.unwrap();
     let (pa, pb) = (backend(&a).await, backend(&b).await);
     assert_ne!(pa, pb, "two sessions, two connections");
+    // Pooled connections are opened by the endpoint, with its session settings.
+    let idle: String = a.client().query_one("SHOW idle_in_transaction_session_timeout", &[]).await.unwrap().get(0);
+    assert_eq!(idle, "5s", "a pooled connection without the endpoint's session settings");
     // A third waits until one comes back.
     let third = tokio::time::timeout(Duration::from_millis(300), pool.lock()).await;
     assert!(third.is_err(), "a pool of 2 handed out a third connection");

@@ -11,7 +11,8 @@
 //! ([`crate::PgEndpoint`]); a failure to connect is a [`PgConnectError`] that names the server
 //! and the cause and never holds the password.
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
+use deadpool_postgres::{Connect, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
+use futures::future::BoxFuture;
 use tokio_postgres::{Client, Statement};
 
 use crate::pg_endpoint::{PgConnectError, PgEndpoint, PgFailure};
@@ -43,13 +44,13 @@ impl PgClient {
 
     /// A pool of at most `size` connections (at least one).
     pub fn with_pool_size(url: &str, name: &'static str, size: usize) -> PgClient {
-        let pool = PgEndpoint::parse(url, None).map(|endpoint| (build_pool(&endpoint, size), endpoint));
+        let pool = PgEndpoint::parse(url, None).map(|endpoint| (build_pool(&endpoint, name, size), endpoint));
         PgClient { name, pool }
     }
 
     /// A pool on an endpoint already parsed (with its TLS settings).
     pub fn from_endpoint(endpoint: PgEndpoint, name: &'static str, size: usize) -> PgClient {
-        PgClient { name, pool: Ok((build_pool(&endpoint, size), endpoint)) }
+        PgClient { name, pool: Ok((build_pool(&endpoint, name, size), endpoint)) }
     }
 
     /// The endpoint, or why the URL is unusable.
@@ -78,13 +79,29 @@ impl PgClient {
     }
 }
 
-fn build_pool(endpoint: &PgEndpoint, size: usize) -> Pool {
+/// The pool's connector: every connection is opened by [`PgEndpoint`] (its TLS, its session
+/// settings, its log line when the connection ends).
+struct EndpointConnect {
+    endpoint: PgEndpoint,
+    name: &'static str,
+}
+
+impl Connect for EndpointConnect {
+    fn connect(
+        &self,
+        _config: &tokio_postgres::Config,
+    ) -> BoxFuture<'_, Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>> {
+        Box::pin(self.endpoint.open(self.name))
+    }
+}
+
+fn build_pool(endpoint: &PgEndpoint, name: &'static str, size: usize) -> Pool {
     // `Fast`: a connection is checked with `is_closed` when it is taken; a server restart closes
     // every socket, so that is what catches a lost connection (a query on a half-dead one fails
     // and the caller's retry gets a fresh one).
-    let manager = Manager::from_config(
+    let manager = Manager::from_connect(
         endpoint.config().clone(),
-        endpoint.tls(),
+        EndpointConnect { endpoint: endpoint.clone(), name },
         ManagerConfig { recycling_method: RecyclingMethod::Fast },
     );
     Pool::builder(manager)

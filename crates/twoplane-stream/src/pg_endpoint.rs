@@ -182,8 +182,17 @@ impl PgEndpoint {
     /// One new connection, its driver spawned on the current runtime (it logs at `warn` when the
     /// connection ends with an error; `name` says whose connection it was).
     pub async fn connect(&self, name: &'static str) -> Result<tokio_postgres::Client, PgConnectError> {
-        let (client, connection) = self.config.connect(self.tls()).await.map_err(|e| self.error(&e))?;
-        tokio::spawn(async move {
+        self.open(name).await.map(|(client, _driver)| client).map_err(|e| self.error(&e))
+    }
+
+    /// [`connect`](PgEndpoint::connect) with the library's error and the driver task's handle
+    /// (what a pool's connector returns). Every connection twoplane opens comes through here.
+    pub(crate) async fn open(
+        &self,
+        name: &'static str,
+    ) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
+        let (client, connection) = self.config.connect(self.tls()).await?;
+        let driver = tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!(connection = name, error = %e, "postgres connection ended");
             }
@@ -198,7 +207,7 @@ impl PgEndpoint {
         if let Err(e) = client.batch_execute(&guard).await {
             tracing::debug!(connection = name, error = %self.error(&e), "could not bound idle transactions");
         }
-        Ok(client)
+        Ok((client, driver))
     }
 
     /// `e` (from connecting or from a statement) as a sentence naming this server.
