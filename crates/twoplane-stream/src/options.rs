@@ -20,7 +20,10 @@ pub const DEFAULT_CHECKPOINT_RETRIES: u32 = 3;
 pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 50;
 pub const DEFAULT_RETAIN_CHARS: u64 = 64 * 1024;
 pub const DEFAULT_LINGER_MS: u64 = 30_000;
-pub const DEFAULT_MAX_QUEUED_FRAMES: usize = 1024;
+/// Four times the old 1,024: subscribers read one shared log, so the bound no longer multiplies
+/// by the number of subscribers, and a burst (a tool result or a cached answer pushed as a few
+/// thousand deltas at once) must not outrun every subscriber before its task first runs.
+pub const DEFAULT_MAX_QUEUED_FRAMES: usize = 4096;
 pub const DEFAULT_RELAY_ATTACH_TIMEOUT_MS: u64 = 2_000;
 /// The default checkpoint jitter bound is this fraction of the interval (1/5: 150 ms of 750).
 pub const DEFAULT_INTERVAL_JITTER_DIVISOR: u64 = 5;
@@ -63,7 +66,7 @@ pub struct PlaneOptions {
     pub retain_chars: Option<u64>,
     /// After the seal, how long late subscribers can still join (and get `end`). Default 30000.
     pub linger_ms: u64,
-    /// Per-subscriber queue bound; overflow drops that subscriber with `stale`. Default 1024.
+    /// Per-subscriber queue bound; overflow drops that subscriber with `stale`. Default 4096.
     pub max_queued_frames: usize,
     /// Bound on `relay.attach`. Default 2000; refused without a relay that attaches.
     pub relay_attach_timeout_ms: Option<u64>,
