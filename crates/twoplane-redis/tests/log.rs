@@ -31,21 +31,19 @@ async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
     redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap()
 }
 
+/// The frame JSON of the last entry of the log at `key` (empty when there is none).
+async fn last_frame(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> String {
+    let last: redis::streams::StreamRangeReply =
+        redis::cmd("XREVRANGE").arg(key).arg("+").arg("-").arg("COUNT").arg(1).query_async(conn).await.unwrap();
+    last.ids.first().and_then(|e| e.get::<String>("frame")).unwrap_or_default()
+}
+
 /// Wait until the writer appended the stream's `end` (publishing is asynchronous: `close`
 /// returns when the store has the text, not when Redis has the frames).
 async fn wait_for_end(url: &str, key: &str) {
     let mut conn = raw(url).await;
     for _ in 0..200 {
-        let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
-            .arg(key)
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        if last.ids.first().and_then(|e| e.get::<String>("frame")).is_some_and(|f| f.contains("\"type\":\"end\"")) {
+        if last_frame(&mut conn, key).await.contains("\"type\":\"end\"") {
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -297,16 +295,7 @@ async fn drain_returns_once_the_relay_wrote_every_end() {
     // No waiting here: drain's return is the promise.
     let mut conn = raw(&url).await;
     for id in &ids {
-        let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
-            .arg(relay.key(id))
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let frame = last.ids.first().and_then(|e| e.get::<String>("frame")).unwrap_or_default();
+        let frame = last_frame(&mut conn, &relay.key(id)).await;
         assert!(
             frame.contains(r#""type":"end""#) && frame.contains("interrupted"),
             "{id}: the last entry in Redis when drain returned is {frame:?}"
