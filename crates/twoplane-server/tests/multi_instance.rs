@@ -38,37 +38,35 @@
 //! Every random choice comes from one seed, printed first (`TWOPLANE_MULTI_SEED=N` replays the
 //! same plan; the machine's timing still varies). Each scenario uses a fresh database. Every wait
 //! is bounded, the processes are killed if the test fails, and their logs are kept under
-//! `target/tmp/multi-instance/` (the tails are printed on failure).
+//! `target/tmp/multi-instance/` (the tails are printed on failure). The processes, databases,
+//! HTTP and SSE clients and the closing secrets check are the shared harness, `common::cluster`.
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use serde_json::Value;
-use tokio_postgres::NoTls;
+use common::cluster::{http, pg, report, service_url, Database, Instance, Sse};
 use twoplane_core::json::decode_frame;
 use twoplane_core::reader::StopReason;
-use twoplane_core::sse::{SseDecoder, SseEvent};
 use twoplane_core::{splice_stream_text, Frame, ReaderAction, Text, TextReader};
 use twoplane_server::demo::answer::{answer_text, Rng};
 use twoplane_server::demo::{script, Pace};
 
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_twoplane");
+/// Each scenario's database is named `twoplane_multi_<scenario>_<pid>_<seed>`; a run drops what
+/// earlier runs left under this prefix.
+const DB_PREFIX: &str = "twoplane_multi";
+/// The instances' `RUST_LOG`: the Redis adapter's debug lines too, in the logs kept for a failure
+/// and read by the secrets check.
+const RUST_LOG: &str = "info,twoplane_redis=debug";
 const LEASE_TTL_MS: u64 = 2_000;
 const SWEEP_INTERVAL_MS: u64 = 500;
 /// Slow enough that an answer (about 90 to 200 tokens) lasts several seconds, so Redis restarts
 /// and a producer dies in its middle.
 const TOKENS_PER_SECOND: u32 = 25;
-/// How long one SSE event or HTTP answer may take before the test calls it a hang.
-const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often a reader that lost the live leg re-reads the store (the demo page uses 400 ms).
 const STORE_POLL: Duration = Duration::from_millis(200);
 /// Every answer's seed is drawn (from the run's seed) until its schedule takes at least this
@@ -88,10 +86,6 @@ struct Env {
 }
 
 fn env() -> Env {
-    let var = |name: &str| match std::env::var(name) {
-        Ok(v) if !v.is_empty() => v,
-        _ => panic!("{name} is not set: run `bash scripts/test-multi.sh`, which starts PostgreSQL and Redis"),
-    };
     // One seed for the whole run, whichever scenario asks first.
     static SEED: OnceLock<u64> = OnceLock::new();
     let seed = *SEED.get_or_init(|| match std::env::var("TWOPLANE_MULTI_SEED") {
@@ -100,7 +94,7 @@ fn env() -> Env {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 & 0xFFFF_FFFF
         }
     });
-    Env { pg_url: var("TWOPLANE_PG_URL"), redis_url: var("TWOPLANE_REDIS_URL"), seed }
+    Env { pg_url: service_url("TWOPLANE_PG_URL"), redis_url: service_url("TWOPLANE_REDIS_URL"), seed }
 }
 
 fn repo_root() -> PathBuf {
@@ -114,56 +108,6 @@ fn fraction(rng: &mut Rng) -> f64 {
 
 fn ms(rng: &mut Rng, lo: u64, hi: u64) -> Duration {
     Duration::from_millis(rng.between(lo, hi))
-}
-
-// ------------------------------------------------------------------------------------------
-// A fresh database per scenario
-
-struct Database {
-    admin_url: String,
-    name: String,
-    url: String,
-}
-
-/// `url` with its database name replaced.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.find('?') {
-        Some(q) => (&url[..q], &url[q..]),
-        None => (url, ""),
-    };
-    let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let path_start = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);
-    format!("{}/{name}{query}", &base[..path_start])
-}
-
-async fn pg(url: &str) -> tokio_postgres::Client {
-    let (client, connection) =
-        tokio_postgres::connect(url, NoTls).await.unwrap_or_else(|e| panic!("connect {url}: {e}"));
-    tokio::spawn(connection);
-    client
-}
-
-impl Database {
-    async fn create(admin_url: &str, label: &str, seed: u64) -> Database {
-        let admin = pg(admin_url).await;
-        // Databases of earlier runs that failed (and were kept for inspection) go first.
-        let old = admin
-            .query("SELECT datname::text FROM pg_database WHERE datname LIKE 'twoplane_multi_%'", &[])
-            .await
-            .unwrap();
-        for row in old {
-            let name: String = row.get(0);
-            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
-        }
-        let name = format!("twoplane_multi_{label}_{}_{seed}", std::process::id());
-        admin.batch_execute(&format!("CREATE DATABASE \"{name}\"")).await.unwrap();
-        Database { admin_url: admin_url.to_owned(), url: with_database(admin_url, &name), name }
-    }
-
-    async fn drop_it(self) {
-        let admin = pg(&self.admin_url).await;
-        admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name)).await.unwrap();
-    }
 }
 
 /// A message row and its chunk rows, straight from PostgreSQL.
@@ -217,99 +161,6 @@ fn check_tiling(id: &str, row: &StoredRow, failures: &mut Vec<String>) -> Text {
 // ------------------------------------------------------------------------------------------
 // The instances
 
-struct Instance {
-    name: String,
-    child: Option<Child>,
-    addr: SocketAddr,
-    log: PathBuf,
-}
-
-impl Instance {
-    fn spawn(name: &str, args: &[String], log_dir: &Path) -> (String, Child, PathBuf) {
-        let log = log_dir.join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(BIN)
-            .arg("serve")
-            .args(args)
-            .env("RUST_LOG", "info,twoplane_redis=debug")
-            .stdin(Stdio::null())
-            // Both streams into the log: the secrets check reads everything the process wrote.
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .spawn()
-            .unwrap();
-        (name.to_owned(), child, log)
-    }
-
-    /// Wait for the `listening addr=` line of a spawned instance.
-    fn ready(name: String, mut child: Child, log: PathBuf) -> Instance {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let Some(rest) = text.split("listening addr=").nth(1) {
-                let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
-                return Instance { name, child: Some(child), addr, log };
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("instance {name} exited during startup ({status}):\n{text}");
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("instance {name} did not start within 30 s:\n{text}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().map_or(0, |c| c.id() as i32)
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// SIGTERM, then wait (bounded) for the exit.
-    fn terminate(&mut self) -> Result<ExitStatus, String> {
-        let Some(mut child) = self.child.take() else { return Err(format!("{} is not running", self.name)) };
-        // SAFETY: signalling the child this test spawned, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{} did not exit within 15 s of SIGTERM", self.name));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log_tail(&self, lines: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Start instances together (so their schema creation races, as it does in a deployment).
-fn start_all(specs: &[(&str, Vec<String>)], log_dir: &Path) -> Vec<Instance> {
-    let spawned: Vec<_> = specs.iter().map(|(name, args)| Instance::spawn(name, args, log_dir)).collect();
-    spawned.into_iter().map(|(name, child, log)| Instance::ready(name, child, log)).collect()
-}
-
 fn serve_args(db: &Database, redis: &str, relay: &str, host: &str) -> Vec<String> {
     [
         "--demo",
@@ -344,33 +195,10 @@ fn serve_args(db: &Database, redis: &str, relay: &str, host: &str) -> Vec<String
 // ------------------------------------------------------------------------------------------
 // HTTP
 
-async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<String>) -> Result<(u16, Value), String> {
-    let call = async {
-        let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .map_err(|e| e.to_string())?;
-        let conn = tokio::spawn(conn);
-        let mut request = hyper::Request::builder().method(method).uri(path).header("host", addr.to_string());
-        if body.is_some() {
-            request = request.header("content-type", "application/json");
-        }
-        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).map_err(|e| e.to_string())?;
-        let response = sender.send_request(request).await.map_err(|e| format!("{method} {path}: {e}"))?;
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-        conn.abort();
-        let value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{method} {path}: {status} {}: {e}", String::from_utf8_lossy(&bytes)))?;
-        Ok((status, value))
-    };
-    tokio::time::timeout(EVENT_TIMEOUT, call).await.map_err(|_| format!("{method} {path} on {addr} timed out"))?
-}
-
 /// `POST /api/chat` with a seed; returns the assistant's message id.
 async fn ask(addr: SocketAddr, prompt: &str, seed: u64) -> String {
     let body = serde_json::json!({ "prompt": prompt, "seed": seed }).to_string();
-    let (status, value) = http(addr, "POST", "/api/chat", Some(body)).await.unwrap();
+    let (status, value, _) = http(addr, "POST", "/api/chat", Some(body)).await.unwrap();
     assert_eq!(status, 201, "{value}");
     assert_eq!(value["seed"].as_u64(), Some(seed), "{value}");
     value["assistant"]["id"].as_str().unwrap().to_owned()
@@ -378,90 +206,13 @@ async fn ask(addr: SocketAddr, prompt: &str, seed: u64) -> String {
 
 /// One message as `GET /api/messages` on `addr` shows it: (status, durable text).
 async fn durable_view(addr: SocketAddr, id: &str) -> Result<(String, String), String> {
-    let (status, value) = http(addr, "GET", "/api/messages", None).await?;
+    let (status, value, _) = http(addr, "GET", "/api/messages", None).await?;
     if status != 200 {
         return Err(format!("GET /api/messages on {addr}: {status} {value}"));
     }
     let messages = value["messages"].as_array().ok_or("no messages array")?;
     let m = messages.iter().find(|m| m["id"] == id).ok_or_else(|| format!("message {id} missing on {addr}"))?;
     Ok((m["status"].as_str().unwrap_or("").to_owned(), m["body"].as_str().unwrap_or("").to_owned()))
-}
-
-/// One SSE response, read event by event.
-struct Sse {
-    body: Incoming,
-    decoder: SseDecoder,
-    pending: std::collections::VecDeque<SseEvent>,
-    ended: bool,
-    conn: tokio::task::JoinHandle<()>,
-}
-
-impl Sse {
-    async fn get(addr: SocketAddr, path: &str, last_event_id: Option<&str>) -> Result<Sse, String> {
-        let open = async {
-            let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
-            let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|e| e.to_string())?;
-            let conn = tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            let mut request = hyper::Request::get(path).header("host", addr.to_string());
-            if let Some(id) = last_event_id {
-                request = request.header("last-event-id", id);
-            }
-            let response = sender
-                .send_request(request.body(Full::new(Bytes::new())).map_err(|e| e.to_string())?)
-                .await
-                .map_err(|e| format!("GET {path}: {e}"))?;
-            if response.status() != 200 {
-                return Err(format!("GET {path} on {addr}: {}", response.status()));
-            }
-            Ok(Sse {
-                body: response.into_body(),
-                decoder: SseDecoder::new(),
-                pending: Default::default(),
-                ended: false,
-                conn,
-            })
-        };
-        tokio::time::timeout(EVENT_TIMEOUT, open).await.map_err(|_| format!("GET {path} on {addr} timed out"))?
-    }
-
-    /// The next event; `None` when the body ended.
-    async fn event(&mut self) -> Result<Option<SseEvent>, String> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                return Ok(Some(e));
-            }
-            if self.ended {
-                return Ok(None);
-            }
-            let next = tokio::time::timeout(EVENT_TIMEOUT, self.body.frame())
-                .await
-                .map_err(|_| format!("no SSE event within {EVENT_TIMEOUT:?}"))?;
-            let mut out = Vec::new();
-            match next {
-                None => {
-                    self.ended = true;
-                    self.decoder.finish(&mut out);
-                }
-                Some(Err(e)) => return Err(format!("the SSE body failed: {e}")),
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        self.decoder.feed(&data, &mut out);
-                    }
-                }
-            }
-            self.pending.extend(out);
-        }
-    }
-}
-
-impl Drop for Sse {
-    fn drop(&mut self) {
-        self.conn.abort();
-    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -802,26 +553,15 @@ fn summary(logs: &[ReaderLog]) -> String {
     )
 }
 
-fn report(failures: Vec<String>, instances: &[&Instance]) {
-    // No configured password in any log line or failure message (docs/server.md, "Secrets").
-    let mut texts: Vec<(String, String)> = instances
-        .iter()
-        .map(|inst| (inst.log.display().to_string(), std::fs::read_to_string(&inst.log).unwrap_or_default()))
-        .collect();
-    texts.extend(failures.iter().enumerate().map(|(i, f)| (format!("failure #{i}"), f.clone())));
-    common::secrets::assert_no_secrets_named(&texts);
-    if failures.is_empty() {
-        return;
-    }
-    let mut out = String::new();
+/// SIGTERM to each instance in turn; a failure for each that does not exit cleanly in time.
+fn terminate_all(instances: &mut [Instance], failures: &mut Vec<String>) {
     for inst in instances {
-        let _ = writeln!(out, "---- last lines of {} ({}):\n{}", inst.name, inst.log.display(), inst.log_tail(40));
+        match inst.terminate() {
+            Ok(status) if status.success() => {}
+            Ok(status) => failures.push(format!("{} exited with {status} after SIGTERM", inst.name)),
+            Err(e) => failures.push(e),
+        }
     }
-    let _ = writeln!(out, "---- {} failure(s):", failures.len());
-    for f in &failures {
-        let _ = writeln!(out, "  {f}");
-    }
-    panic!("{out}");
 }
 
 fn restart_redis() -> Result<(), String> {
@@ -831,6 +571,32 @@ fn restart_redis() -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("redis.sh restart failed: {}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// What every scenario starts from.
+struct Scenario {
+    /// The scenario's turn (see [`SERIAL`]), held until the scenario ends.
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+    env: Env,
+    /// Seeded from the run's seed mixed with the scenario's salt, so scenarios draw differently.
+    rng: Rng,
+    /// A fresh database, named for the scenario.
+    db: Database,
+    /// An emptied log directory, named for the scenario and the seed.
+    dir: PathBuf,
+}
+
+impl Scenario {
+    /// Wait for the turn, print the run's seed, create the database and the log directory.
+    async fn begin(scenario: &str, salt: u64) -> Scenario {
+        let serial = SERIAL.lock().await;
+        let env = env();
+        println!("{scenario}: seed {} (rerun with TWOPLANE_MULTI_SEED={})", env.seed, env.seed);
+        let rng = Rng::new(env.seed ^ salt);
+        let db = Database::create(&env.pg_url, DB_PREFIX, scenario, env.seed).await;
+        let dir = log_dir(scenario, env.seed);
+        Scenario { _serial: serial, env, rng, db, dir }
     }
 }
 
@@ -847,15 +613,10 @@ fn log_dir(scenario: &str, seed: u64) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL and Redis on loopback: run `bash scripts/test-multi.sh`"]
 async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
-    let _serial = SERIAL.lock().await;
-    let env = env();
-    println!("multi-instance seed: {} (rerun with TWOPLANE_MULTI_SEED={})", env.seed, env.seed);
-    let mut rng = Rng::new(env.seed);
-    let db = Database::create(&env.pg_url, "log", env.seed).await;
-    let dir = log_dir("log", env.seed);
+    let Scenario { _serial, env, mut rng, db, dir } = Scenario::begin("log", 0).await;
     let specs: Vec<(&str, Vec<String>)> =
         ["A", "B", "C"].iter().map(|h| (*h, serve_args(&db, &env.redis_url, "log", h))).collect();
-    let mut instances = start_all(&specs, &dir);
+    let mut instances = Instance::start_all_logging(&specs, &dir, RUST_LOG);
     let (a, b, c) = (instances[0].addr, instances[1].addr, instances[2].addr);
     println!("instances: A {a} (pid {}), B {b}, C {c}; logs in {}", instances[0].pid(), dir.display());
     let store = pg(&db.url).await;
@@ -975,7 +736,7 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     // An instance that starts while others produce must leave their rows alone: at startup it
     // releases only its own host id's leftovers.
     let late_args = serve_args(&db, &env.redis_url, "log", "D");
-    let (name, child, log) = Instance::spawn("D", &late_args, &dir);
+    let (name, child, log) = Instance::spawn_logging("D", &late_args, &dir, RUST_LOG);
     // Waiting for it blocks; the readers keep the runtime's workers.
     instances.push(tokio::task::spawn_blocking(move || Instance::ready(name, child, log)).await.unwrap());
     let d = instances[3].addr;
@@ -1134,13 +895,7 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     }
 
     // ---- 3. SIGTERM on B, C and D: clean exits, leases given up.
-    for inst in &mut instances[1..] {
-        match inst.terminate() {
-            Ok(status) if status.success() => {}
-            Ok(status) => failures.push(format!("{} exited with {status} after SIGTERM", inst.name)),
-            Err(e) => failures.push(e),
-        }
-    }
+    terminate_all(&mut instances[1..], &mut failures);
     let leases = store.query("SELECT host, expires_at FROM twoplane_hosts ORDER BY host", &[]).await.unwrap();
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     for row in leases {
@@ -1150,8 +905,7 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
         }
     }
     drop(store);
-    let refs: Vec<&Instance> = instances.iter().collect();
-    report(failures, &refs);
+    report(failures, &instances, &[], 40);
     drop(instances);
     db.drop_it().await;
 }
@@ -1162,16 +916,10 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL and Redis on loopback: run `bash scripts/test-multi.sh`"]
 async fn broadcast_late_joiners_fall_back_to_the_store() {
-    let _serial = SERIAL.lock().await;
-    let env = env();
-    let seed = env.seed ^ 0xB0AD_CA57;
-    println!("broadcast: seed {} (rerun with TWOPLANE_MULTI_SEED={})", env.seed, env.seed);
-    let mut rng = Rng::new(seed);
-    let db = Database::create(&env.pg_url, "broadcast", env.seed).await;
-    let dir = log_dir("broadcast", env.seed);
+    let Scenario { _serial, env, mut rng, db, dir } = Scenario::begin("broadcast", 0xB0AD_CA57).await;
     let specs: Vec<(&str, Vec<String>)> =
         ["D", "E"].iter().map(|h| (*h, serve_args(&db, &env.redis_url, "broadcast", h))).collect();
-    let mut instances = start_all(&specs, &dir);
+    let mut instances = Instance::start_all_logging(&specs, &dir, RUST_LOG);
     let (d, e) = (instances[0].addr, instances[1].addr);
     let store = pg(&db.url).await;
     let mut failures = Vec::new();
@@ -1239,16 +987,9 @@ async fn broadcast_late_joiners_fall_back_to_the_store() {
     if late_stale == 0 {
         failures.push("broadcast: no reader joined late and was answered `stale`".into());
     }
-    for inst in &mut instances {
-        match inst.terminate() {
-            Ok(status) if status.success() => {}
-            Ok(status) => failures.push(format!("{} exited with {status} after SIGTERM", inst.name)),
-            Err(e) => failures.push(e),
-        }
-    }
+    terminate_all(&mut instances, &mut failures);
     drop(store);
-    let refs: Vec<&Instance> = instances.iter().collect();
-    report(failures, &refs);
+    report(failures, &instances, &[], 40);
     drop(instances);
     db.drop_it().await;
 }
@@ -1306,13 +1047,7 @@ async fn redis_pid(url: &str) -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL and Redis on loopback: run `bash scripts/test-multi.sh`"]
 async fn sigterm_ends_relayed_readers_with_their_end() {
-    let _serial = SERIAL.lock().await;
-    let env = env();
-    let seed = env.seed ^ 0x51_6E_7E_44;
-    println!("sigterm: seed {} (rerun with TWOPLANE_MULTI_SEED={})", env.seed, env.seed);
-    let mut rng = Rng::new(seed);
-    let db = Database::create(&env.pg_url, "sigterm", env.seed).await;
-    let dir = log_dir("sigterm", env.seed);
+    let Scenario { _serial, env, mut rng, db, dir } = Scenario::begin("sigterm", 0x51_6E_7E_44).await;
     const IDLE_MS: u64 = 15_000;
     let with_idle = |host: &str| {
         let mut args = serve_args(&db, &env.redis_url, "log", host);
@@ -1321,7 +1056,7 @@ async fn sigterm_ends_relayed_readers_with_their_end() {
         args
     };
     let specs: Vec<(&str, Vec<String>)> = vec![("P", with_idle("P")), ("R", with_idle("R"))];
-    let mut instances = start_all(&specs, &dir);
+    let mut instances = Instance::start_all_logging(&specs, &dir, RUST_LOG);
     let (p, r) = (instances[0].addr, instances[1].addr);
     let store = pg(&db.url).await;
     let mut failures = Vec::new();
@@ -1386,14 +1121,9 @@ async fn sigterm_ends_relayed_readers_with_their_end() {
         exited_at.saturating_duration_since(signalled),
         answers.len() * 2
     );
-    match instances[1].terminate() {
-        Ok(status) if status.success() => {}
-        Ok(status) => failures.push(format!("R exited with {status} after SIGTERM")),
-        Err(e) => failures.push(e),
-    }
+    terminate_all(&mut instances[1..], &mut failures);
     drop(store);
-    let refs: Vec<&Instance> = instances.iter().collect();
-    report(failures, &refs);
+    report(failures, &instances, &[], 40);
     drop(instances);
     db.drop_it().await;
 }

@@ -31,7 +31,6 @@
 
 mod common;
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -458,23 +457,8 @@ async fn a_producer_stalled_past_its_lease_is_fenced_and_every_reader_ends_with_
     report(failures, &nodes, &seen);
 }
 
-/// The secrets check over everything seen (logs, response bodies, SSE data, failures), then a
-/// panic with the logs' tails when anything failed.
+/// [`common::cluster::report`] over the texts `seen` as well, with each log's last 30 lines.
 fn report(failures: Vec<String>, nodes: &[Instance], seen: &Seen) {
-    let mut texts: Vec<(String, String)> = seen.lock().unwrap().clone();
-    texts.extend(nodes.iter().map(|n| (n.log.display().to_string(), n.log_text())));
-    texts.extend(failures.iter().enumerate().map(|(i, f)| (format!("failure #{i}"), f.clone())));
-    common::secrets::assert_no_secrets_named(&texts);
-    if failures.is_empty() {
-        return;
-    }
-    let mut out = String::new();
-    for n in nodes {
-        let _ = writeln!(out, "---- last lines of {} ({}):\n{}", n.name, n.log.display(), n.log_tail(30));
-    }
-    let _ = writeln!(out, "---- {} failure(s):", failures.len());
-    for f in &failures {
-        let _ = writeln!(out, "  {f}");
-    }
-    panic!("{out}");
+    let seen = seen.lock().unwrap().clone();
+    common::cluster::report(failures, nodes, &seen, 30);
 }

@@ -1,13 +1,15 @@
 //! A harness for tests that run real `twoplane serve` processes against the PostgreSQL and Redis
 //! that `scripts/test-multi.sh` starts: a fresh database per scenario, child processes whose
 //! stdout and stderr land in one log file each, signals (SIGSTOP, SIGCONT, SIGTERM), and small
-//! HTTP and SSE clients for loopback.
+//! HTTP and SSE clients for loopback; and [`report`], the secrets check and failure report that
+//! ends a scenario.
 //!
 //! Guarantees: every wait is bounded ([`EVENT_TIMEOUT`] for HTTP and SSE, 30 s for a start, 15 s
 //! for an exit after SIGTERM); a dropped [`Instance`] is killed (stopped or not); nothing here
 //! prints a URL (they may carry passwords).
 #![allow(dead_code)] // each test binary uses a different part of `common`
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -94,15 +96,22 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Spawn `twoplane serve <args>`, stdout and stderr both into `<log_dir>/<name>.log`.
+    /// Spawn `twoplane serve <args>` logging at `info`, stdout and stderr both into
+    /// `<log_dir>/<name>.log`.
     pub fn spawn(name: &str, args: &[String], log_dir: &Path) -> (String, Child, PathBuf) {
+        Instance::spawn_logging(name, args, log_dir, "info")
+    }
+
+    /// [`Instance::spawn`] with `rust_log` as the process's `RUST_LOG` filter.
+    pub fn spawn_logging(name: &str, args: &[String], log_dir: &Path, rust_log: &str) -> (String, Child, PathBuf) {
         let log = log_dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(BIN)
             .arg("serve")
             .args(args)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
+            // Both streams into the log: the secrets check reads everything the process wrote.
             .stdout(file.try_clone().unwrap())
             .stderr(file)
             .spawn()
@@ -132,7 +141,13 @@ impl Instance {
 
     /// Start instances together (so their schema creation races, as in a deployment).
     pub fn start_all(specs: &[(&str, Vec<String>)], log_dir: &Path) -> Vec<Instance> {
-        let spawned: Vec<_> = specs.iter().map(|(name, args)| Instance::spawn(name, args, log_dir)).collect();
+        Instance::start_all_logging(specs, log_dir, "info")
+    }
+
+    /// [`Instance::start_all`] with `rust_log` as every process's `RUST_LOG` filter.
+    pub fn start_all_logging(specs: &[(&str, Vec<String>)], log_dir: &Path, rust_log: &str) -> Vec<Instance> {
+        let spawned: Vec<_> =
+            specs.iter().map(|(name, args)| Instance::spawn_logging(name, args, log_dir, rust_log)).collect();
         spawned.into_iter().map(|(name, child, log)| Instance::ready(name, child, log)).collect()
     }
 
@@ -191,6 +206,29 @@ impl Drop for Instance {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The end of a scenario: the secrets check over every instance's log, the `seen` texts (named
+/// response bodies, SSE data) and the failures; then, when anything failed, a panic with each
+/// log's last `tail` lines and the failures.
+pub fn report(failures: Vec<String>, instances: &[Instance], seen: &[(String, String)], tail: usize) {
+    // No configured password in any log line, anything seen or any failure (docs/server.md, "Secrets").
+    let mut texts: Vec<(String, String)> = seen.to_vec();
+    texts.extend(instances.iter().map(|inst| (inst.log.display().to_string(), inst.log_text())));
+    texts.extend(failures.iter().enumerate().map(|(i, f)| (format!("failure #{i}"), f.clone())));
+    super::secrets::assert_no_secrets_named(&texts);
+    if failures.is_empty() {
+        return;
+    }
+    let mut out = String::new();
+    for inst in instances {
+        let _ = writeln!(out, "---- last lines of {} ({}):\n{}", inst.name, inst.log.display(), inst.log_tail(tail));
+    }
+    let _ = writeln!(out, "---- {} failure(s):", failures.len());
+    for f in &failures {
+        let _ = writeln!(out, "  {f}");
+    }
+    panic!("{out}");
 }
 
 // ------------------------------------------------------------------------------------------
