@@ -48,6 +48,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::cluster::{http, pg, report, service_url, Database, Instance, Sse};
+use common::store::{is_prefix, stored_row, tiled_text};
 use twoplane_core::json::decode_frame;
 use twoplane_core::reader::StopReason;
 use twoplane_core::{splice_stream_text, Frame, ReaderAction, Text, TextReader};
@@ -108,54 +109,6 @@ fn fraction(rng: &mut Rng) -> f64 {
 
 fn ms(rng: &mut Rng, lo: u64, hi: u64) -> Duration {
     Duration::from_millis(rng.between(lo, hi))
-}
-
-/// A message row and its chunk rows, straight from PostgreSQL.
-#[derive(Debug)]
-struct StoredRow {
-    body: String,
-    seq: i64,
-    status: Option<String>,
-    host: Option<String>,
-    /// (seq, text) in `seq` order.
-    chunks: Vec<(i64, String)>,
-}
-
-async fn stored_row(client: &tokio_postgres::Client, id: &str) -> StoredRow {
-    let row = client
-        .query_one("SELECT body, seq, status, host FROM messages WHERE id = $1", &[&id])
-        .await
-        .unwrap_or_else(|e| panic!("message {id}: {e}"));
-    let chunks = client
-        .query(r#"SELECT "seq", "text" FROM "message_chunks" WHERE "streamId" = $1 ORDER BY "seq""#, &[&id])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    StoredRow { body: row.get(0), seq: row.get(1), status: row.get(2), host: row.get(3), chunks }
-}
-
-fn units(s: &str) -> usize {
-    s.encode_utf16().count()
-}
-
-/// The chunk rows must tile the text after the body exactly: each row starts where the previous
-/// ended (no overlap: nothing duplicated; no hole: nothing lost), and the `seq` column names the
-/// end. Returns the assembled text.
-fn check_tiling(id: &str, row: &StoredRow, failures: &mut Vec<String>) -> Text {
-    let mut text = Text::from(row.body.as_str());
-    for (seq, chunk) in &row.chunks {
-        let start = text.len() as i64;
-        if *seq != start + units(chunk) as i64 {
-            failures.push(format!("{id}: chunk row ending at {seq} holds {} units after {start}", units(chunk)));
-        }
-        text.push_str(chunk);
-    }
-    if row.seq != text.len() as i64 {
-        failures.push(format!("{id}: seq column {} but body plus chunks hold {}", row.seq, text.len()));
-    }
-    text
 }
 
 // ------------------------------------------------------------------------------------------
@@ -368,10 +321,6 @@ async fn run_reader(plan: ReaderPlan, deadline: Instant) -> Result<ReaderLog, St
         None => log.final_store.clone(),
     };
     Ok(log)
-}
-
-fn is_prefix(a: &Text, of: &Text) -> bool {
-    a.len() <= of.len() && a.units() == &of.units()[..a.len()]
 }
 
 /// A short description of where two texts part, for failure messages.
@@ -671,8 +620,8 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     let logs = collect(handles, &mut failures).await;
     println!("phase 1: {} ({:?})", summary(&logs), t0.elapsed());
     for answer in &answers {
-        let row = stored_row(&store, &answer.id).await;
-        let text = check_tiling(&answer.id, &row, &mut failures);
+        let row = stored_row(&store, &answer.id).await.unwrap();
+        let text = tiled_text(&answer.id, &row, &mut failures);
         if row.status.as_deref() != Some("complete") || text != answer.produced || !row.chunks.is_empty() {
             failures.push(format!(
                 "{}: stored {:?} with {} chunk rows, want complete and compacted ({})",
@@ -795,8 +744,8 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     let logs = collect(handles, &mut failures).await;
     println!("phase 2: {} ({:?})", summary(&logs), t1.elapsed());
     for answer in &doomed {
-        let row = stored_row(&store, &answer.id).await;
-        let text = check_tiling(&answer.id, &row, &mut failures);
+        let row = stored_row(&store, &answer.id).await.unwrap();
+        let text = tiled_text(&answer.id, &row, &mut failures);
         let readers: Vec<&ReaderLog> = logs.iter().filter(|l| l.plan.stream_id == answer.id).collect();
         let max_durable = readers.iter().map(|l| l.max_durable).max().unwrap_or(0);
         println!(
@@ -860,7 +809,7 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     }
     let mut interrupted = 0;
     for answer in &doomed {
-        if stored_row(&store, &answer.id).await.status.as_deref() == Some("interrupted") {
+        if stored_row(&store, &answer.id).await.unwrap().status.as_deref() == Some("interrupted") {
             interrupted += 1;
         }
     }
@@ -869,8 +818,8 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
         failures.push("phase 2: none of A's answers ended interrupted: the kill and the sweep were not tested".into());
     }
     // B's answer is untouched by the sweep (B's lease is live) and completes.
-    let row = stored_row(&store, &survivor.id).await;
-    let text = check_tiling(&survivor.id, &row, &mut failures);
+    let row = stored_row(&store, &survivor.id).await.unwrap();
+    let text = tiled_text(&survivor.id, &row, &mut failures);
     if row.status.as_deref() != Some("complete") || text != survivor.produced || row.host.as_deref() != Some("B") {
         failures.push(format!(
             "{}: B's answer stored {:?} by {:?}, want complete by B ({})",
@@ -888,7 +837,7 @@ async fn three_instances_survive_a_redis_restart_and_a_killed_producer() {
     }
     // Phase 1's answers were sealed before the kill: the sweep leaves them alone.
     for answer in &answers {
-        let row = stored_row(&store, &answer.id).await;
+        let row = stored_row(&store, &answer.id).await.unwrap();
         if row.status.as_deref() != Some("complete") {
             failures.push(format!("{}: was complete, now {:?}", answer.id, row.status));
         }
@@ -943,8 +892,8 @@ async fn broadcast_late_joiners_fall_back_to_the_store() {
     let logs = collect(handles, &mut failures).await;
     println!("broadcast: {}", summary(&logs));
     for answer in &answers {
-        let row = stored_row(&store, &answer.id).await;
-        let text = check_tiling(&answer.id, &row, &mut failures);
+        let row = stored_row(&store, &answer.id).await.unwrap();
+        let text = tiled_text(&answer.id, &row, &mut failures);
         if row.status.as_deref() != Some("complete") || text != answer.produced {
             failures.push(format!("{}: stored {:?}, {}", answer.id, row.status, diverge(&text, &answer.produced)));
         }
@@ -1094,8 +1043,8 @@ async fn sigterm_ends_relayed_readers_with_their_end() {
                 continue;
             }
         };
-        let row = stored_row(&store, &seen.id).await;
-        let kept = check_tiling(&seen.id, &row, &mut failures);
+        let row = stored_row(&store, &seen.id).await.unwrap();
+        let kept = tiled_text(&seen.id, &row, &mut failures);
         let after = seen.at.saturating_duration_since(signalled);
         if seen.terminal != "end/interrupted" {
             failures.push(format!(

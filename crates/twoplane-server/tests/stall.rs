@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::cluster::{http, pg, service_url, Database, Instance, Sse};
+use common::store::{is_prefix, stored_row, tiled_text};
 use twoplane_core::json::decode_frame;
 use twoplane_core::reader::StopReason;
 use twoplane_core::{Frame, ReaderAction, Text, TextReader};
@@ -62,57 +63,6 @@ type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
 fn note(seen: &Seen, place: impl Into<String>, text: impl Into<String>) {
     seen.lock().unwrap().push((place.into(), text.into()));
-}
-
-// ------------------------------------------------------------------------------------------
-// The store
-
-/// A message row and its chunk rows, straight from PostgreSQL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct StoredRow {
-    body: String,
-    seq: i64,
-    status: Option<String>,
-    host: Option<String>,
-    /// (seq, text) in `seq` order.
-    chunks: Vec<(i64, String)>,
-}
-
-async fn stored_row(client: &tokio_postgres::Client, id: &str) -> Result<StoredRow, String> {
-    let row = client
-        .query_one("SELECT body, seq, status, host FROM messages WHERE id = $1", &[&id])
-        .await
-        .map_err(|e| format!("reading message {id}: {e}"))?;
-    let chunks = client
-        .query(r#"SELECT "seq", "text" FROM "message_chunks" WHERE "streamId" = $1 ORDER BY "seq""#, &[&id])
-        .await
-        .map_err(|e| format!("reading the chunks of {id}: {e}"))?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    Ok(StoredRow { body: row.get(0), seq: row.get(1), status: row.get(2), host: row.get(3), chunks })
-}
-
-/// The row's text, body then chunks; failures when the chunk rows do not tile it exactly or the
-/// length column disagrees.
-fn assembled(row: &StoredRow, failures: &mut Vec<String>) -> Text {
-    let mut text = Text::from(row.body.as_str());
-    for (seq, chunk) in &row.chunks {
-        let start = text.len() as i64;
-        let len = Text::from(chunk.as_str()).len() as i64;
-        if *seq != start + len {
-            failures.push(format!("a chunk row ending at {seq} holds {len} units after {start}"));
-        }
-        text.push_str(chunk);
-    }
-    if row.seq != text.len() as i64 {
-        failures.push(format!("the length column says {} but body plus chunks hold {}", row.seq, text.len()));
-    }
-    text
-}
-
-fn is_prefix(a: &Text, of: &Text) -> bool {
-    a.len() <= of.len() && a.units() == &of.units()[..a.len()]
 }
 
 // ------------------------------------------------------------------------------------------
@@ -303,7 +253,7 @@ async fn a_producer_stalled_past_its_lease_is_fenced_and_every_reader_ends_with_
     if swept.host.as_deref() != Some(format!("stall-a-{seed}").as_str()) {
         failures.push(format!("the swept row names host {:?}, not A", swept.host));
     }
-    let store_text = assembled(&swept, &mut failures);
+    let store_text = tiled_text(&id, &swept, &mut failures);
     if !is_prefix(&store_text, &produced) {
         failures.push("the swept row's text is not a prefix of the answer".into());
     }
@@ -359,7 +309,7 @@ async fn a_producer_stalled_past_its_lease_is_fenced_and_every_reader_ends_with_
         Ok(row) => row,
         Err(e) => panic!("{e}"),
     };
-    let final_text = assembled(&final_row, &mut failures);
+    let final_text = tiled_text(&id, &final_row, &mut failures);
     let final_status = final_row.status.clone().unwrap_or_default();
     for handle in readers {
         if !handle.is_finished() {
