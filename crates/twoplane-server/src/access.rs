@@ -7,7 +7,7 @@
 //! - Readers present a read token ([`crate::token`]) as `Authorization: Bearer <token>` or as
 //!   the `token` query parameter (an `EventSource` cannot set headers); the header wins when
 //!   both are sent. Every refusal is the same 403 whether or not the stream exists: the plane
-//!   asks [`ReadAuthorizer`] before it looks the stream up.
+//!   asks `ReadAuthorizer` (below) before it looks the stream up.
 //! - With no read secret, reads are open (as `twoplane serve` always was) and only a loopback
 //!   `--listen` is accepted, unless `--open-reads` says that open reads are wanted elsewhere
 //!   ([`Access::check_listen`]).

@@ -98,7 +98,7 @@ struct ServeArgs {
     #[arg(long, value_name = "MS", requires = "redis", value_parser = clap::value_parser!(u64).range(1..))]
     relay_first_frame_ms: Option<u64>,
     /// This instance's id in the `host` column and the lease table, unique among running
-    /// instances (with --pg or --redis) [default: <hostname>-<pid>-<random>].
+    /// instances (with --pg or --redis) [default: HOSTNAME-PID-RANDOM].
     #[arg(long, value_name = "ID")]
     host_id: Option<String>,
     /// How long a lease renewal keeps this host alive in the others' eyes (with --pg or
