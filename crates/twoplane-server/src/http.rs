@@ -9,13 +9,14 @@
 //!   body is polled comes as one buffer (up to [`SseConfig::max_batch_bytes`]) from
 //!   [`Subscription::poll_sse`], which hands over the SSE bytes the stream's log encoded once for
 //!   every subscriber (one owed event is those shared bytes themselves, a longer span is one
-//!   concatenation), and goes to hyper as one body chunk. Under load a client therefore costs
+//!   concatenation), and goes out as one body chunk. Under load a client therefore costs
 //!   one system call per batch, not per frame, and no JSON encoding at all.
-//! - No buffering of its own: the body pulls a frame only when hyper asks for more, and hyper
-//!   asks only while its per-connection buffer has room (see [`crate::server`]). A client that
+//! - No buffering of its own: the body pulls a frame only when its writer asks for more, which
+//!   [`crate::sse_conn`] does once the previous batch is written (and hyper, for a body it serves,
+//!   only while its per-connection buffer has room, see [`crate::server`]). A client that
 //!   stops reading leaves frames in the plane's bounded subscriber queue, where overflow ends
 //!   that subscriber with `stale`; the server's memory does not grow with the backlog.
-//! - Teardown: when the client disconnects, hyper drops the body, which drops the subscription,
+//! - Teardown: when the client disconnects, its writer drops the body, which drops the subscription,
 //!   which detaches it from the stream at once. The keep-alive comment (every
 //!   [`SseConfig::keep_alive`]) bounds how long a silent, vanished client can go unnoticed.
 //! - A denial is `403` with the same body whether or not the stream exists; a request without a
@@ -70,7 +71,7 @@ pub struct SseStats {
     pub opened: AtomicU64,
     /// Frames encoded.
     pub frames: AtomicU64,
-    /// Body chunks handed to hyper (one per wakeup).
+    /// Body chunks handed to the writer (one per wakeup).
     pub writes: AtomicU64,
     /// Keep-alive comments sent.
     pub pings: AtomicU64,

@@ -3,7 +3,8 @@
 //!
 //! - [`http`]: the SSE endpoint, mountable in any axum app ([`http::sse_router`]).
 //! - [`server`]: the accept loop with the socket settings SSE needs (no Nagle, a bounded
-//!   per-connection buffer, vectored writes) and graceful shutdown.
+//!   per-connection buffer, vectored writes) and graceful shutdown; [`sse_conn`] answers a
+//!   connection whose first request subscribes to a stream without hyper.
 //! - [`app`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
 //!   plane, Redis relay, host-lease sweeper, routes, signals.
 //! - [`relay`]: `twoplane relay`: the commit-log relay from PostgreSQL into S2 or Redis logs.
@@ -23,5 +24,6 @@ pub mod http;
 pub mod producer;
 pub mod relay;
 pub mod server;
+pub mod sse_conn;
 pub mod store;
 pub mod token;

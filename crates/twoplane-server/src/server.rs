@@ -9,6 +9,11 @@
 //!   bounded subscriber queue (where overflow becomes `stale`) instead of in this process's heap;
 //! - vectored writes, so a chunk header, a coalesced batch of events and the chunk trailer leave
 //!   in one `writev`.
+//!
+//! A connection whose first request subscribes to a stream is answered by [`crate::sse_conn`]
+//! instead (hyper's fixed per-connection buffers and dispatch were most of an idle subscriber's
+//! memory and of each frame's CPU); every other request, and every later request on that
+//! connection, is hyper's.
 
 use std::future::Future;
 use std::io;
@@ -16,11 +21,14 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
+use bytes::BytesMut;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tower::ServiceExt as _;
+
+use crate::sse_conn::{self, First, Prefixed, Served};
 
 /// Connection-level settings.
 #[derive(Clone, Debug)]
@@ -69,6 +77,9 @@ pub async fn serve(
         .max_buf_size(config.max_buf_size.max(8192))
         .writev(true)
         .header_read_timeout(config.header_read_timeout);
+    // Tells connections still waiting for their first request head that no request will be
+    // served any more (hyper's own connections learn it through `graceful`).
+    let (stopping, stop) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -87,21 +98,46 @@ pub async fn serve(
             tracing::debug!(%peer, error = %e, "set_nodelay failed");
         }
         let router = router.clone();
-        // The peer travels with each request (`ConnectInfo`): the producer API answers loopback
-        // peers only when it has no secret (crate::access).
-        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-            req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
-            router.clone().oneshot(req)
-        });
-        let conn = builder.serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
+        let builder = builder.clone();
+        // Held for the connection's life, so the grace period waits for a subscription in flight.
+        let watcher = graceful.watcher();
+        let mut stop = stop.clone();
+        let head_timeout = config.header_read_timeout;
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            let mut stream = stream;
+            let first = tokio::select! {
+                first = tokio::time::timeout(head_timeout, sse_conn::read_first(&mut stream, peer)) => match first {
+                    Ok(first) => first,
+                    Err(_) => return,
+                },
+                _ = stop.changed() => return,
+            };
+            let prefix = match first {
+                First::Closed => return,
+                First::Other(read) => read,
+                First::Sse(request, rest) => {
+                    let Ok(response) = router.clone().oneshot(*request).await;
+                    let mut pending = BytesMut::from(&rest[..]);
+                    match sse_conn::write_response(&mut stream, response, &mut pending).await {
+                        Served::Done => pending.freeze(),
+                        Served::Gone => return,
+                    }
+                }
+            };
+            // The peer travels with each request (`ConnectInfo`): the producer API answers
+            // loopback peers only when it has no secret (crate::access).
+            let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                router.clone().oneshot(req)
+            });
+            let conn = builder.serve_connection(TokioIo::new(Prefixed::new(prefix, stream)), service);
+            if let Err(e) = watcher.watch(conn).await {
                 log_conn_error(peer, &e);
             }
         });
     }
     drop(listener);
+    let _ = stopping.send(true);
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("all connections closed"),
         () = tokio::time::sleep(config.shutdown_grace) => {

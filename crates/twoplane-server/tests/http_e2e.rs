@@ -482,3 +482,37 @@ async fn an_idle_client_that_disconnects_is_released() {
     server.wait_released(0).await;
     server.stop().await;
 }
+
+/// Two subscribe requests pipelined on one connection: the first is answered by the server's own
+/// subscription path (`sse_conn`), the second, read along with it, by hyper; both complete, in
+/// order, each with the contract's headers and its terminal frame.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_subscriptions_on_one_connection_are_answered_in_order() {
+    let server = TestServer::start(Duration::from_secs(15), Arc::new(AllowAll)).await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = |id: &str| format!("GET /api/stream?streamId={id}&from=0 HTTP/1.1\r\nhost: t\r\n\r\n");
+    stream.write_all(format!("{}{}", request("nobody-1"), request("nobody-2")).as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + WAIT;
+    // Each response's chunked body ends with the zero-length chunk.
+    while String::from_utf8_lossy(&got).matches("\r\n0\r\n\r\n").count() < 2 {
+        let n =
+            tokio::time::timeout_at(deadline, stream.read(&mut buf)).await.expect("both responses in time").unwrap();
+        assert!(n > 0, "connection closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8(got).unwrap();
+    let responses: Vec<&str> = text.split("HTTP/1.1 ").filter(|r| !r.is_empty()).collect();
+    assert_eq!(responses.len(), 2, "{text}");
+    for response in responses {
+        assert!(response.starts_with("200 OK\r\n"), "{response}");
+        let head = response.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+        for (name, value) in STREAM_SSE_HEADERS {
+            assert!(head.contains(&format!("{name}: {value}")), "{name} missing in {head}");
+        }
+        assert!(head.contains("transfer-encoding: chunked"), "{head}");
+        assert!(response.contains(r#"data: {"type":"absent"}"#), "{response}");
+    }
+    server.stop().await;
+}
