@@ -94,11 +94,10 @@ pub fn stream_request_from_fetch(url: &str, last_event_id: Option<&str>) -> Resu
 }
 
 /// Whether `url` starts with a scheme, the test that separates an absolute URL from a relative
-/// reference: after the parser's trimming of C0 controls and spaces and its removal of tabs and
-/// newlines, an ASCII letter, then letters, digits, `+`, `-` or `.`, then `:`.
+/// reference: after the parser's own clean-up ([`as_parsed`]), an ASCII letter, then letters,
+/// digits, `+`, `-` or `.`, then `:`.
 pub fn is_absolute_url(url: &str) -> bool {
-    let trimmed = url.trim_matches(|c: char| c <= ' ');
-    let mut chars = trimmed.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r'));
+    let mut chars = as_parsed(url);
     if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) {
         return false;
     }
@@ -112,15 +111,17 @@ pub fn is_absolute_url(url: &str) -> bool {
     false
 }
 
-/// The query part of a URL as the WHATWG URL parser would see it: after the first `?` that is
-/// not inside the fragment, up to the fragment.
-///
-/// The parser also trims leading and trailing C0 controls and spaces and deletes every tab and
-/// newline before it looks at anything; doing the same keeps `?streamId=a%20` and a header-mangled
-/// `?streamId=a\t` agreeing with `new URL(...)`.
+/// The characters of `url` that the WHATWG URL parser looks at: it trims leading and trailing C0
+/// controls and spaces and deletes every tab and newline before anything else. Doing the same
+/// keeps `?streamId=a%20` and a header-mangled `?streamId=a\t` agreeing with `new URL(...)`.
+fn as_parsed(url: &str) -> impl Iterator<Item = char> + '_ {
+    url.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+}
+
+/// The query part of a URL as the WHATWG URL parser would see it ([`as_parsed`]): after the first
+/// `?` that is not inside the fragment, up to the fragment.
 fn query_of(url: &str) -> String {
-    let trimmed = url.trim_matches(|c: char| c <= ' ');
-    let cleaned: String = trimmed.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    let cleaned: String = as_parsed(url).collect();
     let before_fragment = match cleaned.find('#') {
         Some(i) => &cleaned[..i],
         None => &cleaned[..],
