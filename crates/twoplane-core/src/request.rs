@@ -94,8 +94,8 @@ pub fn stream_request_from_fetch(url: &str, last_event_id: Option<&str>) -> Resu
 }
 
 /// Whether `url` starts with a scheme, the test that separates an absolute URL from a relative
-/// reference: after the parser's own clean-up ([`as_parsed`]), an ASCII letter, then letters,
-/// digits, `+`, `-` or `.`, then `:`.
+/// reference: after the parser's own clean-up (C0 controls and spaces trimmed, tabs and newlines
+/// deleted), an ASCII letter, then letters, digits, `+`, `-` or `.`, then `:`.
 pub fn is_absolute_url(url: &str) -> bool {
     let mut chars = as_parsed(url);
     if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) {
