@@ -18,6 +18,7 @@
 //! `s2-basin` header. An access token, when needed, is given as the URL's password (or user):
 //! `http://:TOKEN@host:port`. Plain HTTP only for now (the crate is built without TLS).
 
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -357,37 +358,16 @@ fn split_url(url: &str) -> Result<(String, Option<String>), S2UrlError> {
     Ok((format!("http://{host}{path}"), token))
 }
 
-/// Percent-encodes everything but unreserved characters, so a stream name (which holds `/`)
-/// stays one path segment.
+/// Everything but the unreserved characters of RFC 3986 is percent-encoded, so a stream name
+/// (which holds `/`) stays one path segment.
+const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
 fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(text, PATH_SEGMENT).to_string()
 }
 
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 #[derive(Deserialize)]
