@@ -31,9 +31,6 @@ use hyper::Request;
 use hyper_util::rt::TokioIo;
 use twoplane_server::access::{Access, Secret};
 use twoplane_server::app::{self, ServeConfig, Store};
-use twoplane_server::assets::PackageSource;
-use twoplane_server::demo::Pace;
-use twoplane_server::producer::Limits;
 
 const SECRET: &str = "bench-producer-secret-0123456789abcdef";
 const DELTA: &[u8] = b"abcdefgh";
@@ -69,22 +66,7 @@ fn serve(db: &str) {
     runtime.block_on(async {
         let access =
             Access { producer_token: Some(Secret::new(SECRET.as_bytes(), "bench").unwrap()), ..Access::default() };
-        let config = ServeConfig {
-            demo: false,
-            listen: "127.0.0.1:0".parse().unwrap(),
-            store: Store::Sqlite(db.into()),
-            package: PackageSource::Embedded,
-            keep_alive: Duration::from_secs(15),
-            relay: None,
-            host_id: None,
-            lease_ttl_ms: None,
-            sweep_interval_ms: None,
-            demo_pace: Pace::Natural,
-            access,
-            producer_limits: Limits::default(),
-            release_hostless_after_ms: None,
-            postgres: Default::default(),
-        };
+        let config = ServeConfig { access, ..ServeConfig::local(Store::Sqlite(db.into())) };
         let running = app::prepare(&config).await.expect("server starts");
         println!("{}", running.addr);
         running.serve(std::future::pending()).await.expect("serves");

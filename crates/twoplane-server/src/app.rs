@@ -138,6 +138,28 @@ impl Default for PgSettings {
 }
 
 impl ServeConfig {
+    /// One instance on `store`, listening on an ephemeral loopback port, every other setting at
+    /// the default `twoplane serve` gives it: no demo, no relay, no secrets (so loopback clients
+    /// only). Embedders, tests and benchmarks start here and change what they need.
+    pub fn local(store: Store) -> ServeConfig {
+        ServeConfig {
+            demo: false,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            store,
+            package: PackageSource::Embedded,
+            keep_alive: Duration::from_millis(twoplane_core::sse::DEFAULT_KEEP_ALIVE_MS),
+            relay: None,
+            host_id: None,
+            lease_ttl_ms: None,
+            sweep_interval_ms: None,
+            release_hostless_after_ms: None,
+            demo_pace: Pace::Natural,
+            access: Access::default(),
+            producer_limits: crate::producer::Limits::default(),
+            postgres: PgSettings::default(),
+        }
+    }
+
     /// Whether this instance shares its streams with others: a PostgreSQL store or a relay.
     pub fn is_shared(&self) -> bool {
         matches!(self.store, Store::Postgres(_)) || self.relay.is_some()

@@ -27,8 +27,6 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use twoplane_server::access::{Access, Secret};
 use twoplane_server::app::{self, ServeConfig, Store};
-use twoplane_server::assets::PackageSource;
-use twoplane_server::demo::Pace;
 use twoplane_server::producer::Limits;
 
 const SECRET: &str = "producer-api-test-secret-0123456789";
@@ -54,22 +52,7 @@ async fn start() -> Server {
 async fn start_with(producer_limits: Limits) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let access = Access { producer_token: Some(Secret::new(SECRET.as_bytes(), "test").unwrap()), ..Access::default() };
-    let config = ServeConfig {
-        demo: false,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        store: Store::Sqlite(dir.path().join("p.db")),
-        package: PackageSource::Embedded,
-        keep_alive: Duration::from_secs(15),
-        relay: None,
-        host_id: None,
-        lease_ttl_ms: None,
-        sweep_interval_ms: None,
-        demo_pace: Pace::Natural,
-        access,
-        producer_limits,
-        postgres: Default::default(),
-        release_hostless_after_ms: None,
-    };
+    let config = ServeConfig { access, producer_limits, ..ServeConfig::local(Store::Sqlite(dir.path().join("p.db"))) };
     let running = app::prepare(&config).await.unwrap();
     let addr = running.addr;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
