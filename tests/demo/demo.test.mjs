@@ -11,12 +11,12 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { startServer } from './serve.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = process.env.TWOPLANE_BIN ?? join(ROOT, 'target/h-plane/debug/twoplane');
@@ -28,31 +28,6 @@ let work;
 let context;
 let page;
 const problems = [];
-let serverLog = '';
-
-function startServer(dbPath) {
-  return new Promise((resolveStart, rejectStart) => {
-    const child = spawn(BIN, ['serve', '--demo', '--listen', '127.0.0.1:0', '--db', dbPath], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, RUST_LOG: 'info' },
-    });
-    const timer = setTimeout(() => rejectStart(new Error(`the server did not start:\n${serverLog}`)), 20_000);
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk) => {
-      serverLog += chunk;
-      const m = /listening addr=(\S+)/.exec(serverLog);
-      if (m) {
-        clearTimeout(timer);
-        resolveStart({ child, addr: m[1] });
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      rejectStart(new Error(`the server exited with ${code}:\n${serverLog}`));
-    });
-  });
-}
-
 async function storedMessages() {
   const res = await fetch(`${base}/api/messages`);
   assert.equal(res.status, 200);
@@ -61,7 +36,7 @@ async function storedMessages() {
 
 before(async () => {
   work = mkdtempSync(join(tmpdir(), 'twoplane-demo-'));
-  const started = await startServer(join(work, 'demo.db'));
+  const started = await startServer(BIN, ['--demo', '--listen', '127.0.0.1:0', '--db', join(work, 'demo.db')]);
   server = started.child;
   base = `http://${started.addr}`;
   context = await chromium.launchPersistentContext(join(work, 'profile'), {

@@ -23,6 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { startServer } from './serve.mjs';
 import { signStreamToken } from '../../npm/twoplane/src/token.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -69,32 +70,11 @@ function byteSplit(bytes, maxPiece) {
 let work;
 let server;
 let base;
-let serverLog = '';
 let producerSecret;
 let readSecret;
 let readSecretFile;
 let context;
 const problems = [];
-
-function startServer(args) {
-  return new Promise((resolveStart, rejectStart) => {
-    const child = spawn(BIN, ['serve', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, RUST_LOG: 'info' } });
-    const timer = setTimeout(() => rejectStart(new Error(`the server did not start:\n${serverLog}`)), 20_000);
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk) => {
-      serverLog += chunk;
-      const m = /listening addr=(\S+)/.exec(serverLog);
-      if (m) {
-        clearTimeout(timer);
-        resolveStart({ child, addr: m[1] });
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      rejectStart(new Error(`the server exited with ${code}:\n${serverLog}`));
-    });
-  });
-}
 
 const producerHeaders = () => ({ authorization: `Bearer ${producerSecret}` });
 
@@ -196,7 +176,7 @@ before(async () => {
   // A final newline, as an editor writes it: not part of the secret.
   writeFileSync(producerFile, `${producerSecret}\n`);
   writeFileSync(readSecretFile, `${readSecret}\n`);
-  const started = await startServer([
+  const started = await startServer(BIN, [
     '--listen', '127.0.0.1:0', ...(PG_URL ? ['--pg', PG_URL] : ['--db', join(work, 'p.db')]),
     '--producer-token-file', producerFile, '--read-token-secret-file', readSecretFile,
   ]);
