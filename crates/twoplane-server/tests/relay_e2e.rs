@@ -18,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use twoplane_server::demo::answer::Rng;
 
 use tokio_postgres::NoTls;
 use twoplane_relay::pg_record::RecordTables;
@@ -44,23 +45,6 @@ fn service(var: &str, script: &str) -> Option<String> {
                 }
             }
         }
-    }
-}
-
-/// A small deterministic generator (xorshift64*), seeded per run and printed, so a failing run
-/// can be repeated with TWOPLANE_RELAY_E2E_SEED.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 
@@ -298,7 +282,8 @@ async fn scenario(kind: &str, pg: &str, log_args: [String; 2], log_url: &str, mu
             let (mut db, connection) = tokio_postgres::connect(&pg, NoTls).await.unwrap();
             tokio::spawn(connection);
             let insert = format!("INSERT INTO {events} (tenant_id, session_id, seq, generation, body) VALUES ($1, $2, $3, 1, $4::text::jsonb)");
-            let mut rng = Rng(seed);
+            // Seeded per run and printed, so a failing run can be repeated with TWOPLANE_RELAY_E2E_SEED.
+            let mut rng = Rng::new(seed);
             let mut heads = vec![0i64; SESSIONS];
             let mut n = 0;
             while n < ROWS {
