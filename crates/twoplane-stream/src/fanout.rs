@@ -25,6 +25,11 @@
 //!   attached, in order, then nothing after its terminal frame.
 //! - Terminal frames (`end`, a fenced producer's `stale`) bypass the cap: they are the last thing
 //!   a subscriber gets.
+//! - Direct delivery (see `direct.rs`): a slot handed to a sink is never woken; a change marks it
+//!   due and wakes the stream's one writer task instead, which takes every due slot's owed events
+//!   under one lock ([`FanOut::take_due`]). A slot is handed over only when it owes nothing, and
+//!   is taken back by that writer alone, so its events are written in order by one writer at a
+//!   time.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +39,9 @@ use std::task::Waker;
 use bytes::Bytes;
 use twoplane_core::sse::encode_event_into;
 use twoplane_core::Frame;
+
+use crate::direct::SseSink;
+use crate::subscription::SseBatch;
 
 /// At most this many replay frames precede the log for a live stream (open, chunk, durable).
 const REPLAY_ALLOWANCE: usize = 3;
@@ -58,6 +66,31 @@ struct Slot {
     parked: bool,
     /// Reads SSE bytes (counted in `FanOut::sse_readers`).
     sse: bool,
+    /// Delivered by the stream's writer task to this sink, not woken (counted in `FanOut::sinks`).
+    sink: Option<Arc<dyn SseSink>>,
+    /// The byte limit of one direct delivery.
+    direct_max: usize,
+    /// Its key is in `due` (so it is listed once).
+    due: bool,
+}
+
+/// One direct delivery taken by [`FanOut::take_due`]: the slot, its sink, and its events (`None`
+/// when the slot ended without owing any).
+pub(crate) struct Delivery {
+    pub key: usize,
+    pub sink: Arc<dyn SseSink>,
+    pub batch: Option<SseBatch>,
+}
+
+/// What the stream's writer task should do after [`FanOut::take_due`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// Deliveries were taken: write them, then ask again.
+    Work,
+    /// Nothing is due; the writer's waker is registered.
+    Idle,
+    /// No slot has a sink any more: the writer stops (a later hand-over starts a new one).
+    Exit,
 }
 
 /// What a drain left behind, for the subscriber's lock-free checks.
@@ -70,6 +103,11 @@ pub(crate) struct Drained {
     /// The change counter at the drain, when it took everything available; `None` when the
     /// batch limit stopped it (more is waiting, so the counter says nothing).
     pub caught_up_at: Option<u64>,
+}
+
+impl Drained {
+    /// A slot delivered directly, seen by its owner: nothing to take, no waker registered.
+    pub const HANDED_OVER: Drained = Drained { done: false, parked: false, caught_up_at: None };
 }
 
 /// One SSE write's worth of a subscriber's frames.
@@ -97,6 +135,15 @@ pub(crate) struct FanOut {
     changes: Arc<AtomicU64>,
     /// Reused for encoding, so each encoded frame is one exact-size allocation.
     scratch: String,
+    /// Keys of direct slots with something to deliver, and a spare list to swap with.
+    due: Vec<usize>,
+    due_spare: Vec<usize>,
+    /// Slots with a sink.
+    sinks: usize,
+    /// The writer task's waker, while it waits for due slots.
+    writer: Option<Waker>,
+    /// A writer task is running (so a hand-over does not start another).
+    writer_running: bool,
 }
 
 impl FanOut {
@@ -112,6 +159,11 @@ impl FanOut {
             cap,
             changes: Arc::new(AtomicU64::new(0)),
             scratch: String::new(),
+            due: Vec::new(),
+            due_spare: Vec::new(),
+            sinks: 0,
+            writer: None,
+            writer_running: false,
         }
     }
 
@@ -144,6 +196,9 @@ impl FanOut {
             waker: None,
             parked: false,
             sse: false,
+            sink: None,
+            direct_max: 0,
+            due: false,
         };
         self.active += 1;
         match self.free.pop() {
@@ -167,6 +222,10 @@ impl FanOut {
             if slot.sse {
                 self.sse_readers -= 1;
             }
+            if slot.sink.is_some() {
+                // Its key may stay in `due`; `take_due` skips a slot without a sink.
+                self.sinks -= 1;
+            }
             self.free.push(key);
         }
         if self.active == 0 {
@@ -187,6 +246,7 @@ impl FanOut {
             self.reclaim(&stale, wake);
             if self.active == 0 {
                 self.bump();
+                self.wake_writer(wake);
                 return;
             }
         }
@@ -215,9 +275,21 @@ impl FanOut {
         for key in self.parked.drain(..) {
             if let Some(Some(slot)) = self.slots.get_mut(key) {
                 slot.parked = false;
-                if let Some(w) = slot.waker.take() {
+                if slot.sink.is_some() {
+                    mark_due(slot, key, &mut self.due);
+                } else if let Some(w) = slot.waker.take() {
                     wake.push(w);
                 }
+            }
+        }
+        self.wake_writer(wake);
+    }
+
+    /// One wake-up for the writer task, however many direct slots became due.
+    fn wake_writer(&mut self, wake: &mut Vec<Waker>) {
+        if !self.due.is_empty() {
+            if let Some(w) = self.writer.take() {
+                wake.push(w);
             }
         }
     }
@@ -227,7 +299,8 @@ impl FanOut {
         let head = self.head();
         let mut min = head;
         let mut stale_frame: Option<Arc<Frame>> = None;
-        for slot in self.slots.iter_mut().flatten() {
+        for (key, slot) in self.slots.iter_mut().enumerate() {
+            let Some(slot) = slot else { continue };
             if slot.finished {
                 continue;
             }
@@ -239,7 +312,9 @@ impl FanOut {
                 self.active -= 1;
                 // Its key may stay in `parked`; `wake_parked` skips a slot without a waker.
                 slot.parked = false;
-                if let Some(w) = slot.waker.take() {
+                if slot.sink.is_some() {
+                    mark_due(slot, key, &mut self.due);
+                } else if let Some(w) = slot.waker.take() {
                     wake.push(w);
                 }
             } else {
@@ -356,9 +431,109 @@ impl FanOut {
         SseDrained { bytes: batch.finish(), frames, state: self.settle(key, more, park) }
     }
 
+    /// Whether `key` is delivered by the writer task (its owner must not drain it meanwhile).
+    pub fn has_sink(&self, key: usize) -> bool {
+        matches!(self.slots.get(key), Some(Some(slot)) if slot.sink.is_some())
+    }
+
+    /// Hand `key`'s deliveries to `sink`, at most `max_bytes` per delivery. Refused (`false`,
+    /// nothing changes) unless the slot is live and owes nothing now, so no event handed to the
+    /// sink can overtake one its owner took and has yet to write. Returns `Some(true)` when no
+    /// writer task runs and the caller must start one.
+    pub fn attach_sink(&mut self, key: usize, sink: Arc<dyn SseSink>, max_bytes: usize) -> Option<bool> {
+        let head = self.head();
+        let Some(Some(slot)) = self.slots.get_mut(key) else { return None };
+        if slot.sink.is_some() || slot.finished || has_more(slot, head) {
+            return None;
+        }
+        if !slot.sse {
+            slot.sse = true;
+            self.sse_readers += 1;
+        }
+        slot.sink = Some(sink);
+        slot.direct_max = max_bytes.max(1);
+        // Not woken any more: the writer task delivers instead.
+        slot.waker = None;
+        if !slot.parked {
+            slot.parked = true;
+            self.parked.push(key);
+        }
+        self.sinks += 1;
+        let start = !self.writer_running;
+        self.writer_running = true;
+        Some(start)
+    }
+
+    /// Take `key` back from direct delivery (the writer task does this, after a sink kept bytes
+    /// or after the terminal). The slot is left unparked: its owner's next drain parks it.
+    /// Only `sink` itself is taken back: the key may already belong to a later subscriber.
+    pub fn detach_sink(&mut self, key: usize, sink: &Arc<dyn SseSink>) {
+        let Some(Some(slot)) = self.slots.get_mut(key) else { return };
+        let same = slot.sink.as_ref().is_some_and(|s| std::ptr::addr_eq(Arc::as_ptr(s), Arc::as_ptr(sink)));
+        if same {
+            slot.sink = None;
+            self.sinks -= 1;
+            slot.due = false;
+            slot.parked = false;
+        }
+    }
+
+    /// For the writer task: take every due direct slot's owed events (one delivery each, up to
+    /// its byte limit), park the ones that caught up, and keep the others due.
+    pub fn take_due(&mut self, out: &mut Vec<Delivery>, writer: &Waker) -> Due {
+        let mut work = std::mem::take(&mut self.due_spare);
+        std::mem::swap(&mut work, &mut self.due);
+        for &key in &work {
+            let (sink, max) = match self.slots.get_mut(key) {
+                Some(Some(slot)) if slot.due && slot.sink.is_some() => {
+                    slot.due = false;
+                    (slot.sink.clone(), slot.direct_max)
+                }
+                _ => continue,
+            };
+            let Some(sink) = sink else { continue };
+            let got = self.drain_sse(key, max, None);
+            let (done, caught_up) = (got.state.done, got.state.caught_up_at.is_some());
+            if let Some(Some(slot)) = self.slots.get_mut(key) {
+                if !done && caught_up && !slot.parked {
+                    slot.parked = true;
+                    self.parked.push(key);
+                } else if !done && !caught_up {
+                    mark_due(slot, key, &mut self.due);
+                }
+            }
+            let batch = got.bytes.map(|bytes| SseBatch { bytes, frames: got.frames, terminal: done });
+            if batch.is_some() || done {
+                out.push(Delivery { key, sink, batch });
+            }
+        }
+        work.clear();
+        self.due_spare = work;
+        if !out.is_empty() || !self.due.is_empty() {
+            return Due::Work;
+        }
+        if self.due.is_empty() && self.sinks == 0 {
+            self.writer_running = false;
+            self.writer = None;
+            return Due::Exit;
+        }
+        match &self.writer {
+            Some(w) if w.will_wake(writer) => {}
+            _ => self.writer = Some(writer.clone()),
+        }
+        Due::Idle
+    }
+
     #[cfg(test)]
     pub fn log_len(&self) -> usize {
         self.log.len()
+    }
+}
+
+fn mark_due(slot: &mut Slot, key: usize, due: &mut Vec<usize>) {
+    if !slot.due {
+        slot.due = true;
+        due.push(key);
     }
 }
 
@@ -586,5 +761,156 @@ mod tests {
         assert_eq!(fan.sse_readers, 1, "the fast reader still reads SSE");
         fan.detach(fast);
         assert_eq!(fan.sse_readers, 0);
+    }
+
+    /// A sink that records what it was handed and answers as told.
+    #[derive(Default)]
+    struct Recorder {
+        got: std::sync::Mutex<Vec<SseBatch>>,
+        hold: std::sync::atomic::AtomicBool,
+    }
+
+    impl SseSink for Recorder {
+        fn deliver(&self, batch: &SseBatch) -> crate::Delivered {
+            self.got.lock().unwrap().push(batch.clone());
+            if self.hold.load(Ordering::Relaxed) {
+                crate::Delivered::Held
+            } else {
+                crate::Delivered::Written
+            }
+        }
+        fn resume(&self) {}
+    }
+
+    fn sink() -> (Arc<Recorder>, Arc<dyn SseSink>) {
+        let rec = Arc::new(Recorder::default());
+        let dynamic: Arc<dyn SseSink> = rec.clone();
+        (rec, dynamic)
+    }
+
+    fn take_all(fan: &mut FanOut) -> (Vec<Delivery>, Due) {
+        let mut out = Vec::new();
+        let due = fan.take_due(&mut out, &noop_waker());
+        (out, due)
+    }
+
+    #[test]
+    fn a_direct_slot_is_handed_over_only_when_it_owes_nothing() {
+        let mut fan = FanOut::new(64);
+        let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
+        let key = fan.attach(VecDeque::from(vec![open]));
+        let (_, s) = sink();
+        assert_eq!(fan.attach_sink(key, s.clone(), 1024), None, "its replay is owed");
+        fan.drain_sse(key, 1 << 20, None);
+        let mut wake = Vec::new();
+        fan.publish(chunk(0), stale, &mut wake);
+        assert_eq!(fan.attach_sink(key, s.clone(), 1024), None, "a log frame is owed");
+        fan.drain_sse(key, 1 << 20, None);
+        assert_eq!(
+            fan.attach_sink(key, s.clone(), 1024),
+            Some(true),
+            "caught up: the first hand-over starts the writer"
+        );
+        assert_eq!(fan.attach_sink(key, s.clone(), 1024), None, "already handed over");
+        let other = fan.attach(VecDeque::new());
+        assert_eq!(fan.attach_sink(other, s, 1024), Some(false), "the writer already runs");
+    }
+
+    #[test]
+    fn pushes_wake_the_writer_once_and_it_delivers_each_span_in_order() {
+        let mut fan = FanOut::new(64);
+        let (rec_a, a_sink) = sink();
+        let (rec_b, b_sink) = sink();
+        let a = fan.attach(VecDeque::new());
+        let b = fan.attach(VecDeque::new());
+        let task = fan.attach(VecDeque::new());
+        fan.attach_sink(a, a_sink, 1 << 20).unwrap();
+        fan.attach_sink(b, b_sink, 1 << 20).unwrap();
+        fan.drain(task, 64, &mut |_| {}, Some(&noop_waker()));
+        assert_eq!(take_all(&mut fan).1, Due::Idle, "nothing due: the writer waits");
+        let mut wake = Vec::new();
+        for i in 0..3 {
+            fan.publish(chunk(i), stale, &mut wake);
+        }
+        assert_eq!(wake.len(), 2, "the writer and the one task-driven subscriber, once each");
+        let (out, due) = take_all(&mut fan);
+        assert_eq!(due, Due::Work);
+        assert_eq!(out.len(), 2);
+        for d in &out {
+            let batch = d.batch.as_ref().unwrap();
+            assert_eq!(batch.bytes, sse(&[chunk(0), chunk(1), chunk(2)]));
+            assert_eq!((batch.frames, batch.terminal), (3, false));
+            d.sink.deliver(batch);
+        }
+        assert_eq!(rec_a.got.lock().unwrap().len(), 1);
+        assert_eq!(rec_b.got.lock().unwrap().len(), 1);
+        // Parked again: once the writer waits, the next push wakes it (alone: the task-driven
+        // subscriber did not park again) and makes both due again.
+        assert_eq!(take_all(&mut fan).1, Due::Idle);
+        let mut wake = Vec::new();
+        fan.publish(chunk(3), stale, &mut wake);
+        assert_eq!(wake.len(), 1, "only the writer");
+        let (out, _) = take_all(&mut fan);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].batch.as_ref().unwrap().bytes, sse(&[chunk(3)]));
+        // The end: delivered as a terminal batch.
+        let end = Arc::new(Frame::End { seq: 4, status: twoplane_core::StreamStatus::Complete, error: None });
+        fan.finish(end.clone(), &mut Vec::new());
+        let (out, _) = take_all(&mut fan);
+        assert_eq!(out.len(), 2);
+        for d in &out {
+            let batch = d.batch.as_ref().unwrap();
+            assert!(batch.terminal);
+            assert_eq!(batch.bytes, sse(std::slice::from_ref(&end)));
+            fan.detach_sink(d.key, &d.sink);
+        }
+        assert!(fan.is_done(a) && fan.is_done(b));
+        fan.detach(a);
+        fan.detach(b);
+        assert_eq!(take_all(&mut fan).1, Due::Exit, "no sink left: the writer stops");
+        assert!(!fan.writer_running);
+    }
+
+    #[test]
+    fn a_batch_limit_keeps_a_slot_due_and_overflow_delivers_its_stale() {
+        let mut fan = FanOut::new(8);
+        let (_, s) = sink();
+        let key = fan.attach(VecDeque::new());
+        fan.attach_sink(key, s, 1).unwrap();
+        let mut wake = Vec::new();
+        fan.publish(chunk(0), stale, &mut wake);
+        fan.publish(chunk(1), stale, &mut wake);
+        let (out, due) = take_all(&mut fan);
+        assert_eq!((out.len(), due), (1, Due::Work));
+        assert_eq!(out[0].batch.as_ref().unwrap().frames, 1, "one event per delivery at this limit");
+        let (out, _) = take_all(&mut fan);
+        assert_eq!(out[0].batch.as_ref().unwrap().bytes, sse(&[chunk(1)]));
+        assert_eq!(take_all(&mut fan).1, Due::Idle);
+        // Never taken: the writer is busy elsewhere while the queue overflows.
+        for i in 2..20 {
+            fan.publish(chunk(i), stale, &mut wake);
+        }
+        let (out, _) = take_all(&mut fan);
+        let batch = out[0].batch.as_ref().unwrap();
+        assert!(batch.terminal, "the subscriber fell a whole queue behind");
+        assert_eq!(batch.bytes, sse(&[Arc::new(stale())]));
+    }
+
+    #[test]
+    fn taking_a_sink_back_is_for_that_sink_only() {
+        let mut fan = FanOut::new(64);
+        let (_, first) = sink();
+        let (_, second) = sink();
+        let key = fan.attach(VecDeque::new());
+        fan.attach_sink(key, first.clone(), 64).unwrap();
+        fan.detach(key);
+        let again = fan.attach(VecDeque::new());
+        assert_eq!(again, key, "the key is reused");
+        fan.attach_sink(again, second.clone(), 64).unwrap();
+        fan.detach_sink(again, &first);
+        assert!(fan.has_sink(again), "a late hand-back of the old sink leaves the new one");
+        fan.detach_sink(again, &second);
+        assert!(!fan.has_sink(again));
+        assert_eq!(fan.sinks, 0);
     }
 }

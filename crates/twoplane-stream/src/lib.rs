@@ -26,6 +26,7 @@
 mod auth;
 mod callback;
 mod checkpoint;
+mod direct;
 mod error;
 mod fanout;
 #[cfg(feature = "testing")]
@@ -53,6 +54,7 @@ mod verdict;
 
 pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
 pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
+pub use direct::{Delivered, SseSink};
 pub use error::{PlaneError, PlaneErrorKind};
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.

@@ -28,8 +28,9 @@ use twoplane_core::frame::chunk_end;
 use twoplane_core::text::pair_safe_cut;
 use twoplane_core::{Frame, StreamStatus, Text};
 
+use crate::direct::SseSink;
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::fanout::{Drained, FanOut, SseDrained};
+use crate::fanout::{Delivery, Drained, Due, FanOut, SseDrained};
 use crate::options::Config;
 use crate::plane::PlaneShared;
 use crate::relay::{RelayError, RelayFailure, RelayPhase};
@@ -356,13 +357,47 @@ impl LiveStream {
     }
 
     /// Hand up to `max` of a subscriber's frames to `out` and park it on `park` (one lock).
+    /// Nothing while the subscriber is delivered directly (its sink's writer owns its cursor).
     pub fn drain_sub(&self, key: usize, max: usize, out: &mut dyn FnMut(Arc<Frame>), park: Option<&Waker>) -> Drained {
-        self.lock().fan.drain(key, max, out, park)
+        let mut st = self.lock();
+        if st.fan.has_sink(key) {
+            return Drained::HANDED_OVER;
+        }
+        st.fan.drain(key, max, out, park)
     }
 
     /// A subscriber's owed frames as one SSE write, and park it on `park` (one lock).
+    /// Nothing while the subscriber is delivered directly.
     pub fn drain_sub_sse(&self, key: usize, max_bytes: usize, park: Option<&Waker>) -> SseDrained {
-        self.lock().fan.drain_sse(key, max_bytes, park)
+        let mut st = self.lock();
+        if st.fan.has_sink(key) {
+            return SseDrained { bytes: None, frames: 0, state: Drained::HANDED_OVER };
+        }
+        st.fan.drain_sse(key, max_bytes, park)
+    }
+
+    /// Hand a subscriber's deliveries to `sink` (see `direct.rs`); starts the stream's writer
+    /// task when none runs. `false` when refused, or when there is no tokio runtime to run it.
+    pub fn attach_sink(self: &Arc<Self>, key: usize, sink: Arc<dyn SseSink>, max_bytes: usize) -> bool {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return false };
+        let start = self.lock().fan.attach_sink(key, sink, max_bytes);
+        match start {
+            None => false,
+            Some(start) => {
+                if start {
+                    runtime.spawn(crate::direct::write_loop(self.clone()));
+                }
+                true
+            }
+        }
+    }
+
+    pub fn detach_sink(&self, key: usize, sink: &Arc<dyn SseSink>) {
+        self.lock().fan.detach_sink(key, sink);
+    }
+
+    pub fn take_due(&self, out: &mut Vec<Delivery>, writer: &Waker) -> Due {
+        self.lock().fan.take_due(out, writer)
     }
 
     pub fn detach_sub(&self, key: usize) {

@@ -244,6 +244,27 @@ impl Subscription {
         Poll::Ready(encode_batch(&mut || first.take().or_else(|| self.try_next()), max_bytes))
     }
 
+    /// Hand this subscription's events to `sink`, written by the stream's writer task instead of
+    /// waking the caller (see [`crate::SseSink`]), at most `max_bytes` per delivery. Only a hosted
+    /// stream's subscription that owes nothing right now (it just returned `Pending`) is handed
+    /// over; otherwise this returns `false` and nothing changes. After `true`, the caller must
+    /// not poll the subscription until the sink's [`crate::SseSink::resume`] is called; polling
+    /// meanwhile yields nothing.
+    pub fn deliver_to(&mut self, sink: Arc<dyn crate::SseSink>, max_bytes: usize) -> bool {
+        let Inner::Local(local) = &mut self.inner else { return false };
+        if local.done || !local.taken.is_empty() {
+            return false;
+        }
+        if !local.stream.attach_sink(local.key, sink, max_bytes) {
+            return false;
+        }
+        // The slot no longer holds this cursor's waker, and the counter says nothing about what
+        // the writer took: the next poll after `resume` takes the lock.
+        local.armed = None;
+        local.caught_up_at = None;
+        true
+    }
+
     /// Whether this subscription is served by a relay (the stream is hosted elsewhere).
     pub fn is_relayed(&self) -> bool {
         matches!(self.inner, Inner::Relay(_))

@@ -1,6 +1,6 @@
-//! The three ways of reading a hosted stream's subscription (`next`, `try_next`, `poll_sse`),
-//! mixed in any order, against a reference subscriber of the same stream that reads with `next`
-//! only.
+//! The ways of reading a hosted stream's subscription (`next`, `try_next`, `poll_sse`, and
+//! direct delivery to a sink through `deliver_to`), mixed in any order, against a reference
+//! subscriber of the same stream that reads with `next` only.
 //!
 //! Properties (proptest over random interleavings of pushes, reads, batch limits and yields that
 //! let checkpoints land):
@@ -13,9 +13,13 @@
 //! - A batch never ends in the middle of an event, holds at least one, and stops growing at the
 //!   byte limit: only its last event may cross it.
 //! - After the terminal frame every read answers `None`.
+//! - Direct delivery: a hand-over is accepted only when nothing is owed; the sink's batches obey
+//!   the same batch rules; a sink that keeps a batch gets no other and is resumed, and its owner
+//!   writes what it kept before reading on; a terminal batch ends the hand-over; and the bytes delivered, kept and
+//!   read join up to the reference's.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use proptest::prelude::*;
@@ -31,6 +35,8 @@ enum Op {
     TryNext,
     Sse(usize),
     Yield,
+    /// Hand over to a sink with this batch limit that keeps every `n`th batch (0: never).
+    Hand(usize, usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -40,6 +46,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::TryNext),
         2 => (1usize..400).prop_map(Op::Sse),
         1 => Just(Op::Yield),
+        2 => ((1usize..400), (0usize..4)).prop_map(|(max, hold)| Op::Hand(max, hold)),
     ]
 }
 
@@ -58,6 +65,54 @@ fn encode(out: &mut Vec<u8>, frame: &Frame) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Check a batch's shape: whole events only, at least one, and only the last may cross `max`.
+fn check_batch(batch: &SseBatch, max: usize) {
+    let events = batch.bytes.windows(2).filter(|w| w == b"\n\n").count() as u64;
+    assert_eq!(events, batch.frames, "whole events only");
+    assert!(batch.frames > 0 && batch.bytes.ends_with(b"\n\n"));
+    if batch.frames > 1 {
+        let last = batch.bytes[..batch.bytes.len() - 2].windows(2).rposition(|w| w == b"\n\n");
+        let before_last = last.map_or(0, |i| i + 2);
+        assert!(before_last < max, "the batch kept growing past the limit");
+    }
+}
+
+/// A sink standing in for a connection: it records what it wrote and what it kept.
+struct Recorder {
+    max: usize,
+    hold_every: usize,
+    calls: AtomicUsize,
+    written: Mutex<Vec<u8>>,
+    kept: Mutex<Vec<u8>>,
+    terminal: AtomicBool,
+    resumed: AtomicBool,
+}
+
+impl SseSink for Recorder {
+    fn deliver(&self, batch: &SseBatch) -> Delivered {
+        assert!(!self.resumed.load(Ordering::SeqCst), "a delivery after resume");
+        assert!(!self.terminal.load(Ordering::SeqCst), "a delivery after the terminal");
+        check_batch(batch, self.max);
+        self.terminal.store(batch.terminal, Ordering::SeqCst);
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut kept = self.kept.lock().unwrap();
+        // A sink that kept bytes is taken back at once: the writer would otherwise pile the
+        // stream onto it, past the subscriber queue's bound.
+        assert!(kept.is_empty(), "a delivery after the sink kept a batch");
+        if self.hold_every > 0 && n % self.hold_every == 0 {
+            kept.extend_from_slice(&batch.bytes);
+            Delivered::Held
+        } else {
+            self.written.lock().unwrap().extend_from_slice(&batch.bytes);
+            Delivered::Written
+        }
+    }
+
+    fn resume(&self) {
+        assert!(!self.resumed.swap(true, Ordering::SeqCst), "resumed twice");
+    }
+}
+
 /// The mixed reader's state: its bytes so far, and whether its last read was left waiting (and
 /// on which wake count).
 struct Mixed {
@@ -67,6 +122,8 @@ struct Mixed {
     waker: Waker,
     waiting_since: Option<usize>,
     ended: bool,
+    /// The sink it is handed to, until that sink is resumed.
+    handed: Option<Arc<Recorder>>,
 }
 
 impl Mixed {
@@ -78,7 +135,49 @@ impl Mixed {
         }
     }
 
+    /// Whether the subscription is still handed over; after a resume, what the sink wrote and
+    /// kept joins the reader's bytes, in that order.
+    fn still_handed(&mut self) -> bool {
+        let Some(sink) = &self.handed else { return false };
+        if !sink.resumed.load(Ordering::SeqCst) {
+            return true;
+        }
+        self.bytes.extend_from_slice(&sink.written.lock().unwrap());
+        self.bytes.extend_from_slice(&sink.kept.lock().unwrap());
+        self.ended |= sink.terminal.load(Ordering::SeqCst);
+        self.handed = None;
+        false
+    }
+
+    fn hand(&mut self, max: usize, hold_every: usize) {
+        if self.still_handed() {
+            return;
+        }
+        let sink = Arc::new(Recorder {
+            max,
+            hold_every,
+            calls: AtomicUsize::new(0),
+            written: Mutex::new(Vec::new()),
+            kept: Mutex::new(Vec::new()),
+            terminal: AtomicBool::new(false),
+            resumed: AtomicBool::new(false),
+        });
+        if self.sub.deliver_to(sink.clone(), max) {
+            assert!(!self.ended, "a hand-over after the terminal");
+            self.waiting_since = None;
+            self.handed = Some(sink);
+        } else if !self.ended {
+            // Refused: only because something is owed.
+            let owed = self.sub.try_next();
+            assert!(owed.is_some(), "a hand-over refused while nothing was owed");
+            self.took(owed);
+        }
+    }
+
     fn read(&mut self, op: &Op) {
+        if self.still_handed() {
+            return;
+        }
         let mut cx = Context::from_waker(&self.waker);
         match op {
             Op::Next => match self.sub.poll_frame(&mut cx) {
@@ -95,21 +194,14 @@ impl Mixed {
             Op::Sse(max) => match self.sub.poll_sse(&mut cx, *max) {
                 Poll::Ready(Some(batch)) => {
                     assert!(!self.ended, "a batch after the terminal");
-                    let events = batch.bytes.windows(2).filter(|w| w == b"\n\n").count() as u64;
-                    assert_eq!(events, batch.frames, "whole events only");
-                    assert!(batch.bytes.ends_with(b"\n\n"));
-                    if batch.frames > 1 {
-                        let last = batch.bytes[..batch.bytes.len() - 2].windows(2).rposition(|w| w == b"\n\n");
-                        let before_last = last.map_or(0, |i| i + 2);
-                        assert!(before_last < *max, "the batch kept growing past the limit");
-                    }
+                    check_batch(&batch, *max);
                     self.bytes.extend_from_slice(&batch.bytes);
                     self.ended = batch.terminal;
                 }
                 Poll::Ready(None) => assert!(self.ended, "None before the terminal"),
                 Poll::Pending => self.waiting_since = Some(self.count.0.load(Ordering::SeqCst)),
             },
-            Op::Push(_) | Op::Yield => unreachable!(),
+            Op::Push(_) | Op::Yield | Op::Hand(..) => unreachable!(),
         }
     }
 }
@@ -128,6 +220,7 @@ async fn run(ops: Vec<Op>) {
         count,
         waiting_since: None,
         ended: false,
+        handed: None,
     };
     for op in &ops {
         match op {
@@ -142,6 +235,7 @@ async fn run(ops: Vec<Op>) {
                     tokio::task::yield_now().await;
                 }
             }
+            Op::Hand(max, hold_every) => mixed.hand(*max, *hold_every),
             read => mixed.read(read),
         }
     }
@@ -153,7 +247,12 @@ async fn run(ops: Vec<Op>) {
     }
     let mut guard = 0;
     while !mixed.ended {
-        mixed.read(&Op::Sse(1 << 16));
+        if mixed.still_handed() {
+            // The writer task delivers the rest (the terminal ends the hand-over).
+            tokio::task::yield_now().await;
+        } else {
+            mixed.read(&Op::Sse(1 << 16));
+        }
         guard += 1;
         assert!(guard < 10_000, "the mixed reader never reached the terminal");
     }
