@@ -27,7 +27,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -75,6 +75,11 @@ pub struct SseStats {
     pub writes: AtomicU64,
     /// Keep-alive comments sent.
     pub pings: AtomicU64,
+    /// Times a caught-up subscription was handed to its stream's writer task
+    /// ([`crate::sse_conn`]'s direct delivery).
+    pub handovers: AtomicU64,
+    /// Times direct delivery found the socket full and handed the rest back to the connection.
+    pub holds: AtomicU64,
 }
 
 impl SseStats {
@@ -163,12 +168,58 @@ fn plain(status: StatusCode, body: &'static str) -> Response {
 /// An SSE response for `subscription`: the contract's headers and an [`SseBody`]. Use this to
 /// serve a subscription from a route of your own.
 pub fn sse_response(subscription: Subscription, config: &SseConfig, stats: Arc<SseStats>) -> Response {
-    let mut response = Response::new(Body::new(SseBody::new(subscription, config, stats)));
+    let shared = Arc::new(Mutex::new(Some(SseBody::new(subscription, config, stats))));
+    let mut response = Response::new(Body::new(SharedSseBody(shared.clone())));
+    // `crate::sse_conn` takes the body out to serve the subscription itself; hyper polls it
+    // through the response body.
+    response.extensions_mut().insert(SseHandoff(shared));
     let headers = response.headers_mut();
     for (name, value) in STREAM_SSE_HEADERS {
         headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
     }
     response
+}
+
+/// The [`SseBody`] of a response from [`sse_response`], for a writer that serves it itself
+/// ([`crate::sse_conn`]); taking it leaves the response's own body empty.
+#[derive(Clone)]
+pub(crate) struct SseHandoff(Arc<Mutex<Option<SseBody>>>);
+
+impl SseHandoff {
+    pub(crate) fn take(&self) -> Option<SseBody> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// The response body of [`sse_response`]: the shared [`SseBody`] while nobody took it. Dropping
+/// it drops that body (so a response extension outliving it holds nothing).
+struct SharedSseBody(Arc<Mutex<Option<SseBody>>>);
+
+impl http_body::Body for SharedSseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        let mut body = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match body.as_mut() {
+            Some(body) => Pin::new(body).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_none_or(|b| b.done)
+    }
+}
+
+impl Drop for SharedSseBody {
+    fn drop(&mut self) {
+        let body = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(body);
+    }
 }
 
 /// The response body: a subscription's frames as SSE events, coalesced per wakeup, with
@@ -198,6 +249,31 @@ impl SseBody {
             done: false,
             stats,
         }
+    }
+
+    /// The subscription, until the terminal was taken (for direct delivery, `crate::sse_conn`).
+    pub(crate) fn subscription_mut(&mut self) -> Option<&mut Subscription> {
+        self.subscription.as_mut()
+    }
+
+    pub(crate) fn max_batch_bytes(&self) -> usize {
+        self.max_batch_bytes
+    }
+
+    pub(crate) fn stats(&self) -> &Arc<SseStats> {
+        &self.stats
+    }
+
+    /// A keep-alive comment when one is due (counted, and the next one scheduled), for a writer
+    /// that does not poll the body while its subscription is delivered directly.
+    pub(crate) fn poll_ping(&mut self, cx: &mut Context<'_>) -> Poll<Bytes> {
+        if self.done || self.ping.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let next = tokio::time::Instant::now() + self.keep_alive;
+        self.ping.as_mut().reset(next);
+        self.stats.pings.fetch_add(1, Ordering::Relaxed);
+        Poll::Ready(Bytes::from_static(KEEP_ALIVE_COMMENT.as_bytes()))
     }
 
     /// Account for one batch and, after a terminal, end the body.
@@ -242,13 +318,10 @@ impl http_body::Body for SseBody {
                 Poll::Pending => {}
             }
         }
-        if this.ping.as_mut().poll(cx).is_ready() {
-            let next = tokio::time::Instant::now() + this.keep_alive;
-            this.ping.as_mut().reset(next);
-            this.stats.pings.fetch_add(1, Ordering::Relaxed);
-            return Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(KEEP_ALIVE_COMMENT.as_bytes())))));
+        match this.poll_ping(cx) {
+            Poll::Ready(ping) => Poll::Ready(Some(Ok(http_body::Frame::data(ping)))),
+            Poll::Pending => Poll::Pending,
         }
-        Poll::Pending
     }
 
     fn is_end_stream(&self) -> bool {

@@ -118,8 +118,11 @@ pub async fn serve(
                 First::Sse(request, rest) => {
                     let Ok(response) = router.clone().oneshot(*request).await;
                     let mut pending = BytesMut::from(&rest[..]);
-                    match sse_conn::write_response(&mut stream, response, &mut pending).await {
-                        Served::Done => pending.freeze(),
+                    match sse_conn::write_response(stream, response, &mut pending).await {
+                        Served::Done(returned) => {
+                            stream = returned;
+                            pending.freeze()
+                        }
                         Served::Gone => return,
                     }
                 }

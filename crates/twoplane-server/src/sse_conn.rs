@@ -5,23 +5,35 @@
 //! frame is one write per subscriber. Under hyper each connection keeps two 8 KiB buffers (its
 //! read buffer and its header write buffer, neither configurable below 8 KiB) and each write goes
 //! through its dispatcher; measured with 1,000 subscribers that was about 16 KiB of RSS and 2 us
-//! of user CPU per delivered frame (docs/server.md, "Fan-out"). Here a subscriber costs its task
-//! and its subscription: the request head is read into a buffer that is freed before the first
-//! event, and every batch the subscription hands over goes to the socket in one vectored write.
+//! of user CPU per delivered frame (docs/server.md, "Fan-out"). Here a subscriber costs its task,
+//! its subscription and a small sink: the request head is read into a buffer that is freed before
+//! the first event.
+//!
+//! Direct delivery: once a subscription has caught up, this connection hands it to its stream's
+//! writer task through a `ConnSink` (a `twoplane_stream::SseSink`). A push then wakes that one
+//! task, which writes each caught-up subscriber's events to its socket without waiting; this
+//! connection's task is not woken per frame at all. It takes the subscription back when the
+//! socket cannot take a batch at once (the sink keeps the rest, which this task writes first) or
+//! when the terminal went out.
 //!
 //! Guarantees:
 //! - The response is exactly what the router answers for that request (the same handler, the
 //!   same authorizer, the same status and headers; a 400 or 403 too), framed with
 //!   `transfer-encoding: chunked`. The bytes of each event are the ones the stream's log encoded.
+//! - One writer at a time: while the subscription is handed over, only the writer task writes
+//!   events, and keep-alives go through the same sink under its lock, so a comment never lands
+//!   inside an event and bytes the sink kept are never overtaken.
 //! - Only a request this path fully understands takes it: `GET` over HTTP/1.1 to the stream path,
 //!   without a body, with a complete head of at most [`MAX_HEAD`] bytes. Anything else, including
 //!   every later request on the same connection, is served by hyper with the bytes already read
 //!   handed to it first, so nothing a client sent is lost or reordered.
 //! - Backpressure is the socket's: a batch is pulled from the subscription only after the
-//!   previous one was written, so a client that stops reading leaves frames in the plane's
-//!   bounded log, where overflow ends that subscriber with `stale`.
+//!   previous one was written, and a handed-over subscription whose socket is full is taken back
+//!   after that one batch, so a client that stops reading leaves frames in the plane's bounded
+//!   log, where overflow ends that subscriber with `stale`. A connection holds at most one batch
+//!   (plus a keep-alive) that the socket has not taken.
 //! - A client that closes its connection is noticed while the stream is quiet (the socket is
-//!   watched for end-of-file between batches), and the subscription is dropped at once.
+//!   watched for end-of-file in both modes), and the subscription is dropped at once.
 //! - Shutdown: a connection still waiting for its first request head is closed when the server
 //!   stops accepting; a subscription in flight runs until its terminal frame (the plane's drain
 //!   sends one), within the server's grace period.
@@ -29,16 +41,22 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, Response, Version};
 use bytes::{Buf, Bytes, BytesMut};
+use http_body::Body as _;
 use http_body_util::BodyExt;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use twoplane_stream::{Delivered, SseBatch, SseSink};
 
-use crate::http::STREAM_PATH;
+use crate::http::{SseBody, SseHandoff, SseStats, STREAM_PATH};
 
 /// The largest request head this path reads; a longer one goes to hyper (which applies its own
 /// limit).
@@ -118,7 +136,7 @@ fn parse(buf: &[u8], peer: SocketAddr) -> Parsed {
 /// How [`write_response`] ended.
 pub enum Served {
     /// The body ended and its last chunk was written: the connection can serve another request.
-    Done,
+    Done(TcpStream),
     /// The client went away, or a write failed: close the connection.
     Gone,
 }
@@ -126,9 +144,41 @@ pub enum Served {
 /// Write `response` to `stream` as an HTTP/1.1 response with a chunked body, pulling the body
 /// only when the previous batch has been written, and watching the socket for the client's
 /// end-of-file while the body has nothing to send. Bytes the client sends meanwhile (a
-/// pipelined request) are appended to `pending`.
-pub async fn write_response(stream: &mut TcpStream, response: Response<Body>, pending: &mut BytesMut) -> Served {
-    let (parts, mut body) = response.into_parts();
+/// pipelined request) are appended to `pending`. A subscription's body (from
+/// [`crate::http::sse_response`]) is delivered directly while it is caught up (see
+/// `ConnSink`).
+pub async fn write_response(stream: TcpStream, response: Response<Body>, pending: &mut BytesMut) -> Served {
+    let (mut parts, body) = response.into_parts();
+    let head = response_head(&parts);
+    let socket = Arc::new(stream);
+    let served = match parts.extensions.remove::<SseHandoff>().and_then(|h| h.take()) {
+        Some(sse) => {
+            drop(body);
+            serve_sse(&socket, &head, sse, pending).await
+        }
+        None => serve_body(&socket, &head, body, pending).await,
+    };
+    if served.is_err() {
+        return Served::Gone;
+    }
+    // The stream's writer task may still hold the sink (and so the socket) for the pass it is
+    // finishing; it lets go within that pass.
+    let mut socket = socket;
+    for _ in 0..RECLAIM_TRIES {
+        match Arc::try_unwrap(socket) {
+            Ok(stream) => return Served::Done(stream),
+            Err(shared) => socket = shared,
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Served::Gone
+}
+
+/// How many times (1 ms apart) [`write_response`] waits for the writer task to let go of the
+/// socket before it closes the connection instead of serving another request on it.
+const RECLAIM_TRIES: usize = 1000;
+
+fn response_head(parts: &axum::http::response::Parts) -> Vec<u8> {
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(b"HTTP/1.1 ");
     head.extend_from_slice(parts.status.as_str().as_bytes());
@@ -145,49 +195,318 @@ pub async fn write_response(stream: &mut TcpStream, response: Response<Body>, pe
         head.extend_from_slice(b"\r\n");
     }
     head.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
-    if stream.write_all(&head).await.is_err() {
-        return Served::Gone;
-    }
-    drop(head);
-    let (mut reader, mut writer) = stream.split();
-    let mut probe = [0u8; 256];
+    head
+}
+
+/// The client went away (or the connection failed).
+struct Gone;
+
+/// Any response body, written batch by batch by this task.
+async fn serve_body(socket: &TcpStream, head: &[u8], mut body: Body, pending: &mut BytesMut) -> Result<(), Gone> {
+    write_all(socket, &[head]).await?;
     loop {
         let frame = tokio::select! {
             biased;
             frame = body.frame() => frame,
-            read = reader.read(&mut probe) => match read {
-                Ok(0) | Err(_) => return Served::Gone,
-                Ok(n) => {
-                    if pending.len() + n > MAX_HEAD {
-                        // A client that floods a connection it is reading events from.
-                        return Served::Gone;
-                    }
-                    pending.extend_from_slice(&probe[..n]);
-                    continue;
-                }
-            },
+            ready = socket.readable() => {
+                ready.map_err(|_| Gone)?;
+                probe(socket, pending)?;
+                continue;
+            }
         };
         match frame {
             Some(Ok(frame)) => {
                 let Ok(data) = frame.into_data() else { continue };
-                if data.is_empty() {
-                    continue;
-                }
-                let mut size = [0u8; 18];
-                let size = chunk_size_line(&mut size, data.len());
-                let mut chunk = Buf::chain(Buf::chain(size, data), &b"\r\n"[..]);
-                if writer.write_all_buf(&mut chunk).await.is_err() {
-                    return Served::Gone;
-                }
+                write_chunk(socket, &data).await?;
             }
-            Some(Err(_)) => return Served::Gone,
-            None => {
-                return match writer.write_all(b"0\r\n\r\n").await {
-                    Ok(()) => Served::Done,
-                    Err(_) => Served::Gone,
-                };
+            Some(Err(_)) => return Err(Gone),
+            None => return write_all(socket, &[LAST_CHUNK]).await,
+        }
+    }
+}
+
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+/// What the subscription's body gave when polled.
+enum Step {
+    Data(Bytes),
+    End,
+    /// Caught up and handed to the sink: the stream's writer task delivers from now on.
+    Handed,
+}
+
+/// A subscription's body: written by this task while it owes something, and by the stream's
+/// writer task (through a [`ConnSink`]) while it is caught up. Keep-alives and end-of-file are
+/// watched here in both modes.
+async fn serve_sse(socket: &Arc<TcpStream>, head: &[u8], mut sse: SseBody, pending: &mut BytesMut) -> Result<(), Gone> {
+    write_all(socket, &[head]).await?;
+    let sink = Arc::new(ConnSink {
+        socket: socket.clone(),
+        state: Mutex::new(SinkState::default()),
+        resumed: Notify::new(),
+        stats: sse.stats().clone(),
+    });
+    let as_sink: Arc<dyn SseSink> = sink.clone();
+    loop {
+        let step = tokio::select! {
+            biased;
+            step = std::future::poll_fn(|cx| poll_step(&mut sse, &as_sink, cx)) => step,
+            ready = socket.readable() => {
+                ready.map_err(|_| Gone)?;
+                probe(socket, pending)?;
+                continue;
+            }
+        };
+        match step {
+            Step::Data(data) => write_chunk(socket, &data).await?,
+            Step::End => return write_all(socket, &[LAST_CHUNK]).await,
+            Step::Handed => {
+                sink.stats.handovers.fetch_add(1, Ordering::Relaxed);
+                wait_handed(socket, &sink, &mut sse, pending).await?;
+                // Taken back: what the sink kept goes first.
+                let kept = sink.take_kept()?;
+                write_all(socket, &[&kept]).await?;
             }
         }
+    }
+}
+
+fn poll_step(sse: &mut SseBody, sink: &Arc<dyn SseSink>, cx: &mut Context<'_>) -> Poll<Step> {
+    match Pin::new(&mut *sse).poll_frame(cx) {
+        Poll::Ready(Some(Ok(frame))) => {
+            return Poll::Ready(frame.into_data().map_or(Step::Data(Bytes::new()), Step::Data));
+        }
+        Poll::Ready(Some(Err(never))) => match never {},
+        Poll::Ready(None) => return Poll::Ready(Step::End),
+        Poll::Pending => {}
+    }
+    let max = sse.max_batch_bytes();
+    let handed = sse.subscription_mut().is_some_and(|sub| sub.deliver_to(sink.clone(), max));
+    if handed {
+        return Poll::Ready(Step::Handed);
+    }
+    // Not a hosted stream's, or frames arrived since the poll: the poll registered this task, so
+    // it is woken for them.
+    Poll::Pending
+}
+
+/// While the subscription is handed over: until the sink is resumed, send keep-alives through
+/// the sink, finish writing what the sink kept when the socket has room, and watch for the
+/// client's end-of-file.
+async fn wait_handed(
+    socket: &TcpStream,
+    sink: &ConnSink,
+    sse: &mut SseBody,
+    pending: &mut BytesMut,
+) -> Result<(), Gone> {
+    loop {
+        let backlog = sink.has_kept();
+        tokio::select! {
+            biased;
+            () = sink.resumed.notified() => return Ok(()),
+            ready = socket.readable() => {
+                ready.map_err(|_| Gone)?;
+                probe(socket, pending)?;
+            }
+            ready = socket.writable(), if backlog => {
+                ready.map_err(|_| Gone)?;
+                sink.write_kept()?;
+            }
+            ping = std::future::poll_fn(|cx| sse.poll_ping(cx)) => sink.send(&ping)?,
+        }
+    }
+}
+
+/// The connection as a [`SseSink`]: the stream's writer task writes each batch to the socket
+/// without waiting; what the socket does not take at once is kept, in order, and every later
+/// batch after it, until this connection's task has written it (after [`SseSink::resume`], or
+/// when the socket has room again).
+struct ConnSink {
+    socket: Arc<TcpStream>,
+    state: Mutex<SinkState>,
+    resumed: Notify,
+    stats: Arc<SseStats>,
+}
+
+#[derive(Default)]
+struct SinkState {
+    /// Bytes not yet written, already framed as chunks; while there are any, new bytes join them.
+    kept: BytesMut,
+    /// A write failed: the connection is over.
+    failed: bool,
+}
+
+impl ConnSink {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SinkState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write `parts` now, or keep what does not fit (behind anything already kept).
+    fn write_or_keep(&self, st: &mut SinkState, parts: &[&[u8]]) -> Delivered {
+        if st.failed {
+            return Delivered::Held;
+        }
+        let written = if st.kept.is_empty() {
+            match try_write_now(&self.socket, parts) {
+                Ok(n) => n,
+                Err(_) => {
+                    st.failed = true;
+                    return Delivered::Held;
+                }
+            }
+        } else {
+            0
+        };
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if written == total {
+            return Delivered::Written;
+        }
+        let mut skip = written;
+        for part in parts {
+            let from = skip.min(part.len());
+            st.kept.extend_from_slice(&part[from..]);
+            skip -= from;
+        }
+        Delivered::Held
+    }
+
+    /// A keep-alive comment from the connection's task, as one chunk.
+    fn send(&self, bytes: &[u8]) -> Result<(), Gone> {
+        let mut size = [0u8; 18];
+        let line = chunk_size_line(&mut size, bytes.len());
+        let mut st = self.lock();
+        self.write_or_keep(&mut st, &[line, bytes, CRLF]);
+        if st.failed {
+            Err(Gone)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn has_kept(&self) -> bool {
+        !self.lock().kept.is_empty()
+    }
+
+    /// Write as much of what was kept as the socket takes now.
+    fn write_kept(&self) -> Result<(), Gone> {
+        let mut st = self.lock();
+        if st.failed {
+            return Err(Gone);
+        }
+        match try_write_now(&self.socket, &[&st.kept]) {
+            Ok(n) => {
+                st.kept.advance(n);
+                Ok(())
+            }
+            Err(_) => {
+                st.failed = true;
+                Err(Gone)
+            }
+        }
+    }
+
+    /// Everything kept, for the connection's task to write now that it writes alone.
+    fn take_kept(&self) -> Result<Bytes, Gone> {
+        let mut st = self.lock();
+        if st.failed {
+            return Err(Gone);
+        }
+        Ok(st.kept.split().freeze())
+    }
+}
+
+const CRLF: &[u8] = b"\r\n";
+
+impl SseSink for ConnSink {
+    fn deliver(&self, batch: &SseBatch) -> Delivered {
+        self.stats.frames.fetch_add(batch.frames, Ordering::Relaxed);
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        let mut size = [0u8; 18];
+        let line = chunk_size_line(&mut size, batch.bytes.len());
+        let mut st = self.lock();
+        let delivered = self.write_or_keep(&mut st, &[line, &batch.bytes, CRLF]);
+        if delivered == Delivered::Held && !st.failed {
+            self.stats.holds.fetch_add(1, Ordering::Relaxed);
+        }
+        delivered
+    }
+
+    fn resume(&self) {
+        self.resumed.notify_one();
+    }
+}
+
+/// Read what the client sent while its response is being written: end-of-file or an error ends
+/// the connection; bytes (a pipelined request) are kept for hyper, up to [`MAX_HEAD`].
+fn probe(socket: &TcpStream, pending: &mut BytesMut) -> Result<(), Gone> {
+    let mut buf = [0u8; 256];
+    match socket.try_read(&mut buf) {
+        Ok(0) => Err(Gone),
+        Ok(n) if pending.len() + n > MAX_HEAD => Err(Gone),
+        Ok(n) => {
+            pending.extend_from_slice(&buf[..n]);
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(_) => Err(Gone),
+    }
+}
+
+/// One chunk of the body (nothing for empty data: an empty chunk would end the body).
+async fn write_chunk(socket: &TcpStream, data: &[u8]) -> Result<(), Gone> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let mut size = [0u8; 18];
+    let line = chunk_size_line(&mut size, data.len());
+    write_all(socket, &[line, data, CRLF]).await
+}
+
+/// Write every byte of `parts`, in order, waiting for room as needed.
+async fn write_all(socket: &TcpStream, parts: &[&[u8]]) -> Result<(), Gone> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut done = 0;
+    while done < total {
+        match write_vectored_from(socket, parts, done) {
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => socket.writable().await.map_err(|_| Gone)?,
+            Err(_) => return Err(Gone),
+        }
+    }
+    Ok(())
+}
+
+/// Write as much of `parts` as the socket takes without waiting; the count written.
+fn try_write_now(socket: &TcpStream, parts: &[&[u8]]) -> io::Result<usize> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut done = 0;
+    while done < total {
+        match write_vectored_from(socket, parts, done) {
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// One vectored write of `parts` from byte `skip` on (at most three parts are ever passed).
+fn write_vectored_from(socket: &TcpStream, parts: &[&[u8]], skip: usize) -> io::Result<usize> {
+    let mut slices = [io::IoSlice::new(&[]); 3];
+    let mut n = 0;
+    let mut skip = skip;
+    for part in parts.iter().take(3) {
+        if skip >= part.len() {
+            skip -= part.len();
+            continue;
+        }
+        slices[n] = io::IoSlice::new(&part[skip..]);
+        skip = 0;
+        n += 1;
+    }
+    match socket.try_write_vectored(&slices[..n]) {
+        Ok(0) if n > 0 => Err(io::ErrorKind::WriteZero.into()),
+        other => other,
     }
 }
 

@@ -235,6 +235,8 @@ async fn headers_ids_and_the_whole_text() {
     let stored = server.db.as_ref().unwrap().message("m1".into()).await.unwrap().unwrap();
     assert_eq!(stored.body, String::from_utf16(&all).unwrap());
     assert_eq!(stored.status.as_deref(), Some("complete"));
+    // Paced pushes reach a caught-up subscriber through its stream's writer task.
+    assert!(server.stats.handovers.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     drop(client);
     server.wait_released(0).await;
     server.stop().await;
@@ -323,6 +325,8 @@ async fn keep_alive_comments_on_an_idle_stream() {
         }
     }
     let raw = String::from_utf8(client.raw.clone()).unwrap();
+    // The subscriber was handed over (it is caught up) while its pings went out.
+    assert!(server.stats.handovers.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     let pings = raw.matches("\n\n: ping\n\n").count() + raw.matches(": ping\n\n: ping").count();
     assert!(raw.matches(": ping\n\n").count() >= 3, "{raw:?}");
     assert!(pings >= 1);
@@ -459,6 +463,84 @@ async fn a_client_that_stops_reading_gets_stale_and_memory_stays_bounded() {
     server.stop().await;
 }
 
+/// A subscriber delivered by its stream's writer task whose socket fills: the writer keeps what
+/// the socket did not take and hands the subscription back, the connection writes the kept bytes
+/// first, and the client, once it reads, gets an unbroken prefix of the text and then `stale`
+/// (it fell a whole queue behind meanwhile).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_subscriber_whose_socket_fills_is_handed_back_in_order() {
+    let target = CallbackTarget::new(|_input| async { Ok(CommitReply::default()) });
+    let options = PlaneOptions { max_queued_frames: 256, chars: 1 << 20, interval_ms: 20, ..PlaneOptions::default() }
+        .with_authorizer(Arc::new(AllowAll));
+    let target: Arc<dyn DurableTarget> = Arc::new(target);
+    let plane = Plane::new(options, target).unwrap();
+    let server = TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await;
+    let handle = server.plane.open("full").await.unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = socket.connect(server.addr).await.unwrap();
+    slow.write_all(b"GET /api/stream?streamId=full HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::SeqCst);
+    while count(&server.stats.handovers) < 1 {
+        assert!(tokio::time::Instant::now() < deadline, "the idle subscription was never handed over");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // One delta at a time, each given the chance to be delivered, until the socket is full.
+    let mut produced = String::new();
+    let mut i = 0;
+    while count(&server.stats.holds) < 1 {
+        assert!(i < 100_000, "the socket never filled");
+        let delta = format!("{i:06}{}|", "y".repeat(500));
+        handle.push(&delta).unwrap();
+        produced.push_str(&delta);
+        i += 1;
+        if i % 8 == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    // More than a queue's worth after that: the connection is stuck writing what was kept.
+    for j in 0..400 {
+        let delta = format!("z{j:05}|");
+        handle.push(&delta).unwrap();
+        produced.push_str(&delta);
+    }
+    handle.close().await.unwrap();
+    let mut raw = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    while !raw.ends_with(b"\r\n0\r\n\r\n") {
+        assert!(tokio::time::Instant::now() < deadline, "the response never ended");
+        match tokio::time::timeout(Duration::from_secs(3), slow.read(&mut buf)).await {
+            Ok(Ok(0)) | Err(_) => break,
+            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
+            Ok(Err(e)) => panic!("read: {e}"),
+        }
+    }
+    let text = String::from_utf8(raw).unwrap();
+    let body = dechunk(text.split_once("\r\n\r\n").unwrap().1);
+    let mut acc = Vec::new();
+    let mut frames = Vec::new();
+    for event in body.split("\n\n").filter(|e| e.contains("data: ")) {
+        let data = event.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+        let frame = decode_frame(data).unwrap();
+        splice(&mut acc, &frame);
+        frames.push(frame);
+    }
+    let got = String::from_utf16(&acc).unwrap();
+    assert!(got.len() > 4096, "more than the receive buffer was delivered before the socket filled");
+    assert!(
+        produced.starts_with(&got),
+        "not a prefix of the produced text ({} of {} bytes)",
+        got.len(),
+        produced.len()
+    );
+    assert!(matches!(frames.last(), Some(Frame::Stale { .. })), "{:?}", frames.last());
+    assert_eq!(frames.iter().filter(|f| f.is_terminal()).count(), 1);
+    drop(slow);
+    server.wait_released(0).await;
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_client_that_disconnects_is_released() {
     let server = TestServer::start(Duration::from_secs(15), Arc::new(AllowAll)).await;
@@ -515,4 +597,71 @@ async fn pipelined_subscriptions_on_one_connection_are_answered_in_order() {
         assert!(response.contains(r#"data: {"type":"absent"}"#), "{response}");
     }
     server.stop().await;
+}
+
+/// A live subscription on the server's own path, handed to its stream's writer task, then a
+/// second request pipelined behind it: the first response ends with the stream, and the
+/// connection (its socket taken back from the writer task) goes on to answer the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipelined_request_behind_a_delivered_subscription_is_answered() {
+    let server = TestServer::start(Duration::from_secs(15), Arc::new(AllowAll)).await;
+    let handle = server.open("live-1").await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = |id: &str| format!("GET /api/stream?streamId={id}&from=0 HTTP/1.1\r\nhost: t\r\n\r\n");
+    stream.write_all(format!("{}{}", request("live-1"), request("nobody-3")).as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut read_some = async |got: &mut Vec<u8>| {
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut buf)).await.expect("a response in time").unwrap();
+        assert!(n > 0, "connection closed after {:?}", String::from_utf8_lossy(got));
+        got.extend_from_slice(&buf[..n]);
+    };
+    while !String::from_utf8_lossy(&got).contains(r#""type":"open""#) {
+        read_some(&mut got).await;
+    }
+    let mut pushed = String::new();
+    for i in 0..20 {
+        let delta = format!("d{i} ");
+        handle.push(&delta).unwrap();
+        pushed.push_str(&delta);
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    handle.close().await.unwrap();
+    while String::from_utf8_lossy(&got).matches("\r\n0\r\n\r\n").count() < 2 {
+        read_some(&mut got).await;
+    }
+    assert!(server.stats.handovers.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    let text = String::from_utf8(got).unwrap();
+    let responses: Vec<&str> = text.split("HTTP/1.1 ").filter(|r| !r.is_empty()).collect();
+    assert_eq!(responses.len(), 2, "{text}");
+    // The first: every delta in order, then the end, then the body's last chunk.
+    let first = responses[0];
+    let body = dechunk(first.split_once("\r\n\r\n").unwrap().1);
+    let mut acc = Vec::new();
+    let mut frames = Vec::new();
+    for event in body.split("\n\n").filter(|e| e.contains("data: ")) {
+        let data = event.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+        let frame = decode_frame(data).unwrap();
+        splice(&mut acc, &frame);
+        frames.push(frame);
+    }
+    assert_eq!(Text::from_units(acc), Text::from(pushed.as_str()));
+    assert!(matches!(frames.last(), Some(Frame::End { status: StreamStatus::Complete, .. })), "{frames:?}");
+    assert!(responses[1].contains(r#"data: {"type":"absent"}"#), "{}", responses[1]);
+    server.stop().await;
+}
+
+/// The payload of a chunked body (up to and excluding its last chunk).
+fn dechunk(mut raw: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = raw.split_once("\r\n").expect("a chunk size line");
+        let size = usize::from_str_radix(size, 16).expect("a hex chunk size");
+        if size == 0 {
+            return out;
+        }
+        out.push_str(&rest[..size]);
+        raw = &rest[size + 2..];
+    }
 }
