@@ -54,7 +54,7 @@ use http_body_util::BodyExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
-use twoplane_stream::{Delivered, SseBatch, SseSink};
+use twoplane_stream::{Delivered, SseEvents, SseSink};
 
 use crate::http::{SseBody, SseHandoff, SseStats, STREAM_PATH};
 
@@ -418,13 +418,23 @@ impl ConnSink {
 const CRLF: &[u8] = b"\r\n";
 
 impl SseSink for ConnSink {
-    fn deliver(&self, batch: &SseBatch) -> Delivered {
-        self.stats.frames.fetch_add(batch.frames, Ordering::Relaxed);
+    fn deliver(&self, events: &SseEvents) -> Delivered {
+        self.stats.frames.fetch_add(events.frames(), Ordering::Relaxed);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         let mut size = [0u8; 18];
-        let line = chunk_size_line(&mut size, batch.bytes.len());
+        let line = chunk_size_line(&mut size, events.len());
         let mut st = self.lock();
-        let delivered = self.write_or_keep(&mut st, &[line, &batch.bytes, CRLF]);
+        // One chunk: its size line, the log's own event bytes, its CRLF, in one vectored write.
+        let delivered = if events.frames() == 1 {
+            let event = events.events().next().map_or(&[][..], |e| &e[..]);
+            self.write_or_keep(&mut st, &[line, event, CRLF])
+        } else {
+            let mut parts = Vec::with_capacity(events.frames() as usize + 2);
+            parts.push(line);
+            parts.extend(events.events().map(|e| &e[..]));
+            parts.push(CRLF);
+            self.write_or_keep(&mut st, &parts)
+        };
         if delivered == Delivered::Held && !st.failed {
             self.stats.holds.fetch_add(1, Ordering::Relaxed);
         }
@@ -490,12 +500,19 @@ fn try_write_now(socket: &TcpStream, parts: &[&[u8]]) -> io::Result<usize> {
     Ok(done)
 }
 
-/// One vectored write of `parts` from byte `skip` on (at most three parts are ever passed).
+/// At most this many slices go into one vectored write (well under any system's `IOV_MAX`).
+const MAX_SLICES: usize = 64;
+
+/// One vectored write of `parts` from byte `skip` on (the first [`MAX_SLICES`] non-empty
+/// slices of it; the caller loops for the rest).
 fn write_vectored_from(socket: &TcpStream, parts: &[&[u8]], skip: usize) -> io::Result<usize> {
-    let mut slices = [io::IoSlice::new(&[]); 3];
+    let mut slices = [io::IoSlice::new(&[]); MAX_SLICES];
     let mut n = 0;
     let mut skip = skip;
-    for part in parts.iter().take(3) {
+    for part in parts {
+        if n == MAX_SLICES {
+            break;
+        }
         if skip >= part.len() {
             skip -= part.len();
             continue;

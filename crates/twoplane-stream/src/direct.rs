@@ -5,9 +5,9 @@
 //! task, each of those writes also costs a task wake-up and a poll that touches the task, its
 //! response body and its subscription, all cold in the cache by the next frame (measured in
 //! docs/server.md, "Fan-out"). A server that owns its sockets can instead hand a caught-up
-//! subscription to a [`SseSink`]: a push then wakes one task per stream, which takes every
-//! waiting subscriber's owed events under one lock and hands each to its sink, which writes
-//! them without waiting.
+//! subscription to a [`SseSink`]: a push then wakes one writer task per runtime worker, which
+//! takes its waiting subscribers' owed events, a group per lock, and hands each to its sink,
+//! which writes them without waiting.
 //!
 //! Guarantees:
 //! - Order: a subscription is handed over only when it owes nothing, and taken back only by the
@@ -16,29 +16,81 @@
 //! - Nothing is lost: a sink that cannot write everything at once keeps the rest
 //!   ([`Delivered::Held`]); the writer then takes the subscription back and resumes the owner,
 //!   which writes what the sink kept before anything it takes itself.
+//! - A burst is handed back: a subscriber that owes more than a few dozen frames when its writer
+//!   gets to it (a tool result or a cached answer pushed at once) is taken back untouched, and
+//!   its own task writes the burst in large batches beside the other subscribers' tasks; it is
+//!   handed over again once it has caught up. Measured, a burst written by the writers instead
+//!   took twice as long to reach the last of 1,000 clients, at three times the server CPU
+//!   (docs/server.md, "Fan-out").
 //! - The terminal ends direct delivery: after a batch whose `terminal` is set (or a slot that
 //!   ended owing nothing), the subscription is taken back and the owner resumed; it then sees the
 //!   subscription end.
 //! - Every other guarantee of the fan-out holds unchanged (`fanout.rs`): one encoding per frame,
 //!   the bounded queue ending in `stale`, the terminal last.
 //! - A sink that panics is treated as one that kept its bytes; the writer task survives.
-//! - The writer task runs while any subscriber of the stream is handed over and ends with the
-//!   last one. A pass over many subscribers is split among helper tasks (one per runtime
-//!   worker); each subscriber is in one share, and the next pass starts when every share is
-//!   written, so its order holds.
+//! - A stream has one writer task per runtime worker, each with a fixed share of the subscribers
+//!   (so every core writes, and a subscriber is only ever delivered by its own writer, in
+//!   order); a writer runs while any of its subscribers is handed over and ends with the last.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::fanout::{Delivery, Due};
 use crate::live::LiveStream;
-use crate::subscription::SseBatch;
+
+/// One direct delivery: whole SSE events, in order, each the bytes the stream's log encoded
+/// once for every reader (not copied into one buffer, so a sink writes them with one vectored
+/// write).
+#[derive(Clone, Debug)]
+pub struct SseEvents {
+    pub(crate) first: Bytes,
+    pub(crate) rest: Vec<Bytes>,
+    pub(crate) len: usize,
+    /// The last event is the terminal frame: nothing follows.
+    pub terminal: bool,
+}
+
+impl SseEvents {
+    /// The events, in order (at least one).
+    pub fn events(&self) -> impl Iterator<Item = &Bytes> {
+        std::iter::once(&self.first).chain(&self.rest)
+    }
+
+    /// How many events (one per frame).
+    pub fn frames(&self) -> u64 {
+        1 + self.rest.len() as u64
+    }
+
+    /// Their total length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never true: a delivery holds at least one event.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The events joined in one buffer (the log's own bytes when there is one event).
+    pub fn to_bytes(&self) -> Bytes {
+        if self.rest.is_empty() {
+            return self.first.clone();
+        }
+        let mut joined = Vec::with_capacity(self.len);
+        for event in self.events() {
+            joined.extend_from_slice(event);
+        }
+        Bytes::from(joined)
+    }
+}
 
 /// Where a directly delivered subscription's events go: a connection the server owns.
 pub trait SseSink: Send + Sync + 'static {
-    /// Write `batch` (whole SSE events) now, without waiting. Called by the stream's writer task
-    /// only, one batch at a time, in order.
-    fn deliver(&self, batch: &SseBatch) -> Delivered;
+    /// Write `events` now, without waiting. Called by the stream's writer task only, one
+    /// delivery at a time, in order.
+    fn deliver(&self, events: &SseEvents) -> Delivered;
 
     /// Direct delivery is over (the sink kept bytes, or the terminal went out): the owner takes
     /// the subscription back, writes what the sink kept, then polls the subscription itself.
@@ -54,36 +106,28 @@ pub enum Delivered {
     Held,
 }
 
-/// Below this many deliveries a pass is written by the writer task alone: a helper task costs
-/// more than it saves.
-const MIN_SHARE: usize = 128;
+/// A writer takes at most this many subscribers per lock of the stream: the lock stays short for
+/// the producer, and the batches a writer holds (not yet written) stay few.
+const GROUP: usize = 64;
 
-/// The stream's writer task: deliver every due subscriber's events, until none is handed over.
-/// A large pass is shared with helper tasks, one per runtime worker, so every core writes.
-pub(crate) async fn write_loop(stream: Arc<LiveStream>) {
-    let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
-    let mut out = Vec::new();
+/// Writer task `index` of a stream: deliver its due subscribers' events, a group at a time,
+/// until none of its subscribers is handed over. A stream has one writer per runtime worker,
+/// each with a fixed share of the subscribers, so every core writes and no subscriber is ever
+/// delivered by two writers.
+pub(crate) async fn write_loop(stream: Arc<LiveStream>, index: usize) {
+    let mut out = Vec::with_capacity(GROUP);
     loop {
-        let due = std::future::poll_fn(|cx| match stream.take_due(&mut out, cx.waker()) {
+        let due = std::future::poll_fn(|cx| match stream.take_due(index, GROUP, &mut out, cx.waker()) {
             Due::Idle => std::task::Poll::Pending,
             due => std::task::Poll::Ready(due),
         })
         .await;
-        let parts = (out.len() / MIN_SHARE).clamp(1, workers);
-        let mut helpers = Vec::with_capacity(parts - 1);
-        for part in 1..parts {
-            let share = out.split_off(out.len() * (parts - part) / (parts - part + 1));
-            let stream = stream.clone();
-            helpers.push(tokio::spawn(async move { deliver_all(&stream, share) }));
-        }
         deliver_all(&stream, out.drain(..));
-        for helper in helpers {
-            // A helper cannot panic (each sink call is caught); a cancelled one is a runtime
-            // shutting down, when nothing is delivered any more.
-            let _ = helper.await;
-        }
-        if due == Due::Exit {
-            return;
+        match due {
+            Due::Exit => return,
+            // A long pass yields between groups, so a writer sharing a worker with the producer
+            // or the other writer does not hold it for the whole pass.
+            _ => tokio::task::consume_budget().await,
         }
     }
 }

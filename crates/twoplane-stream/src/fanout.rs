@@ -26,9 +26,10 @@
 //! - Terminal frames (`end`, a fenced producer's `stale`) bypass the cap: they are the last thing
 //!   a subscriber gets.
 //! - Direct delivery (see `direct.rs`): a slot handed to a sink is never woken; a change marks it
-//!   due and wakes the stream's one writer task instead, which takes every due slot's owed events
-//!   under one lock ([`FanOut::take_due`]). A slot is handed over only when it owes nothing, and
-//!   is taken back by that writer alone, so its events are written in order by one writer at a
+//!   due with its writer (one of the stream's writer tasks, fixed per slot: `key % writers`) and
+//!   wakes that writer instead, once, which takes due slots' owed events a group at a time
+//!   ([`FanOut::take_due`]). A slot is handed over only when it owes nothing, and is delivered and
+//!   taken back by its one writer alone, so its events are written in order by one writer at a
 //!   time.
 
 use std::collections::VecDeque;
@@ -40,11 +41,14 @@ use bytes::Bytes;
 use twoplane_core::sse::encode_event_into;
 use twoplane_core::Frame;
 
-use crate::direct::SseSink;
-use crate::subscription::SseBatch;
+use crate::direct::{SseEvents, SseSink};
 
 /// At most this many replay frames precede the log for a live stream (open, chunk, durable).
 const REPLAY_ALLOWANCE: usize = 3;
+
+/// A direct slot owing more frames than this when its writer gets to it is handed back to its
+/// owner instead of delivered (see `take_due`).
+const DIRECT_MAX_OWED: u64 = 32;
 
 /// A log frame and, once someone needed them, its SSE bytes.
 struct Entry {
@@ -66,11 +70,11 @@ struct Slot {
     parked: bool,
     /// Reads SSE bytes (counted in `FanOut::sse_readers`).
     sse: bool,
-    /// Delivered by the stream's writer task to this sink, not woken (counted in `FanOut::sinks`).
+    /// Delivered by its writer task to this sink, not woken (counted in its `Writer::sinks`).
     sink: Option<Arc<dyn SseSink>>,
     /// The byte limit of one direct delivery.
     direct_max: usize,
-    /// Its key is in `due` (so it is listed once).
+    /// Its key is in its writer's `due` (so it is listed once).
     due: bool,
 }
 
@@ -79,7 +83,7 @@ struct Slot {
 pub(crate) struct Delivery {
     pub key: usize,
     pub sink: Arc<dyn SseSink>,
-    pub batch: Option<SseBatch>,
+    pub batch: Option<SseEvents>,
 }
 
 /// What the stream's writer task should do after [`FanOut::take_due`].
@@ -135,15 +139,22 @@ pub(crate) struct FanOut {
     changes: Arc<AtomicU64>,
     /// Reused for encoding, so each encoded frame is one exact-size allocation.
     scratch: String,
-    /// Keys of direct slots with something to deliver, and a spare list to swap with.
-    due: Vec<usize>,
-    due_spare: Vec<usize>,
-    /// Slots with a sink.
+    /// The writer tasks' state, one per runtime worker (created by the first hand-over); slot
+    /// `key` belongs to writer `key % writers.len()`.
+    writers: Vec<Writer>,
+}
+
+/// One writer task's share of the direct slots.
+#[derive(Default)]
+struct Writer {
+    /// Keys of its slots with something to deliver, oldest first.
+    due: VecDeque<usize>,
+    /// Its slots with a sink.
     sinks: usize,
-    /// The writer task's waker, while it waits for due slots.
-    writer: Option<Waker>,
-    /// A writer task is running (so a hand-over does not start another).
-    writer_running: bool,
+    /// Its waker, while it waits for due slots.
+    waker: Option<Waker>,
+    /// Its task is running (so a hand-over does not start another).
+    running: bool,
 }
 
 impl FanOut {
@@ -159,11 +170,7 @@ impl FanOut {
             cap,
             changes: Arc::new(AtomicU64::new(0)),
             scratch: String::new(),
-            due: Vec::new(),
-            due_spare: Vec::new(),
-            sinks: 0,
-            writer: None,
-            writer_running: false,
+            writers: Vec::new(),
         }
     }
 
@@ -224,7 +231,7 @@ impl FanOut {
             }
             if slot.sink.is_some() {
                 // Its key may stay in `due`; `take_due` skips a slot without a sink.
-                self.sinks -= 1;
+                self.writer_of(key).sinks -= 1;
             }
             self.free.push(key);
         }
@@ -246,7 +253,7 @@ impl FanOut {
             self.reclaim(&stale, wake);
             if self.active == 0 {
                 self.bump();
-                self.wake_writer(wake);
+                self.wake_writers(wake);
                 return;
             }
         }
@@ -276,22 +283,29 @@ impl FanOut {
             if let Some(Some(slot)) = self.slots.get_mut(key) {
                 slot.parked = false;
                 if slot.sink.is_some() {
-                    mark_due(slot, key, &mut self.due);
+                    mark_due(slot, key, &mut self.writers);
                 } else if let Some(w) = slot.waker.take() {
                     wake.push(w);
                 }
             }
         }
-        self.wake_writer(wake);
+        self.wake_writers(wake);
     }
 
-    /// One wake-up for the writer task, however many direct slots became due.
-    fn wake_writer(&mut self, wake: &mut Vec<Waker>) {
-        if !self.due.is_empty() {
-            if let Some(w) = self.writer.take() {
-                wake.push(w);
+    /// One wake-up for each writer task with due slots, however many became due.
+    fn wake_writers(&mut self, wake: &mut Vec<Waker>) {
+        for writer in &mut self.writers {
+            if !writer.due.is_empty() {
+                if let Some(w) = writer.waker.take() {
+                    wake.push(w);
+                }
             }
         }
+    }
+
+    fn writer_of(&mut self, key: usize) -> &mut Writer {
+        let n = self.writers.len();
+        &mut self.writers[key % n]
     }
 
     /// Drop every subscriber at the cap, then release the log below the slowest survivor.
@@ -313,7 +327,7 @@ impl FanOut {
                 // Its key may stay in `parked`; `wake_parked` skips a slot without a waker.
                 slot.parked = false;
                 if slot.sink.is_some() {
-                    mark_due(slot, key, &mut self.due);
+                    mark_due(slot, key, &mut self.writers);
                 } else if let Some(w) = slot.waker.take() {
                     wake.push(w);
                 }
@@ -397,9 +411,21 @@ impl FanOut {
     /// the slot is done. Marks the slot as an SSE reader, so later frames are encoded as they
     /// enter the log.
     pub fn drain_sse(&mut self, key: usize, max_bytes: usize, park: Option<&Waker>) -> SseDrained {
+        let (batch, state) = self.drain_batch(key, max_bytes, park, Batch::default());
+        let frames = batch.frames;
+        SseDrained { bytes: batch.finish(), frames, state }
+    }
+
+    /// [`FanOut::drain_sse`]'s work, into `batch` (joined, or kept apart for direct delivery).
+    fn drain_batch(
+        &mut self,
+        key: usize,
+        max_bytes: usize,
+        park: Option<&Waker>,
+        mut batch: Batch,
+    ) -> (Batch, Drained) {
         let head = self.head();
         let base = self.base;
-        let mut batch = Batch::default();
         let mut more = false;
         if let Some(Some(slot)) = self.slots.get_mut(key) {
             if !slot.sse {
@@ -427,8 +453,8 @@ impl FanOut {
             more = batch.len() >= max_bytes && has_more(slot, head);
             release_replay(slot);
         }
-        let frames = batch.frames;
-        SseDrained { bytes: batch.finish(), frames, state: self.settle(key, more, park) }
+        let state = self.settle(key, more, park);
+        (batch, state)
     }
 
     /// Whether `key` is delivered by the writer task (its owner must not drain it meanwhile).
@@ -436,11 +462,18 @@ impl FanOut {
         matches!(self.slots.get(key), Some(Some(slot)) if slot.sink.is_some())
     }
 
-    /// Hand `key`'s deliveries to `sink`, at most `max_bytes` per delivery. Refused (`false`,
+    /// Hand `key`'s deliveries to `sink`, at most `max_bytes` per delivery. Refused (`None`,
     /// nothing changes) unless the slot is live and owes nothing now, so no event handed to the
-    /// sink can overtake one its owner took and has yet to write. Returns `Some(true)` when no
-    /// writer task runs and the caller must start one.
-    pub fn attach_sink(&mut self, key: usize, sink: Arc<dyn SseSink>, max_bytes: usize) -> Option<bool> {
+    /// sink can overtake one its owner took and has yet to write. `writers` is how many writer
+    /// tasks the stream uses (fixed by the first hand-over). Returns `Some(Some(i))` when writer
+    /// `i`, the slot's, is not running and the caller must start it.
+    pub fn attach_sink(
+        &mut self,
+        key: usize,
+        sink: Arc<dyn SseSink>,
+        max_bytes: usize,
+        writers: usize,
+    ) -> Option<Option<usize>> {
         let head = self.head();
         let Some(Some(slot)) = self.slots.get_mut(key) else { return None };
         if slot.sink.is_some() || slot.finished || has_more(slot, head) {
@@ -458,13 +491,18 @@ impl FanOut {
             slot.parked = true;
             self.parked.push(key);
         }
-        self.sinks += 1;
-        let start = !self.writer_running;
-        self.writer_running = true;
-        Some(start)
+        if self.writers.is_empty() {
+            self.writers.resize_with(writers.max(1), Writer::default);
+        }
+        let index = key % self.writers.len();
+        let writer = &mut self.writers[index];
+        writer.sinks += 1;
+        let start = !writer.running;
+        writer.running = true;
+        Some(start.then_some(index))
     }
 
-    /// Take `key` back from direct delivery (the writer task does this, after a sink kept bytes
+    /// Take `key` back from direct delivery (its writer task does this, after a sink kept bytes
     /// or after the terminal). The slot is left unparked: its owner's next drain parks it.
     /// Only `sink` itself is taken back: the key may already belong to a later subscriber.
     pub fn detach_sink(&mut self, key: usize, sink: &Arc<dyn SseSink>) {
@@ -472,18 +510,22 @@ impl FanOut {
         let same = slot.sink.as_ref().is_some_and(|s| std::ptr::addr_eq(Arc::as_ptr(s), Arc::as_ptr(sink)));
         if same {
             slot.sink = None;
-            self.sinks -= 1;
             slot.due = false;
             slot.parked = false;
+            self.writer_of(key).sinks -= 1;
         }
     }
 
-    /// For the writer task: take every due direct slot's owed events (one delivery each, up to
-    /// its byte limit), park the ones that caught up, and keep the others due.
-    pub fn take_due(&mut self, out: &mut Vec<Delivery>, writer: &Waker) -> Due {
-        let mut work = std::mem::take(&mut self.due_spare);
-        std::mem::swap(&mut work, &mut self.due);
-        for &key in &work {
+    /// For writer task `index`: take up to `group` of its due slots' owed events (one delivery
+    /// each, up to the slot's byte limit), park the ones that caught up, and keep the others due
+    /// (behind the rest). A group at a time keeps the lock short and the batches a writer holds
+    /// few.
+    pub fn take_due(&mut self, index: usize, group: usize, out: &mut Vec<Delivery>, waker: &Waker) -> Due {
+        let Some(writer) = self.writers.get_mut(index) else { return Due::Exit };
+        let mut take = writer.due.len().min(group);
+        while take > 0 {
+            take -= 1;
+            let Some(key) = self.writers[index].due.pop_front() else { break };
             let (sink, max) = match self.slots.get_mut(key) {
                 Some(Some(slot)) if slot.due && slot.sink.is_some() => {
                     slot.due = false;
@@ -492,34 +534,42 @@ impl FanOut {
                 _ => continue,
             };
             let Some(sink) = sink else { continue };
-            let got = self.drain_sse(key, max, None);
-            let (done, caught_up) = (got.state.done, got.state.caught_up_at.is_some());
+            let owed = self.slots.get(key).and_then(Option::as_ref).map_or(0, |slot| owed(slot, self.head()));
+            if owed > DIRECT_MAX_OWED {
+                // A burst: handed back, for the subscriber's own task to write in large batches
+                // beside the other subscribers' tasks, as it would without direct delivery.
+                out.push(Delivery { key, sink, batch: None });
+                continue;
+            }
+            // The events stay the log's shared bytes: the sink writes them with one vectored
+            // write, so nothing is copied under the lock.
+            let (batch, state) = self.drain_batch(key, max, None, Batch::apart());
+            let (done, caught_up) = (state.done, state.caught_up_at.is_some());
             if let Some(Some(slot)) = self.slots.get_mut(key) {
                 if !done && caught_up && !slot.parked {
                     slot.parked = true;
                     self.parked.push(key);
                 } else if !done && !caught_up {
-                    mark_due(slot, key, &mut self.due);
+                    mark_due(slot, key, &mut self.writers);
                 }
             }
-            let batch = got.bytes.map(|bytes| SseBatch { bytes, frames: got.frames, terminal: done });
+            let batch = batch.finish_apart(done);
             if batch.is_some() || done {
                 out.push(Delivery { key, sink, batch });
             }
         }
-        work.clear();
-        self.due_spare = work;
-        if !out.is_empty() || !self.due.is_empty() {
+        let writer = &mut self.writers[index];
+        if !out.is_empty() || !writer.due.is_empty() {
             return Due::Work;
         }
-        if self.due.is_empty() && self.sinks == 0 {
-            self.writer_running = false;
-            self.writer = None;
+        if writer.sinks == 0 {
+            writer.running = false;
+            writer.waker = None;
             return Due::Exit;
         }
-        match &self.writer {
-            Some(w) if w.will_wake(writer) => {}
-            _ => self.writer = Some(writer.clone()),
+        match &writer.waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => writer.waker = Some(waker.clone()),
         }
         Due::Idle
     }
@@ -530,10 +580,18 @@ impl FanOut {
     }
 }
 
-fn mark_due(slot: &mut Slot, key: usize, due: &mut Vec<usize>) {
+/// Frames `slot` owes (replay, its own terminal, log frames behind the head).
+fn owed(slot: &Slot, head: u64) -> u64 {
+    let log = if slot.finished { 0 } else { head - slot.cursor };
+    slot.replay.len() as u64 + u64::from(slot.terminal.is_some()) + log
+}
+
+/// List a direct slot with its writer (once).
+fn mark_due(slot: &mut Slot, key: usize, writers: &mut [Writer]) {
     if !slot.due {
         slot.due = true;
-        due.push(key);
+        let n = writers.len();
+        writers[key % n].due.push_back(key);
     }
 }
 
@@ -556,23 +614,35 @@ fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
 }
 
 /// A write being assembled: one event is passed on as the shared bytes themselves; more are
-/// copied into one buffer.
+/// copied into one buffer, or (for direct delivery) kept apart as the shared bytes.
 #[derive(Default)]
 struct Batch {
     single: Option<Bytes>,
     joined: Vec<u8>,
+    apart: bool,
+    rest: Vec<Bytes>,
+    len: usize,
     frames: u64,
 }
 
 impl Batch {
+    fn apart() -> Batch {
+        Batch { apart: true, ..Batch::default() }
+    }
+
     fn len(&self) -> usize {
-        self.single.as_ref().map_or(self.joined.len(), Bytes::len)
+        self.len
     }
 
     fn push_shared(&mut self, event: &Bytes) {
         self.frames += 1;
+        self.len += event.len();
         if self.frames == 1 {
             self.single = Some(event.clone());
+            return;
+        }
+        if self.apart {
+            self.rest.push(event.clone());
             return;
         }
         if let Some(first) = self.single.take() {
@@ -592,6 +662,11 @@ impl Batch {
             1 => self.single,
             _ => Some(Bytes::from(self.joined)),
         }
+    }
+
+    fn finish_apart(self, terminal: bool) -> Option<SseEvents> {
+        let first = self.single?;
+        Some(SseEvents { first, rest: self.rest, len: self.len, terminal })
     }
 }
 
@@ -766,12 +841,12 @@ mod tests {
     /// A sink that records what it was handed and answers as told.
     #[derive(Default)]
     struct Recorder {
-        got: std::sync::Mutex<Vec<SseBatch>>,
+        got: std::sync::Mutex<Vec<SseEvents>>,
         hold: std::sync::atomic::AtomicBool,
     }
 
     impl SseSink for Recorder {
-        fn deliver(&self, batch: &SseBatch) -> crate::Delivered {
+        fn deliver(&self, batch: &SseEvents) -> crate::Delivered {
             self.got.lock().unwrap().push(batch.clone());
             if self.hold.load(Ordering::Relaxed) {
                 crate::Delivered::Held
@@ -789,8 +864,12 @@ mod tests {
     }
 
     fn take_all(fan: &mut FanOut) -> (Vec<Delivery>, Due) {
+        take_from(fan, 0, usize::MAX)
+    }
+
+    fn take_from(fan: &mut FanOut, writer: usize, group: usize) -> (Vec<Delivery>, Due) {
         let mut out = Vec::new();
-        let due = fan.take_due(&mut out, &noop_waker());
+        let due = fan.take_due(writer, group, &mut out, &noop_waker());
         (out, due)
     }
 
@@ -800,20 +879,20 @@ mod tests {
         let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
         let key = fan.attach(VecDeque::from(vec![open]));
         let (_, s) = sink();
-        assert_eq!(fan.attach_sink(key, s.clone(), 1024), None, "its replay is owed");
+        assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "its replay is owed");
         fan.drain_sse(key, 1 << 20, None);
         let mut wake = Vec::new();
         fan.publish(chunk(0), stale, &mut wake);
-        assert_eq!(fan.attach_sink(key, s.clone(), 1024), None, "a log frame is owed");
+        assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "a log frame is owed");
         fan.drain_sse(key, 1 << 20, None);
         assert_eq!(
-            fan.attach_sink(key, s.clone(), 1024),
-            Some(true),
+            fan.attach_sink(key, s.clone(), 1024, 1),
+            Some(Some(0)),
             "caught up: the first hand-over starts the writer"
         );
-        assert_eq!(fan.attach_sink(key, s.clone(), 1024), None, "already handed over");
+        assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "already handed over");
         let other = fan.attach(VecDeque::new());
-        assert_eq!(fan.attach_sink(other, s, 1024), Some(false), "the writer already runs");
+        assert_eq!(fan.attach_sink(other, s, 1024, 1), Some(None), "the writer already runs");
     }
 
     #[test]
@@ -824,8 +903,8 @@ mod tests {
         let a = fan.attach(VecDeque::new());
         let b = fan.attach(VecDeque::new());
         let task = fan.attach(VecDeque::new());
-        fan.attach_sink(a, a_sink, 1 << 20).unwrap();
-        fan.attach_sink(b, b_sink, 1 << 20).unwrap();
+        fan.attach_sink(a, a_sink, 1 << 20, 1).unwrap();
+        fan.attach_sink(b, b_sink, 1 << 20, 1).unwrap();
         fan.drain(task, 64, &mut |_| {}, Some(&noop_waker()));
         assert_eq!(take_all(&mut fan).1, Due::Idle, "nothing due: the writer waits");
         let mut wake = Vec::new();
@@ -838,8 +917,11 @@ mod tests {
         assert_eq!(out.len(), 2);
         for d in &out {
             let batch = d.batch.as_ref().unwrap();
-            assert_eq!(batch.bytes, sse(&[chunk(0), chunk(1), chunk(2)]));
-            assert_eq!((batch.frames, batch.terminal), (3, false));
+            assert_eq!(batch.to_bytes(), sse(&[chunk(0), chunk(1), chunk(2)]));
+            assert_eq!((batch.frames(), batch.terminal), (3, false));
+            let shared: Vec<_> = fan.log.iter().map(|e| e.sse.as_ref().unwrap().as_ptr()).collect();
+            let handed: Vec<_> = batch.events().map(|e| e.as_ptr()).collect();
+            assert_eq!(handed, shared, "the log's own bytes, uncopied");
             d.sink.deliver(batch);
         }
         assert_eq!(rec_a.got.lock().unwrap().len(), 1);
@@ -852,7 +934,7 @@ mod tests {
         assert_eq!(wake.len(), 1, "only the writer");
         let (out, _) = take_all(&mut fan);
         assert_eq!(out.len(), 2);
-        assert_eq!(out[0].batch.as_ref().unwrap().bytes, sse(&[chunk(3)]));
+        assert_eq!(out[0].batch.as_ref().unwrap().to_bytes(), sse(&[chunk(3)]));
         // The end: delivered as a terminal batch.
         let end = Arc::new(Frame::End { seq: 4, status: twoplane_core::StreamStatus::Complete, error: None });
         fan.finish(end.clone(), &mut Vec::new());
@@ -861,14 +943,14 @@ mod tests {
         for d in &out {
             let batch = d.batch.as_ref().unwrap();
             assert!(batch.terminal);
-            assert_eq!(batch.bytes, sse(std::slice::from_ref(&end)));
+            assert_eq!(batch.to_bytes(), sse(std::slice::from_ref(&end)));
             fan.detach_sink(d.key, &d.sink);
         }
         assert!(fan.is_done(a) && fan.is_done(b));
         fan.detach(a);
         fan.detach(b);
         assert_eq!(take_all(&mut fan).1, Due::Exit, "no sink left: the writer stops");
-        assert!(!fan.writer_running);
+        assert!(!fan.writers[0].running);
     }
 
     #[test]
@@ -876,15 +958,15 @@ mod tests {
         let mut fan = FanOut::new(8);
         let (_, s) = sink();
         let key = fan.attach(VecDeque::new());
-        fan.attach_sink(key, s, 1).unwrap();
+        fan.attach_sink(key, s, 1, 1).unwrap();
         let mut wake = Vec::new();
         fan.publish(chunk(0), stale, &mut wake);
         fan.publish(chunk(1), stale, &mut wake);
         let (out, due) = take_all(&mut fan);
         assert_eq!((out.len(), due), (1, Due::Work));
-        assert_eq!(out[0].batch.as_ref().unwrap().frames, 1, "one event per delivery at this limit");
+        assert_eq!(out[0].batch.as_ref().unwrap().frames(), 1, "one event per delivery at this limit");
         let (out, _) = take_all(&mut fan);
-        assert_eq!(out[0].batch.as_ref().unwrap().bytes, sse(&[chunk(1)]));
+        assert_eq!(out[0].batch.as_ref().unwrap().to_bytes(), sse(&[chunk(1)]));
         assert_eq!(take_all(&mut fan).1, Due::Idle);
         // Never taken: the writer is busy elsewhere while the queue overflows.
         for i in 2..20 {
@@ -893,7 +975,7 @@ mod tests {
         let (out, _) = take_all(&mut fan);
         let batch = out[0].batch.as_ref().unwrap();
         assert!(batch.terminal, "the subscriber fell a whole queue behind");
-        assert_eq!(batch.bytes, sse(&[Arc::new(stale())]));
+        assert_eq!(batch.to_bytes(), sse(&[Arc::new(stale())]));
     }
 
     #[test]
@@ -902,15 +984,77 @@ mod tests {
         let (_, first) = sink();
         let (_, second) = sink();
         let key = fan.attach(VecDeque::new());
-        fan.attach_sink(key, first.clone(), 64).unwrap();
+        fan.attach_sink(key, first.clone(), 64, 1).unwrap();
         fan.detach(key);
         let again = fan.attach(VecDeque::new());
         assert_eq!(again, key, "the key is reused");
-        fan.attach_sink(again, second.clone(), 64).unwrap();
+        fan.attach_sink(again, second.clone(), 64, 1).unwrap();
         fan.detach_sink(again, &first);
         assert!(fan.has_sink(again), "a late hand-back of the old sink leaves the new one");
         fan.detach_sink(again, &second);
         assert!(!fan.has_sink(again));
-        assert_eq!(fan.sinks, 0);
+        assert_eq!(fan.writers[0].sinks, 0);
+    }
+
+    #[test]
+    fn each_writer_delivers_its_own_share_a_group_at_a_time() {
+        let mut fan = FanOut::new(64);
+        let keys: Vec<usize> = (0..10).map(|_| fan.attach(VecDeque::new())).collect();
+        let mut started = Vec::new();
+        for &key in &keys {
+            let (_, s) = sink();
+            if let Some(writer) = fan.attach_sink(key, s, 1 << 20, 2).unwrap() {
+                started.push(writer);
+            }
+        }
+        assert_eq!(started, vec![0, 1], "each writer is started once, by its first slot");
+        assert_eq!((take_from(&mut fan, 0, 4).1, take_from(&mut fan, 1, 4).1), (Due::Idle, Due::Idle));
+        let mut wake = Vec::new();
+        fan.publish(chunk(0), stale, &mut wake);
+        fan.publish(chunk(1), stale, &mut wake);
+        assert_eq!(wake.len(), 2, "one wake-up per writer for two pushes");
+        for writer in 0..2 {
+            let mut seen = Vec::new();
+            loop {
+                let (out, due) = take_from(&mut fan, writer, 2);
+                assert!(out.len() <= 2, "a group at a time");
+                for d in &out {
+                    assert_eq!(d.key % 2, writer, "only its own share");
+                    assert_eq!(d.batch.as_ref().unwrap().to_bytes(), sse(&[chunk(0), chunk(1)]));
+                    seen.push(d.key);
+                }
+                if due == Due::Idle {
+                    break;
+                }
+            }
+            seen.sort_unstable();
+            let mine: Vec<usize> = keys.iter().copied().filter(|k| k % 2 == writer).collect();
+            assert_eq!(seen, mine, "every one of its slots, once");
+        }
+    }
+
+    #[test]
+    fn a_burst_is_handed_back_untaken() {
+        let mut fan = FanOut::new(4096);
+        let (_, s) = sink();
+        let key = fan.attach(VecDeque::new());
+        fan.attach_sink(key, s.clone(), 1 << 20, 1).unwrap();
+        let mut wake = Vec::new();
+        for i in 0..DIRECT_MAX_OWED {
+            fan.publish(chunk(i), stale, &mut wake);
+        }
+        let (out, _) = take_all(&mut fan);
+        assert_eq!(out[0].batch.as_ref().unwrap().frames(), DIRECT_MAX_OWED, "up to the limit: delivered");
+        for i in 0..=DIRECT_MAX_OWED {
+            fan.publish(chunk(100 + i), stale, &mut wake);
+        }
+        let (out, _) = take_all(&mut fan);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].batch.is_none(), "over the limit: handed back with nothing taken");
+        fan.detach_sink(key, &s);
+        let mut got = Vec::new();
+        fan.drain(key, usize::MAX, &mut |f| got.push(f), None);
+        assert_eq!(got.len() as u64, DIRECT_MAX_OWED + 1, "its owner takes the whole burst");
+        assert_eq!(got[0], chunk(100));
     }
 }

@@ -54,7 +54,7 @@ mod verdict;
 
 pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
 pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
-pub use direct::{Delivered, SseSink};
+pub use direct::{Delivered, SseEvents, SseSink};
 pub use error::{PlaneError, PlaneErrorKind};
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.

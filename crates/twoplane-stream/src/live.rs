@@ -376,16 +376,18 @@ impl LiveStream {
         st.fan.drain_sse(key, max_bytes, park)
     }
 
-    /// Hand a subscriber's deliveries to `sink` (see `direct.rs`); starts the stream's writer
-    /// task when none runs. `false` when refused, or when there is no tokio runtime to run it.
+    /// Hand a subscriber's deliveries to `sink` (see `direct.rs`); starts its writer task when
+    /// that one is not running. `false` when refused, or when there is no tokio runtime to run
+    /// it.
     pub fn attach_sink(self: &Arc<Self>, key: usize, sink: Arc<dyn SseSink>, max_bytes: usize) -> bool {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return false };
-        let start = self.lock().fan.attach_sink(key, sink, max_bytes);
+        let writers = runtime.metrics().num_workers();
+        let start = self.lock().fan.attach_sink(key, sink, max_bytes, writers);
         match start {
             None => false,
             Some(start) => {
-                if start {
-                    runtime.spawn(crate::direct::write_loop(self.clone()));
+                if let Some(index) = start {
+                    runtime.spawn(crate::direct::write_loop(self.clone(), index));
                 }
                 true
             }
@@ -396,8 +398,8 @@ impl LiveStream {
         self.lock().fan.detach_sink(key, sink);
     }
 
-    pub fn take_due(&self, out: &mut Vec<Delivery>, writer: &Waker) -> Due {
-        self.lock().fan.take_due(out, writer)
+    pub fn take_due(&self, index: usize, group: usize, out: &mut Vec<Delivery>, waker: &Waker) -> Due {
+        self.lock().fan.take_due(index, group, out, waker)
     }
 
     pub fn detach_sub(&self, key: usize) {

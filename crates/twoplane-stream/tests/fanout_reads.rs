@@ -31,6 +31,8 @@ const ID: &str = "m1";
 #[derive(Clone, Debug)]
 enum Op {
     Push(String),
+    /// Many deltas at once (more than a handed-over subscriber is delivered directly).
+    Burst(usize),
     Next,
     TryNext,
     Sse(usize),
@@ -42,6 +44,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => "[a-zé😀\n\"]{1,6}".prop_map(Op::Push),
+        1 => (20usize..80).prop_map(Op::Burst),
         2 => Just(Op::Next),
         2 => Just(Op::TryNext),
         2 => (1usize..400).prop_map(Op::Sse),
@@ -89,9 +92,15 @@ struct Recorder {
 }
 
 impl SseSink for Recorder {
-    fn deliver(&self, batch: &SseBatch) -> Delivered {
+    fn deliver(&self, events: &SseEvents) -> Delivered {
         assert!(!self.resumed.load(Ordering::SeqCst), "a delivery after resume");
         assert!(!self.terminal.load(Ordering::SeqCst), "a delivery after the terminal");
+        let batch = SseBatch { bytes: events.to_bytes(), frames: events.frames(), terminal: events.terminal };
+        assert_eq!(batch.bytes.len(), events.len());
+        for event in events.events() {
+            assert_eq!(event.windows(2).filter(|w| w == b"\n\n").count(), 1, "one whole event per part");
+        }
+        let batch = &batch;
         check_batch(batch, self.max);
         self.terminal.store(batch.terminal, Ordering::SeqCst);
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
@@ -201,7 +210,7 @@ impl Mixed {
                 Poll::Ready(None) => assert!(self.ended, "None before the terminal"),
                 Poll::Pending => self.waiting_since = Some(self.count.0.load(Ordering::SeqCst)),
             },
-            Op::Push(_) | Op::Yield | Op::Hand(..) => unreachable!(),
+            Op::Push(_) | Op::Burst(_) | Op::Yield | Op::Hand(..) => unreachable!(),
         }
     }
 }
@@ -229,6 +238,12 @@ async fn run(ops: Vec<Op>) {
                 if let Some(since) = mixed.waiting_since.take() {
                     assert!(mixed.count.0.load(Ordering::SeqCst) > since, "a waiting read was not woken by a push");
                 }
+            }
+            Op::Burst(n) => {
+                for i in 0..*n {
+                    handle.push(&format!("b{i}")).unwrap();
+                }
+                mixed.waiting_since = None;
             }
             Op::Yield => {
                 for _ in 0..20 {
@@ -266,8 +281,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_way_of_reading_sees_the_same_events(ops in proptest::collection::vec(op(), 0..120)) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    fn every_way_of_reading_sees_the_same_events(ops in proptest::collection::vec(op(), 0..120), threads in 0usize..3) {
+        // On two workers the stream has two writer tasks, running beside the test.
+        let rt = match threads {
+            0 => tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
+            n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build().unwrap(),
+        };
         rt.block_on(run(ops));
     }
 }
