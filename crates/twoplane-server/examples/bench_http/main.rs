@@ -550,6 +550,7 @@ async fn burst(n: u64, queue: usize) -> Burst {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let stats = &served.stats;
     let (w0, c0) = (stats.writes.load(Ordering::Relaxed), clients.chunks());
+    let holds0 = stats.holds.load(Ordering::Relaxed);
     let cpu0 = cpu_us();
     let t0 = monotonic_us();
     for _ in 0..BURST {
@@ -559,6 +560,7 @@ async fn burst(n: u64, queue: usize) -> Burst {
     clients.wait_chunks(c0 + BURST * opened, opened, 60).await;
     let (u, s) = cpu_since(cpu0);
     let writes = stats.writes.load(Ordering::Relaxed) - w0;
+    let holds = stats.holds.load(Ordering::Relaxed) - holds0;
     let delivered = clients.chunks() - c0;
     let _ = handle.close().await;
     let report = clients.finish(60).await;
@@ -569,7 +571,8 @@ async fn burst(n: u64, queue: usize) -> Burst {
     let line = format!(
         "D  burst of {BURST} x {DELTA:?} to {opened} clients, queue bound {queue}: pushed in {:.1} ms; \
          {whole} of {opened} clients got the whole text, the last after {last_ms:.1} ms; {} stale; \
-         server CPU {:.1} ms (user {:.1}, system {:.1}) = {:.3} us/frame; {per_client:.1} writes per client",
+         server CPU {:.1} ms (user {:.1}, system {:.1}) = {:.3} us/frame; {per_client:.1} writes per client; \
+         {holds} batches handed back by a full socket",
         pushed_us as f64 / 1e3,
         report.get("stale"),
         (u + s) / 1e3,
