@@ -412,11 +412,7 @@ async fn a_client_that_stops_reading_gets_stale_and_memory_stays_bounded() {
     let server = TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await;
     let handle = server.plane.open("flood").await.unwrap();
 
-    // A raw client with a tiny receive buffer that sends its request and then reads nothing.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut slow = socket.connect(server.addr).await.unwrap();
-    slow.write_all(b"GET /api/stream?streamId=flood HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    let mut slow = slow_subscriber(server.addr, "flood").await;
     let deadline = tokio::time::Instant::now() + WAIT;
     while server.stats.opened.load(std::sync::atomic::Ordering::SeqCst) < 1 {
         assert!(tokio::time::Instant::now() < deadline);
@@ -441,19 +437,7 @@ async fn a_client_that_stops_reading_gets_stale_and_memory_stays_bounded() {
 
     // The slow client now reads everything it was sent: a prefix of the text, then `stale`.
     handle.close().await.unwrap();
-    // The server ends the response after the terminal but keeps the connection (keep-alive), so
-    // read until the chunked body's last chunk rather than EOF.
-    let mut raw = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !raw.ends_with(b"\r\n0\r\n\r\n") {
-        assert!(tokio::time::Instant::now() < deadline, "the slow client's response never ended");
-        match tokio::time::timeout(Duration::from_secs(3), slow.read(&mut buf)).await {
-            Ok(Ok(0)) | Err(_) => break,
-            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
-            Ok(Err(e)) => panic!("read: {e}"),
-        }
-    }
+    let raw = read_to_last_chunk(&mut slow).await;
     let text = String::from_utf8_lossy(&raw);
     assert!(text.contains("\"type\":\"stale\""), "no stale in {} bytes", raw.len());
     assert!(!text.contains("\"type\":\"end\""), "an overflowed subscriber must not see the end");
@@ -476,10 +460,7 @@ async fn a_direct_subscriber_whose_socket_fills_is_handed_back_in_order() {
     let plane = Plane::new(options, target).unwrap();
     let server = TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await;
     let handle = server.plane.open("full").await.unwrap();
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut slow = socket.connect(server.addr).await.unwrap();
-    slow.write_all(b"GET /api/stream?streamId=full HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    let mut slow = slow_subscriber(server.addr, "full").await;
     let deadline = tokio::time::Instant::now() + WAIT;
     let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::SeqCst);
     while count(&server.stats.handovers) < 1 {
@@ -506,26 +487,8 @@ async fn a_direct_subscriber_whose_socket_fills_is_handed_back_in_order() {
         produced.push_str(&delta);
     }
     handle.close().await.unwrap();
-    let mut raw = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    while !raw.ends_with(b"\r\n0\r\n\r\n") {
-        assert!(tokio::time::Instant::now() < deadline, "the response never ended");
-        match tokio::time::timeout(Duration::from_secs(3), slow.read(&mut buf)).await {
-            Ok(Ok(0)) | Err(_) => break,
-            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
-            Ok(Err(e)) => panic!("read: {e}"),
-        }
-    }
-    let text = String::from_utf8(raw).unwrap();
-    let body = dechunk(text.split_once("\r\n\r\n").unwrap().1);
-    let mut acc = Vec::new();
-    let mut frames = Vec::new();
-    for event in body.split("\n\n").filter(|e| e.contains("data: ")) {
-        let data = event.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
-        let frame = decode_frame(data).unwrap();
-        splice(&mut acc, &frame);
-        frames.push(frame);
-    }
+    let raw = read_to_last_chunk(&mut slow).await;
+    let (acc, frames) = response_frames(&String::from_utf8(raw).unwrap());
     let got = String::from_utf16(&acc).unwrap();
     assert!(got.len() > 4096, "more than the receive buffer was delivered before the socket filled");
     assert!(
@@ -636,8 +599,43 @@ async fn a_pipelined_request_behind_a_delivered_subscription_is_answered() {
     let responses: Vec<&str> = text.split("HTTP/1.1 ").filter(|r| !r.is_empty()).collect();
     assert_eq!(responses.len(), 2, "{text}");
     // The first: every delta in order, then the end, then the body's last chunk.
-    let first = responses[0];
-    let body = dechunk(first.split_once("\r\n\r\n").unwrap().1);
+    let (acc, frames) = response_frames(responses[0]);
+    assert_eq!(Text::from_units(acc), Text::from(pushed.as_str()));
+    assert!(matches!(frames.last(), Some(Frame::End { status: StreamStatus::Complete, .. })), "{frames:?}");
+    assert!(responses[1].contains(r#"data: {"type":"absent"}"#), "{}", responses[1]);
+    server.stop().await;
+}
+
+/// A raw subscriber with a tiny receive buffer that sends its request and then reads nothing
+/// until the test reads for it.
+async fn slow_subscriber(addr: SocketAddr, id: &str) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = socket.connect(addr).await.unwrap();
+    slow.write_all(format!("GET /api/stream?streamId={id} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes()).await.unwrap();
+    slow
+}
+
+/// Everything the server sends on `stream` up to its response body's last chunk (the server
+/// keeps the connection open after it, so end-of-file would never come).
+async fn read_to_last_chunk(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !raw.ends_with(b"\r\n0\r\n\r\n") {
+        assert!(tokio::time::Instant::now() < deadline, "the response never ended");
+        match tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Err(_) => break,
+            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
+            Ok(Err(e)) => panic!("read: {e}"),
+        }
+    }
+    raw
+}
+
+/// One raw response (head and chunked body): the text its frames splice to, and the frames.
+fn response_frames(response: &str) -> (Vec<u16>, Vec<Frame>) {
+    let body = dechunk(response.split_once("\r\n\r\n").unwrap().1);
     let mut acc = Vec::new();
     let mut frames = Vec::new();
     for event in body.split("\n\n").filter(|e| e.contains("data: ")) {
@@ -646,10 +644,7 @@ async fn a_pipelined_request_behind_a_delivered_subscription_is_answered() {
         splice(&mut acc, &frame);
         frames.push(frame);
     }
-    assert_eq!(Text::from_units(acc), Text::from(pushed.as_str()));
-    assert!(matches!(frames.last(), Some(Frame::End { status: StreamStatus::Complete, .. })), "{frames:?}");
-    assert!(responses[1].contains(r#"data: {"type":"absent"}"#), "{}", responses[1]);
-    server.stop().await;
+    (acc, frames)
 }
 
 /// The payload of a chunked body (up to and excluding its last chunk).
