@@ -21,7 +21,9 @@
 //! sweep that marks `interrupted` the streams of hosts whose lease expired.
 //!
 //! Frames are handed out as `Arc<Frame>` ([`Subscription::next`]): one allocation per produced
-//! frame, shared by every subscriber.
+//! frame, shared by every subscriber. A server that owns its sockets can instead hand a
+//! caught-up subscription to an [`SseSink`] ([`Subscription::deliver_to`]): the stream's writer
+//! tasks then write its events without waking its task per frame (see `direct.rs`).
 
 mod auth;
 mod callback;
