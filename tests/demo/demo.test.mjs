@@ -19,7 +19,7 @@ import { chromium } from 'playwright-core';
 import { startServer } from './serve.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = process.env.TWOPLANE_BIN ?? join(ROOT, 'target/h-plane/debug/twoplane');
+const BIN = process.env.TWOPLANE_BIN ?? join(ROOT, 'target/debug/twoplane');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 let server;
