@@ -108,7 +108,7 @@ impl SseSink for Recorder {
         // A sink that kept bytes is taken back at once: the writer would otherwise pile the
         // stream onto it, past the subscriber queue's bound.
         assert!(kept.is_empty(), "a delivery after the sink kept a batch");
-        if self.hold_every > 0 && n % self.hold_every == 0 {
+        if self.hold_every > 0 && n.is_multiple_of(self.hold_every) {
             kept.extend_from_slice(&batch.bytes);
             Delivered::Held
         } else {
