@@ -199,6 +199,7 @@ fn response_head(parts: &axum::http::response::Parts) -> Vec<u8> {
 }
 
 /// The client went away (or the connection failed).
+#[derive(Debug)]
 struct Gone;
 
 /// Any response body, written batch by batch by this task.
@@ -241,7 +242,7 @@ enum Step {
 async fn serve_sse(socket: &Arc<TcpStream>, head: &[u8], mut sse: SseBody, pending: &mut BytesMut) -> Result<(), Gone> {
     write_all(socket, &[head]).await?;
     let sink = Arc::new(ConnSink {
-        _open: socket.clone(),
+        socket: socket.clone(),
         direct: DirectWriter::of(socket),
         state: Mutex::new(SinkState::default()),
         resumed: Notify::new(),
@@ -323,8 +324,9 @@ async fn wait_handed(
 /// batch after it, until this connection's task has written it (after [`SseSink::resume`], or
 /// when the socket has room again).
 struct ConnSink {
-    /// Keeps the connection (and so `direct`'s descriptor) open while the sink lives.
-    _open: Arc<TcpStream>,
+    /// The connection, through tokio: the connection's task writes with it, and it keeps
+    /// `direct`'s descriptor open while the sink lives.
+    socket: Arc<TcpStream>,
     /// The same socket, for the writer task's writes (see [`DirectWriter`]).
     direct: DirectWriter,
     state: Mutex<SinkState>,
@@ -391,13 +393,15 @@ impl ConnSink {
         !self.lock().kept.is_empty()
     }
 
-    /// Write as much of what was kept as the socket takes now.
+    /// Write as much of what was kept as the socket takes now. Through tokio, not `direct`: this
+    /// runs when tokio said the socket was writable, and only a write through tokio that meets
+    /// `EAGAIN` clears that, so the task waits for room instead of spinning.
     fn write_kept(&self) -> Result<(), Gone> {
         let mut st = self.lock();
         if st.failed {
             return Err(Gone);
         }
-        match try_write_now(&self.direct, &[&st.kept]) {
+        match try_write_now(&*self.socket, &[&st.kept]) {
             Ok(n) => {
                 st.kept.advance(n);
                 Ok(())
@@ -497,13 +501,15 @@ async fn write_all(socket: &TcpStream, parts: &[&[u8]]) -> Result<(), Gone> {
 /// user time of a delivery in a profile of bench_http phase B). Nothing is lost by bypassing it:
 /// tokio clears a socket's write readiness only when its own write meets `EAGAIN`, so the
 /// connection's task, when it next writes through tokio, at worst tries once more before it
-/// waits, and the edge that wakes it comes from the kernel either way.
+/// waits, and the edge that wakes it comes from the kernel either way. The connection's task
+/// therefore always writes through tokio (`ConnSink::write_kept`, `write_all`): a task that
+/// waited for tokio's readiness and then wrote around it would find it never cleared.
 struct DirectWriter(std::mem::ManuallyDrop<std::net::TcpStream>);
 
 impl DirectWriter {
     fn of(socket: &TcpStream) -> DirectWriter {
         use std::os::fd::{AsRawFd, FromRawFd};
-        // SAFETY: the descriptor belongs to `socket`, which the sink holds (`ConnSink::_open`)
+        // SAFETY: the descriptor belongs to `socket`, which the sink holds (`ConnSink::socket`)
         // for as long as this writer lives, and `ManuallyDrop` keeps this copy from closing it.
         // The socket is non-blocking (tokio set it so), so a write never waits.
         DirectWriter(std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(socket.as_raw_fd()) }))
@@ -696,5 +702,39 @@ mod tests {
         assert_eq!(request.headers()["last-event-id"], "9");
         assert_eq!(request.headers()["authorization"], "Bearer t");
         assert!(request.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().is_some());
+    }
+
+    /// A socket whose peer reads nothing, filled through the sink's direct writer until the
+    /// kernel refuses more, with bytes kept: the connection's task, woken as writable, writes the
+    /// kept bytes through tokio, and after that tokio knows the socket is full, so the task's
+    /// next wait for room really waits (written around tokio, the task would spin: tokio's stale
+    /// readiness would wake it again at once).
+    #[tokio::test]
+    async fn after_writing_kept_bytes_into_a_full_socket_the_task_waits_for_room() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let socket = Arc::new(server);
+        let sink = ConnSink {
+            socket: socket.clone(),
+            direct: DirectWriter::of(&socket),
+            state: Mutex::new(SinkState::default()),
+            resumed: Notify::new(),
+            stats: Arc::new(SseStats::default()),
+        };
+        let block = vec![b'x'; 64 * 1024];
+        let mut filled = 0;
+        while try_write_now(&sink.direct, &[&block]).unwrap() == block.len() {
+            filled += block.len();
+            assert!(filled < 1 << 30, "the socket never filled");
+        }
+        sink.lock().kept.extend_from_slice(b"kept bytes");
+        // tokio never saw the kernel refuse a write, so it still says writable.
+        tokio::time::timeout(Duration::from_secs(1), socket.writable()).await.expect("stale readiness").unwrap();
+        sink.write_kept().unwrap();
+        assert!(sink.has_kept(), "the full socket took none of it");
+        let waited = tokio::time::timeout(Duration::from_millis(100), socket.writable()).await;
+        assert!(waited.is_err(), "writable at once: the task would spin");
+        drop(client);
     }
 }
