@@ -9,9 +9,9 @@
 #   scripts/s2.sh url       print the URL of the running server
 #   scripts/s2.sh stop      stop the server
 #
-# s2-lite takes about 21 minutes to build on 2 cores, so the binary is cached OUTSIDE the checkout
-# (a fresh clone or a `git clean` keeps it) in TWOPLANE_S2_CACHE (default
-# ${XDG_CACHE_HOME:-$HOME/.cache}/twoplane/s2-lite), keyed by the pinned version: a cache whose
+# s2-lite takes 11 minutes to build on 2 idle cores (about 21 on a busy machine), so the binary
+# is cached OUTSIDE the checkout (a fresh clone or a `git clean` keeps it) in TWOPLANE_S2_CACHE
+# (default ${XDG_CACHE_HOME:-$HOME/.cache}/twoplane/s2-lite), keyed by the pinned version: a cache whose
 # binary reports another version is rebuilt. Concurrent installs wait on one lock.
 #
 # The server keeps everything in memory (no --bucket, no --local-root): a restart starts empty.
@@ -39,7 +39,7 @@ install() {
     exec 9>"$CACHE/.install.lock"
     flock 9
     if ! installed; then
-        log "building s2-lite $S2_LITE_VERSION into $CACHE (about 21 minutes on 2 cores)"
+        log "building s2-lite $S2_LITE_VERSION into $CACHE (11 minutes on 2 idle cores, more on a busy machine)"
         # Its own temporary target dir: the workspace's CARGO_TARGET_DIR must not mix with it.
         env -u CARGO_TARGET_DIR nice -n 5 cargo install s2-lite --version "$S2_LITE_VERSION" \
             --locked --bin server --root "$CACHE" >&2

@@ -28,7 +28,7 @@ cargo test -p twoplane-relay --lib --test relay --test simulation --test redis_l
 
 # ---- relay I/O: pgoutput decoder, PostgreSQL source and record, S2 log store, `twoplane relay` --
 # PostgreSQL (wal_level=logical) and s2-lite on loopback (s2-lite is built once into a cache
-# outside the checkout by scripts/s2.sh: about 21 minutes the first time), then the real-process
+# outside the checkout by scripts/s2.sh: 11 to 21 minutes the first time), then the real-process
 # end-to-end tests of `twoplane relay` into S2 and into Redis (SIGKILLs and a slot drop while
 # 10,000 rows are committed), the replay of the pgoutput fuzz inputs, and a short fuzz smoke run.
 pg_env=$("$ROOT/scripts/pg.sh" start)
