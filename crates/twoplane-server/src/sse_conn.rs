@@ -9,12 +9,13 @@
 //! its subscription and a small sink: the request head is read into a buffer that is freed before
 //! the first event.
 //!
-//! Direct delivery: once a subscription has caught up, this connection hands it to its stream's
-//! writer task through a `ConnSink` (a `twoplane_stream::SseSink`). A push then wakes that one
-//! task, which writes each caught-up subscriber's events to its socket without waiting; this
-//! connection's task is not woken per frame at all. It takes the subscription back when the
-//! socket cannot take a batch at once (the sink keeps the rest, which this task writes first) or
-//! when the terminal went out.
+//! Direct delivery: once a subscription has caught up, this connection hands it to one of its
+//! stream's writer tasks through a `ConnSink` (a `twoplane_stream::SseSink`). A push then wakes
+//! the writers (one per runtime worker), which write each caught-up subscriber's events to its
+//! socket without waiting; this connection's task is not woken per frame at all. It takes the
+//! subscription back when the socket cannot take a batch at once (the sink keeps the rest, which
+//! this task writes first), when the terminal went out, or when a burst left it owing more than
+//! its writer delivers directly.
 //!
 //! Guarantees:
 //! - The response is exactly what the router answers for that request (the same handler, the

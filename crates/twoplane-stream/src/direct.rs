@@ -1,4 +1,4 @@
-//! Direct delivery: a hosted stream's subscriber written to by the stream's one writer task
+//! Direct delivery: a hosted stream's subscriber written to by one of the stream's writer tasks
 //! instead of being woken.
 //!
 //! Why: at a model's pace every frame is one write per subscriber. When each subscriber is a

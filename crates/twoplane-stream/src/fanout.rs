@@ -86,7 +86,7 @@ pub(crate) struct Delivery {
     pub batch: Option<SseEvents>,
 }
 
-/// What the stream's writer task should do after [`FanOut::take_due`].
+/// What a writer task should do after [`FanOut::take_due`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Due {
     /// Deliveries were taken: write them, then ask again.
