@@ -523,18 +523,21 @@ impl FanOut {
     pub fn take_due(&mut self, index: usize, group: usize, out: &mut Vec<Delivery>, waker: &Waker) -> Due {
         let Some(writer) = self.writers.get_mut(index) else { return Due::Exit };
         let mut take = writer.due.len().min(group);
+        // Draining adds nothing to the log: one head for the whole group.
+        let head = self.head();
         while take > 0 {
             take -= 1;
             let Some(key) = self.writers[index].due.pop_front() else { break };
-            let (sink, max) = match self.slots.get_mut(key) {
-                Some(Some(slot)) if slot.due && slot.sink.is_some() => {
-                    slot.due = false;
-                    (slot.sink.clone(), slot.direct_max)
-                }
+            let (sink, max, owed) = match self.slots.get_mut(key) {
+                Some(Some(slot)) if slot.due => match slot.sink.clone() {
+                    Some(sink) => {
+                        slot.due = false;
+                        (sink, slot.direct_max, owed(slot, head))
+                    }
+                    None => continue,
+                },
                 _ => continue,
             };
-            let Some(sink) = sink else { continue };
-            let owed = self.slots.get(key).and_then(Option::as_ref).map_or(0, |slot| owed(slot, self.head()));
             if owed > DIRECT_MAX_OWED {
                 // A burst: handed back, for the subscriber's own task to write in large batches
                 // beside the other subscribers' tasks, as it would without direct delivery.
