@@ -380,9 +380,8 @@ impl ConnSink {
     /// A keep-alive comment from the connection's task, as one chunk.
     fn send(&self, bytes: &[u8]) -> Result<(), Gone> {
         let mut size = [0u8; 18];
-        let line = chunk_size_line(&mut size, bytes.len());
         let mut st = self.lock();
-        self.write_or_keep(&mut st, &[line, bytes, CRLF]);
+        self.write_or_keep(&mut st, &chunk(&mut size, bytes));
         if st.failed {
             Err(Gone)
         } else {
@@ -431,15 +430,14 @@ impl SseSink for ConnSink {
         self.stats.frames.fetch_add(events.frames(), Ordering::Relaxed);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         let mut size = [0u8; 18];
-        let line = chunk_size_line(&mut size, events.len());
         let mut st = self.lock();
         // One chunk: its size line, the log's own event bytes, its CRLF, in one vectored write.
         let delivered = if events.frames() == 1 {
             let event = events.events().next().map_or(&[][..], |e| &e[..]);
-            self.write_or_keep(&mut st, &[line, event, CRLF])
+            self.write_or_keep(&mut st, &chunk(&mut size, event))
         } else {
             let mut parts = Vec::with_capacity(events.frames() as usize + 2);
-            parts.push(line);
+            parts.push(chunk_size_line(&mut size, events.len()));
             parts.extend(events.events().map(|e| &e[..]));
             parts.push(CRLF);
             self.write_or_keep(&mut st, &parts)
@@ -477,8 +475,13 @@ async fn write_chunk(socket: &TcpStream, data: &[u8]) -> Result<(), Gone> {
         return Ok(());
     }
     let mut size = [0u8; 18];
-    let line = chunk_size_line(&mut size, data.len());
-    write_all(socket, &[line, data, CRLF]).await
+    write_all(socket, &chunk(&mut size, data)).await
+}
+
+/// `data` framed as one chunk of a chunked body: its size line (written into `size`), the data,
+/// and the CRLF that closes it.
+fn chunk<'a>(size: &'a mut [u8; 18], data: &'a [u8]) -> [&'a [u8]; 3] {
+    [chunk_size_line(size, data.len()), data, CRLF]
 }
 
 /// Write every byte of `parts`, in order, waiting for room as needed.
