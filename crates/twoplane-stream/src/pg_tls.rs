@@ -81,8 +81,9 @@ pub fn client_config(mode: SslMode, ca_file: Option<&Path>) -> Result<ClientConf
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS setup: {e}"))?;
+    let algorithms = provider.signature_verification_algorithms;
     let verifier: Arc<dyn ServerCertVerifier> = match check {
-        Check::Nothing => Arc::new(NoCertificateCheck(provider.signature_verification_algorithms)),
+        Check::Nothing => Arc::new(Relaxed { chain: None, algorithms }),
         Check::Full | Check::ChainOnly => {
             let roots = match ca_file {
                 Some(path) => roots_from_file(path)?,
@@ -94,7 +95,7 @@ pub fn client_config(mode: SslMode, ca_file: Option<&Path>) -> Result<ClientConf
             if check == Check::Full {
                 webpki
             } else {
-                Arc::new(ChainOnly(webpki))
+                Arc::new(Relaxed { chain: Some(webpki), algorithms })
             }
         }
     };
@@ -135,51 +136,18 @@ fn system_roots() -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// `require`/`prefer` without a CA file: any certificate, but a valid handshake signature.
+/// The modes that check less than webpki: `require`/`prefer` without a CA file (`chain: None`:
+/// any certificate) and `verify-ca` (webpki's whole check except the name; webpki checks the
+/// chain, its validity dates and usages before the name, so a name error means everything else
+/// passed). The handshake signatures are checked in both, with the provider's algorithms, the
+/// ones webpki's own verifier uses.
 #[derive(Debug)]
-struct NoCertificateCheck(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for NoCertificateCheck {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+struct Relaxed {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
-/// `verify-ca`: webpki's whole check except the name. webpki checks the chain (and its validity
-/// dates and usages) before the name, so a name error means everything else passed.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -188,7 +156,8 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -202,7 +171,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -211,11 +180,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
