@@ -47,7 +47,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::cluster::{http, pg, report, service_url, Database, Instance, Sse};
+use common::cluster::{self, http, pg, report, service_url, Database, Instance, Sse, Timings};
 use common::store::{is_prefix, stored_row, tiled_text};
 use twoplane_core::json::decode_frame;
 use twoplane_core::reader::StopReason;
@@ -114,35 +114,12 @@ fn ms(rng: &mut Rng, lo: u64, hi: u64) -> Duration {
 // ------------------------------------------------------------------------------------------
 // The instances
 
+const TIMINGS: Timings =
+    Timings { lease_ttl_ms: LEASE_TTL_MS, sweep_interval_ms: SWEEP_INTERVAL_MS, tokens_per_second: TOKENS_PER_SECOND };
+
 fn serve_args(db: &Database, redis: &str, relay: &str, host: &str) -> Vec<String> {
-    [
-        "--demo",
-        "--listen",
-        "127.0.0.1:0",
-        "--pg",
-        &db.url,
-        "--redis",
-        redis,
-        "--relay",
-        relay,
-        "--host-id",
-        host,
-        "--lease-ttl-ms",
-        &LEASE_TTL_MS.to_string(),
-        "--sweep-interval-ms",
-        &SWEEP_INTERVAL_MS.to_string(),
-        "--relay-idle-ms",
-        "1500",
-        "--relay-first-frame-ms",
-        "2000",
-        "--keep-alive-ms",
-        "1000",
-        "--demo-tokens-per-second",
-        &TOKENS_PER_SECOND.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    let relay_settings = ["--relay", relay, "--relay-idle-ms", "1500", "--relay-first-frame-ms", "2000"];
+    cluster::serve_args(db, redis, host, &TIMINGS, &relay_settings)
 }
 
 // ------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{http, pg, service_url, Database, Instance, Sse};
+use common::cluster::{self, http, pg, service_url, Database, Instance, Sse, Timings};
 use common::store::{is_prefix, stored_row, tiled_text};
 use twoplane_core::json::decode_frame;
 use twoplane_core::reader::StopReason;
@@ -138,34 +138,12 @@ async fn run_reader(label: String, addr: SocketAddr, id: String, seen: Seen) -> 
 // ------------------------------------------------------------------------------------------
 // The scenario
 
+const TIMINGS: Timings =
+    Timings { lease_ttl_ms: LEASE_TTL_MS, sweep_interval_ms: SWEEP_INTERVAL_MS, tokens_per_second: TOKENS_PER_SECOND };
+
 fn serve_args(db: &Database, redis: &str, host: &str) -> Vec<String> {
-    [
-        "--demo",
-        "--listen",
-        "127.0.0.1:0",
-        "--pg",
-        &db.url,
-        "--redis",
-        redis,
-        "--relay",
-        "log",
-        "--host-id",
-        host,
-        "--lease-ttl-ms",
-        &LEASE_TTL_MS.to_string(),
-        "--sweep-interval-ms",
-        &SWEEP_INTERVAL_MS.to_string(),
-        // Longer than the stall: relayed readers must hear A's fence, not time out first.
-        "--relay-idle-ms",
-        "30000",
-        "--keep-alive-ms",
-        "1000",
-        "--demo-tokens-per-second",
-        &TOKENS_PER_SECOND.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    // Relay idle longer than the stall: relayed readers must hear A's fence, not time out first.
+    cluster::serve_args(db, redis, host, &TIMINGS, &["--relay", "log", "--relay-idle-ms", "30000"])
 }
 
 fn log_dir(seed: u64) -> PathBuf {

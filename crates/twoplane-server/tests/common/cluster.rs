@@ -88,6 +88,44 @@ impl Database {
 // ------------------------------------------------------------------------------------------
 // The instances
 
+/// How a scenario's instances are timed (each scenario picks its own).
+pub struct Timings {
+    pub lease_ttl_ms: u64,
+    pub sweep_interval_ms: u64,
+    pub tokens_per_second: u32,
+}
+
+/// The arguments of one `twoplane serve --demo` instance on `db` and `redis` as `host`: loopback
+/// on a free port, the given timings, keep-alives every second, and `extra` (the relay's
+/// settings) last.
+pub fn serve_args(db: &Database, redis: &str, host: &str, timings: &Timings, extra: &[&str]) -> Vec<String> {
+    let (lease, sweep, tokens) = (
+        timings.lease_ttl_ms.to_string(),
+        timings.sweep_interval_ms.to_string(),
+        timings.tokens_per_second.to_string(),
+    );
+    let base = [
+        "--demo",
+        "--listen",
+        "127.0.0.1:0",
+        "--pg",
+        &db.url,
+        "--redis",
+        redis,
+        "--host-id",
+        host,
+        "--lease-ttl-ms",
+        &lease,
+        "--sweep-interval-ms",
+        &sweep,
+        "--keep-alive-ms",
+        "1000",
+        "--demo-tokens-per-second",
+        &tokens,
+    ];
+    base.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
 pub struct Instance {
     pub name: String,
     child: Option<Child>,
