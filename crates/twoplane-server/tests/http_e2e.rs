@@ -66,6 +66,15 @@ impl TestServer {
         TestServer { addr, plane, stats, db, stop: Some(stop), task, _dir: dir }
     }
 
+    /// A server on a plane in callback mode (checkpoints acknowledged in memory, no store) with
+    /// `options`, readable by anyone.
+    async fn with_callback_plane(options: PlaneOptions) -> TestServer {
+        let target = CallbackTarget::new(|_input| async { Ok(CommitReply::default()) });
+        let target: Arc<dyn DurableTarget> = Arc::new(target);
+        let plane = Plane::new(options.with_authorizer(Arc::new(AllowAll)), target).unwrap();
+        TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await
+    }
+
     async fn open(&self, id: &str) -> twoplane_stream::StreamHandle {
         self.db.as_ref().unwrap().insert_assistant(id).await.unwrap();
         self.plane.open(id).await.unwrap()
@@ -398,18 +407,14 @@ fn rss_bytes() -> u64 {
 async fn a_client_that_stops_reading_gets_stale_and_memory_stays_bounded() {
     // Callback mode with a small retention: the plane itself holds a bounded amount of text,
     // so any growth would be the HTTP layer's.
-    let target = CallbackTarget::new(|_input| async { Ok(CommitReply::default()) });
     let options = PlaneOptions {
         retain_chars: Some(4096),
         max_queued_frames: 64,
         chars: 4096,
         interval_ms: 20,
         ..PlaneOptions::default()
-    }
-    .with_authorizer(Arc::new(AllowAll));
-    let target: Arc<dyn DurableTarget> = Arc::new(target);
-    let plane = Plane::new(options, target).unwrap();
-    let server = TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await;
+    };
+    let server = TestServer::with_callback_plane(options).await;
     let handle = server.plane.open("flood").await.unwrap();
 
     let mut slow = slow_subscriber(server.addr, "flood").await;
@@ -453,12 +458,8 @@ async fn a_client_that_stops_reading_gets_stale_and_memory_stays_bounded() {
 /// (it fell a whole queue behind meanwhile).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_subscriber_whose_socket_fills_is_handed_back_in_order() {
-    let target = CallbackTarget::new(|_input| async { Ok(CommitReply::default()) });
-    let options = PlaneOptions { max_queued_frames: 256, chars: 1 << 20, interval_ms: 20, ..PlaneOptions::default() }
-        .with_authorizer(Arc::new(AllowAll));
-    let target: Arc<dyn DurableTarget> = Arc::new(target);
-    let plane = Plane::new(options, target).unwrap();
-    let server = TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await;
+    let options = PlaneOptions { max_queued_frames: 256, chars: 1 << 20, interval_ms: 20, ..PlaneOptions::default() };
+    let server = TestServer::with_callback_plane(options).await;
     let handle = server.plane.open("full").await.unwrap();
     let mut slow = slow_subscriber(server.addr, "full").await;
     let deadline = tokio::time::Instant::now() + WAIT;
