@@ -21,7 +21,7 @@
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,6 +89,12 @@ impl std::fmt::Debug for RelayConfig {
             .field("ca_file", &self.ca_file)
             .finish()
     }
+}
+
+/// The store [`prepare`] opens, as checked: an SQLite file, or a parsed PostgreSQL endpoint.
+enum Opening<'a> {
+    Sqlite(&'a Path),
+    Postgres(Box<PgEndpoint>),
 }
 
 /// Everything `twoplane serve` is configured with.
@@ -167,6 +173,12 @@ impl ServeConfig {
 
     /// The combinations that cannot work, refused with the flag names a user typed.
     pub fn check(&self) -> Result<(), ServeError> {
+        self.checked().map(drop)
+    }
+
+    /// [`ServeConfig::check`], and the store to open with its `--pg` URL parsed (the CA file
+    /// read), so that starting up parses it once.
+    fn checked(&self) -> Result<Opening<'_>, ServeError> {
         let bad = |m: String| Err(ServeError(m));
         if !self.is_shared() {
             let given: Vec<&str> = [
@@ -209,28 +221,20 @@ impl ServeConfig {
             }
         }
         self.access.check_listen(self.listen).map_err(ServeError)?;
-        match &self.store {
-            Store::Postgres(_) => {
-                self.pg_endpoint()?;
-            }
+        let opening = match &self.store {
+            Store::Postgres(url) => Opening::Postgres(Box::new(
+                PgEndpoint::parse(url, self.postgres.ca_file.as_deref())
+                    .map_err(|e| ServeError(format!("--pg: {e}")))?,
+            )),
             Store::Sqlite(_) if self.postgres.ca_file.is_some() => {
                 return bad("--pg-ca-file applies to --pg only".into())
             }
-            Store::Sqlite(_) => {}
-        }
+            Store::Sqlite(path) => Opening::Sqlite(path),
+        };
         if self.postgres.pool_size == 0 {
             return bad("--pg-pool-size must be at least 1".into());
         }
-        Ok(())
-    }
-
-    /// The `--pg` URL parsed with its TLS settings (the CA file read): the error names the server
-    /// and the problem, never the password.
-    fn pg_endpoint(&self) -> Result<PgEndpoint, ServeError> {
-        let Store::Postgres(url) = &self.store else {
-            return Err(ServeError("no --pg URL".into()));
-        };
-        PgEndpoint::parse(url, self.postgres.ca_file.as_deref()).map_err(|e| ServeError(format!("--pg: {e}")))
+        Ok(opening)
     }
 
     /// The lease time to live and the sweep interval, defaults applied.
@@ -307,11 +311,11 @@ pub struct Running {
 /// Open the database, connect the relay, bind the listener, start the sweeper and build the
 /// plane; fails with a readable sentence.
 pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
-    config.check()?;
+    let opening = config.checked()?;
     let shared = config.is_shared();
-    let db = match &config.store {
-        Store::Sqlite(path) => Database::open_sqlite(path, shared).await,
-        Store::Postgres(_) => Database::open_postgres(&config.pg_endpoint()?, config.postgres.pool_size).await,
+    let db = match &opening {
+        Opening::Sqlite(path) => Database::open_sqlite(path, shared).await,
+        Opening::Postgres(endpoint) => Database::open_postgres(endpoint, config.postgres.pool_size).await,
     }
     .map_err(ServeError)?;
     if !shared {
@@ -336,7 +340,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     // Before the plane exists, so it is covered from its first stream: the lease is taken and
     // this host id's leftovers from an earlier process are released.
     let sweeper = match &host_id {
-        Some(id) => Some(start_sweeper(config, &db, id).await?),
+        Some(id) => Some(start_sweeper(config, &opening, &db, id).await?),
         None => None,
     };
     let mut options = PlaneOptions::default().with_authorizer(config.access.authorizer());
@@ -391,7 +395,12 @@ async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<
         .map_err(|e| ServeError(format!("cannot start the Redis relay: {e}")))
 }
 
-async fn start_sweeper(config: &ServeConfig, db: &Database, host_id: &str) -> Result<SweeperHandle, ServeError> {
+async fn start_sweeper(
+    config: &ServeConfig,
+    opening: &Opening<'_>,
+    db: &Database,
+    host_id: &str,
+) -> Result<SweeperHandle, ServeError> {
     let (lease_ttl_ms, interval_ms) = config.lease();
     let options = SweeperOptions {
         lease_ttl_ms,
@@ -400,10 +409,10 @@ async fn start_sweeper(config: &ServeConfig, db: &Database, host_id: &str) -> Re
         ..SweeperOptions::new(host_id)
     };
     let tables = db.tables();
-    let sweeper = match &config.store {
-        Store::Sqlite(path) => Sweeper::sqlite(path, &tables, options),
-        Store::Postgres(_) => {
-            let db = PgClient::from_endpoint(config.pg_endpoint()?, "sweeper", 1);
+    let sweeper = match opening {
+        Opening::Sqlite(path) => Sweeper::sqlite(path, &tables, options),
+        Opening::Postgres(endpoint) => {
+            let db = PgClient::from_endpoint(PgEndpoint::clone(endpoint), "sweeper", 1);
             Sweeper::postgres_with(db, &tables, options).await
         }
     }
