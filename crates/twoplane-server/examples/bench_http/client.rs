@@ -7,7 +7,8 @@
 //!
 //! Protocol with the parent, one line each on stdout:
 //! - `ready <opened> <failed>` once every connection has its `open` frame (or gave up);
-//! - `progress <chunks> <finished>` every few milliseconds while frames flow;
+//! - `progress <chunks> <finished> <whole>` every few milliseconds while frames flow (`whole`:
+//!   connections that have their `BENCH_WHOLE_CHUNKS`th chunk, 0 when that is not set);
 //! - `done <json>` at the end: counts and latency percentiles, and, when `BENCH_WHOLE_CHUNKS=N`
 //!   is set, when the last connection had its `N`th chunk (`whole_last_us`, CLOCK_MONOTONIC) and
 //!   how many did (`whole`): the burst phase's "every client has the whole text".
@@ -310,9 +311,10 @@ pub fn main(args: &[String]) {
                 loop {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     println!(
-                        "progress {} {}",
+                        "progress {} {} {}",
                         shared.chunks.load(Ordering::Relaxed),
-                        shared.finished.load(Ordering::Relaxed)
+                        shared.finished.load(Ordering::Relaxed),
+                        shared.whole.load(Ordering::Relaxed)
                     );
                 }
             })

@@ -189,6 +189,8 @@ struct Progress {
     failed: AtomicU64,
     chunks: AtomicU64,
     finished: AtomicU64,
+    /// Connections that have the whole text (phase D).
+    whole: AtomicU64,
     done: Mutex<Option<String>>,
 }
 
@@ -216,7 +218,7 @@ impl Clients {
         let reader = std::thread::spawn(move || {
             let num = |s: Option<&str>| s.and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let mut parts = line.splitn(3, ' ');
+                let mut parts = line.splitn(4, ' ');
                 match parts.next() {
                     Some("ready") => {
                         p.opened.store(num(parts.next()), Ordering::SeqCst);
@@ -226,6 +228,7 @@ impl Clients {
                     Some("progress") => {
                         p.chunks.store(num(parts.next()), Ordering::SeqCst);
                         p.finished.store(num(parts.next()), Ordering::SeqCst);
+                        p.whole.store(num(parts.next()), Ordering::SeqCst);
                     }
                     Some("done") => *p.done.lock().unwrap() = Some(line[5..].to_owned()),
                     _ => {}
@@ -251,13 +254,17 @@ impl Clients {
         self.progress.finished.load(Ordering::SeqCst)
     }
 
-    /// Wait until `target` chunks arrived (or every connection ended, or `secs` passed).
+    /// Wait until `target` chunks arrived (or every connection ended or has the whole text, or
+    /// `secs` passed). Without the whole-text count, a burst that ended some connections with
+    /// `stale` and not others waited out the full `secs`, and this loop's own wake-ups were counted
+    /// as the server's CPU (about 2 s of it in phase D).
     async fn wait_chunks(&self, target: u64, opened: u64, secs: u64) {
         let until = Instant::now() + Duration::from_secs(secs);
         // A client process whose connections all ended exits without a last progress line, so
         // its `done` line counts as every connection having ended.
         let exited = || self.progress.done.lock().unwrap().is_some();
-        while self.chunks() < target && self.finished() < opened && !exited() && Instant::now() < until {
+        let settled = || self.finished() + self.progress.whole.load(Ordering::SeqCst) >= opened;
+        while self.chunks() < target && !settled() && !exited() && Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
