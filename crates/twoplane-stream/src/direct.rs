@@ -30,7 +30,9 @@
 //! - A sink that panics is treated as one that kept its bytes; the writer task survives.
 //! - A stream has one writer task per runtime worker, each with a fixed share of the subscribers
 //!   (so every core writes, and a subscriber is only ever delivered by its own writer, in
-//!   order); a writer runs while any of its subscribers is handed over and ends with the last.
+//!   order); a writer runs while any of its subscribers is handed over and ends with the last,
+//!   however that one leaves: a subscription dropped while handed over wakes its idle writer to
+//!   find out (a writer left waiting with no subscriber would keep its stream alive for ever).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;

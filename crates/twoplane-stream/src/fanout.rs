@@ -220,8 +220,13 @@ impl FanOut {
         }
     }
 
-    pub fn detach(&mut self, key: usize) {
-        let Some(entry) = self.slots.get_mut(key) else { return };
+    /// Remove `key`. Returns its writer's waker when that was the writer's last slot with a sink:
+    /// woken, the writer finds it has none left and ends (idle, it would otherwise wait for
+    /// ever, its waker here keeping the stream alive).
+    #[must_use]
+    pub fn detach(&mut self, key: usize) -> Option<Waker> {
+        let mut wake = None;
+        let entry = self.slots.get_mut(key)?;
         if let Some(slot) = entry.take() {
             if !slot.finished {
                 self.active -= 1;
@@ -231,7 +236,11 @@ impl FanOut {
             }
             if slot.sink.is_some() {
                 // Its key may stay in `due`; `take_due` skips a slot without a sink.
-                self.writer_of(key).sinks -= 1;
+                let writer = self.writer_of(key);
+                writer.sinks -= 1;
+                if writer.sinks == 0 {
+                    wake = writer.waker.take();
+                }
             }
             self.free.push(key);
         }
@@ -240,6 +249,7 @@ impl FanOut {
             self.base = self.head();
             self.log.clear();
         }
+        wake
     }
 
     /// Append a frame for every live subscriber. Subscribers at the cap are dropped with the
@@ -751,7 +761,7 @@ mod tests {
         let mut wake = Vec::new();
         let key = fan.attach(VecDeque::new());
         fan.publish(chunk(0), stale, &mut wake);
-        fan.detach(key);
+        assert!(fan.detach(key).is_none(), "no writer to wake");
         assert_eq!(fan.log_len(), 0);
         let again = fan.attach(VecDeque::new());
         assert_eq!(again, key, "slots are reused");
@@ -835,9 +845,9 @@ mod tests {
         let got = fan.drain_sse(slow, 1 << 20, None);
         assert_eq!(got.bytes.as_deref(), Some(&sse(&[Arc::new(stale())])[..]));
         assert!(got.state.done && !got.state.parked);
-        fan.detach(slow);
+        let _ = fan.detach(slow);
         assert_eq!(fan.sse_readers, 1, "the fast reader still reads SSE");
-        fan.detach(fast);
+        let _ = fan.detach(fast);
         assert_eq!(fan.sse_readers, 0);
     }
 
@@ -950,8 +960,8 @@ mod tests {
             fan.detach_sink(d.key, &d.sink);
         }
         assert!(fan.is_done(a) && fan.is_done(b));
-        fan.detach(a);
-        fan.detach(b);
+        let _ = fan.detach(a);
+        let _ = fan.detach(b);
         assert_eq!(take_all(&mut fan).1, Due::Exit, "no sink left: the writer stops");
         assert!(!fan.writers[0].running);
     }
@@ -982,13 +992,29 @@ mod tests {
     }
 
     #[test]
+    fn the_last_sink_leaving_wakes_its_idle_writer() {
+        let mut fan = FanOut::new(64);
+        let keys: Vec<usize> = (0..3).map(|_| fan.attach(VecDeque::new())).collect();
+        for &key in &keys {
+            let (_, s) = sink();
+            fan.attach_sink(key, s, 1 << 20, 2).unwrap();
+        }
+        // Writer 0 has keys 0 and 2, writer 1 key 1; both wait.
+        assert_eq!((take_from(&mut fan, 0, 4).1, take_from(&mut fan, 1, 4).1), (Due::Idle, Due::Idle));
+        assert!(fan.detach(keys[0]).is_none(), "writer 0 still has a sink");
+        assert!(fan.detach(keys[1]).is_some(), "writer 1's last sink: it is woken to end");
+        assert!(fan.detach(keys[2]).is_some(), "writer 0's last sink");
+        assert_eq!((take_from(&mut fan, 0, 4).1, take_from(&mut fan, 1, 4).1), (Due::Exit, Due::Exit));
+    }
+
+    #[test]
     fn taking_a_sink_back_is_for_that_sink_only() {
         let mut fan = FanOut::new(64);
         let (_, first) = sink();
         let (_, second) = sink();
         let key = fan.attach(VecDeque::new());
         fan.attach_sink(key, first.clone(), 64, 1).unwrap();
-        fan.detach(key);
+        let _ = fan.detach(key);
         let again = fan.attach(VecDeque::new());
         assert_eq!(again, key, "the key is reused");
         fan.attach_sink(again, second.clone(), 64, 1).unwrap();

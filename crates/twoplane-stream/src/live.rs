@@ -403,7 +403,10 @@ impl LiveStream {
     }
 
     pub fn detach_sub(&self, key: usize) {
-        self.lock().fan.detach(key);
+        let writer = self.lock().fan.detach(key);
+        if let Some(w) = writer {
+            w.wake();
+        }
     }
 
     // ---- observers

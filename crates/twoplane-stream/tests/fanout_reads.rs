@@ -291,3 +291,101 @@ proptest! {
         rt.block_on(run(ops));
     }
 }
+
+/// A recorder that writes everything (never keeps a batch).
+fn writing_sink() -> Arc<Recorder> {
+    Arc::new(Recorder {
+        max: 1 << 16,
+        hold_every: 0,
+        calls: AtomicUsize::new(0),
+        written: Mutex::new(Vec::new()),
+        kept: Mutex::new(Vec::new()),
+        terminal: AtomicBool::new(false),
+        resumed: AtomicBool::new(false),
+    })
+}
+
+/// Subscribe, take the replay as SSE, and hand the subscription to a new writing sink.
+async fn handed_over(plane: &Plane) -> (Subscription, Arc<Recorder>) {
+    let mut sub = plane.subscribe(&(), ID, 0).await.unwrap();
+    let waker = Waker::from(Arc::new(Count::default()));
+    let mut cx = Context::from_waker(&waker);
+    while let Poll::Ready(Some(_)) = sub.poll_sse(&mut cx, 1 << 16) {}
+    let sink = writing_sink();
+    assert!(sub.deliver_to(sink.clone(), 1 << 16), "caught up: handed over");
+    (sub, sink)
+}
+
+/// Wait (bounded) until every sink has written `events` events.
+async fn written(sinks: &[Arc<Recorder>], events: usize) {
+    for _ in 0..10_000 {
+        let done =
+            sinks.iter().all(|s| s.written.lock().unwrap().windows(2).filter(|w| w == b"\n\n").count() >= events);
+        if done {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("a handed-over subscriber did not get its {events} events");
+}
+
+/// Alive tasks of the runtime, waited for (bounded) to come down to `want`.
+async fn tasks_settle_at(want: usize) -> usize {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    for _ in 0..10_000 {
+        if metrics.num_alive_tasks() == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    metrics.num_alive_tasks()
+}
+
+/// Direct delivery: subscribers handed over one at a time while the writers run each get every
+/// event; once the last of them leaves (dropped while handed over, as when its client goes
+/// away), the writer tasks end (none lingers, holding the stream); a later hand-over starts them
+/// again.
+#[test]
+fn writers_stop_when_the_last_sink_leaves_and_start_again() {
+    for threads in [0usize, 2] {
+        let rt = match threads {
+            0 => tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
+            n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build().unwrap(),
+        };
+        rt.block_on(async {
+            let store = Arc::new(MemoryTarget::new());
+            store.insert_message(ID);
+            let plane = Plane::new(PlaneOptions::default().with_authorizer(Arc::new(AllowAll)), store).unwrap();
+            let handle = plane.open(ID).await.unwrap();
+            let before = tokio::runtime::Handle::current().metrics().num_alive_tasks();
+            let mut subs = Vec::new();
+            for _ in 0..20 {
+                subs.push(handed_over(&plane).await);
+            }
+            handle.push("a").unwrap();
+            let sinks: Vec<_> = subs.iter().map(|(_, s)| s.clone()).collect();
+            written(&sinks, 1).await;
+            // Half leave; the others still get everything.
+            subs.truncate(10);
+            handle.push("b").unwrap();
+            let sinks: Vec<_> = subs.iter().map(|(_, s)| s.clone()).collect();
+            written(&sinks, 2).await;
+            // Everyone leaves: the writers end.
+            drop(subs);
+            drop(sinks);
+            assert_eq!(tasks_settle_at(before).await, before, "threads {threads}: a writer task outlived its sinks");
+            // A new hand-over starts a writer again.
+            let (sub, sink) = handed_over(&plane).await;
+            handle.push("c").unwrap();
+            written(std::slice::from_ref(&sink), 1).await;
+            assert!(String::from_utf8_lossy(&sink.written.lock().unwrap()).contains("\"c\""));
+            drop(sub);
+            assert_eq!(
+                tasks_settle_at(before).await,
+                before,
+                "threads {threads}: the restarted writer outlived its sink"
+            );
+            handle.close().await.unwrap();
+        });
+    }
+}
