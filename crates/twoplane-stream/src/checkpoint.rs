@@ -336,7 +336,7 @@ impl LiveStream {
                     fx.relay_errors.push(e);
                 }
             }
-            st.fan.finish(end, &mut fx.wake);
+            self.finish_subscribers(&mut st, end, &mut fx.wake);
             self.resolve_waiters(&mut st);
             let err = shortfall(&self.id, st.durable, st.seq);
             self.reject_waiters(&mut st, u64::MAX, &err);
@@ -372,7 +372,7 @@ impl LiveStream {
                     fx.relay_errors.push(e);
                 }
             }
-            st.fan.finish(stale, &mut fx.wake);
+            self.finish_subscribers(&mut st, stale, &mut fx.wake);
             self.reject_waiters(&mut st, u64::MAX, &err);
         }
         self.apply(fx);

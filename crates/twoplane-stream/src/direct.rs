@@ -6,8 +6,8 @@
 //! response body and its subscription, all cold in the cache by the next frame (measured in
 //! docs/server.md, "Fan-out"). A server that owns its sockets can instead hand a caught-up
 //! subscription to a [`SseSink`]: a push then wakes one writer task per runtime worker, which
-//! takes its waiting subscribers' owed events, a group per lock, and hands each to its sink,
-//! which writes them without waiting.
+//! takes its waiting subscribers' owed events, a group per pass over the stream's shards, and
+//! hands each to its sink, which writes them without waiting.
 //!
 //! Guarantees:
 //! - Order: a subscription is handed over only when it owes nothing, and taken back only by the
@@ -29,18 +29,19 @@
 //!   the bounded queue ending in `stale`, the terminal last.
 //! - A sink that panics is treated as one that kept its bytes; the writer task survives.
 //! - A stream has one writer task per runtime worker, each with a fixed share of the subscribers
-//!   (so every core writes, and a subscriber is only ever delivered by its own writer, in
-//!   order); a writer runs while any of its subscribers is handed over and ends with the last,
-//!   however that one leaves: a subscription dropped while handed over wakes its idle writer to
-//!   find out (a writer left waiting with no subscriber would keep its stream alive for ever).
+//!   of every fan-out shard (so every core writes, and a subscriber is only ever delivered by its
+//!   own writer, in order); a writer runs while any of its subscribers is handed over and ends
+//!   with the last, however that one leaves: a subscription dropped while handed over wakes its
+//!   idle writer to find out (a writer left waiting with no subscriber would keep its stream
+//!   alive for ever).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::fanout::{Delivery, Due};
-use crate::live::LiveStream;
+use crate::fanout::Delivery;
+use crate::live::{LiveStream, SubKey};
 
 /// One direct delivery: whole SSE events, in order, each the bytes the stream's log encoded
 /// once for every reader (not copied into one buffer, so a sink writes them with one vectored
@@ -108,8 +109,8 @@ pub enum Delivered {
     Held,
 }
 
-/// A writer takes at most this many subscribers per lock of the stream: the lock stays short for
-/// the producer, and the batches a writer holds (not yet written) stay few.
+/// A writer takes at most this many subscribers per pass over the stream's shards: each shard's
+/// lock stays short for the producer, and the batches a writer holds (not yet written) stay few.
 const GROUP: usize = 64;
 
 /// Writer task `index` of a stream: deliver its due subscribers' events, a group at a time,
@@ -118,19 +119,16 @@ const GROUP: usize = 64;
 /// delivered by two writers.
 pub(crate) async fn write_loop(stream: Arc<LiveStream>, index: usize) {
     let mut out = Vec::with_capacity(GROUP);
+    let mut next = 0;
     loop {
-        let due = std::future::poll_fn(|cx| match stream.take_due(index, GROUP, &mut out, cx.waker()) {
-            Due::Idle => std::task::Poll::Pending,
-            due => std::task::Poll::Ready(due),
-        })
-        .await;
+        let more = std::future::poll_fn(|cx| stream.take_due(index, &mut next, GROUP, &mut out, cx.waker())).await;
         deliver_all(&stream, out.drain(..));
-        match due {
-            Due::Exit => return,
-            // A long pass yields between groups, so a writer sharing a worker with the producer
-            // or the other writer does not hold it for the whole pass.
-            _ => tokio::task::consume_budget().await,
+        if !more {
+            return;
         }
+        // A long round yields between groups, so a writer sharing a worker with the producer or
+        // the other writer does not hold it for the whole round.
+        tokio::task::consume_budget().await;
     }
 }
 
@@ -147,7 +145,7 @@ fn deliver_all(stream: &LiveStream, deliveries: impl IntoIterator<Item = Deliver
             }
         };
         if over {
-            stream.detach_sink(delivery.key, &delivery.sink);
+            stream.detach_sink(SubKey { shard: delivery.shard, slot: delivery.key }, &delivery.sink);
             let sink = &delivery.sink;
             let _ = catch_unwind(AssertUnwindSafe(|| sink.resume()));
         }

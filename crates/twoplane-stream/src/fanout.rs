@@ -1,4 +1,7 @@
-//! One stream's frame log and its subscribers' cursors.
+//! One shard of a stream's fan-out: a frame log and its subscribers' cursors. A stream spreads
+//! its subscribers over a few shards (live.rs), each under its own lock, and publishes every
+//! frame to each shard in use; everything below holds within a shard, and across shards each
+//! subscriber still sees the same frames in the same order.
 //!
 //! Each produced frame is stored once in a log shared by every subscriber, as an `Arc<Frame>`
 //! and, once any subscriber wants it as server-sent events, as its encoded SSE bytes
@@ -8,10 +11,11 @@
 //! any log frame.
 //!
 //! Guarantees:
-//! - Encoded once: a log frame is encoded when it enters the log if an SSE reader is attached
-//!   (otherwise the first SSE reader to reach it encodes it and the log keeps the result), and
-//!   every SSE reader's write reuses those bytes: one owed frame is handed over as the shared
-//!   `Bytes` itself, several are concatenated into the one buffer of that reader's next write.
+//! - Encoded once: a log frame is encoded when it enters the log if an SSE reader is attached to
+//!   the stream (once for all its shards, by the stream; otherwise the first SSE reader of a
+//!   shard to reach it encodes it and that shard's log keeps the result), and every SSE reader's
+//!   write reuses those bytes: one owed frame is handed over as the shared `Bytes` itself,
+//!   several are concatenated into the one buffer of that reader's next write.
 //! - One wake-up per push, only for the waiting: a publish wakes exactly the subscribers parked
 //!   on the log (each at most once) and bumps the change counter (`changes`); a woken subscriber
 //!   takes everything available up to its batch limit under one lock, so a burst of N frames
@@ -26,11 +30,12 @@
 //! - Terminal frames (`end`, a fenced producer's `stale`) bypass the cap: they are the last thing
 //!   a subscriber gets.
 //! - Direct delivery (see `direct.rs`): a slot handed to a sink is never woken; a change marks it
-//!   due with its writer (one of the stream's writer tasks, fixed per slot: `key % writers`) and
-//!   wakes that writer instead, once, which takes due slots' owed events a group at a time
-//!   ([`FanOut::take_due`]). A slot is handed over only when it owes nothing, and is delivered and
-//!   taken back by its one writer alone, so its events are written in order by one writer at a
-//!   time.
+//!   due with its writer (one of the stream's writer tasks, fixed per slot: `key % writers`,
+//!   each serving its share of every shard) and names that writer to be woken instead, once
+//!   per change however many of its slots became due ([`Wakes::writers`]); the writer takes due
+//!   slots' owed events a group at a time ([`FanOut::take_due`]). A slot is handed over only
+//!   when it owes nothing, and is delivered and taken back by its one writer alone, so its
+//!   events are written in order by one writer at a time.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,23 +83,25 @@ struct Slot {
     due: bool,
 }
 
-/// One direct delivery taken by [`FanOut::take_due`]: the slot, its sink, and its events (`None`
-/// when the slot ended without owing any).
+/// One direct delivery taken by [`FanOut::take_due`]: the slot (in the fan-out's shard), its
+/// sink, and its events (`None` when the slot ended without owing any).
 pub(crate) struct Delivery {
+    pub shard: usize,
     pub key: usize,
     pub sink: Arc<dyn SseSink>,
     pub batch: Option<SseEvents>,
 }
 
-/// What a writer task should do after [`FanOut::take_due`].
+/// What [`FanOut::take_due`] found for a writer.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Due {
-    /// Deliveries were taken: write them, then ask again.
+    /// Deliveries were taken, or more are due than the group held: write them, then ask again.
     Work,
-    /// Nothing is due; the writer's waker is registered.
+    /// Nothing is due here; a change that makes one of its slots due names the writer.
     Idle,
-    /// No slot has a sink any more: the writer stops (a later hand-over starts a new one).
-    Exit,
+    /// Nothing is due and none of this writer's slots here has a sink: the writer may stop, if
+    /// every shard says so.
+    Empty,
 }
 
 /// What a drain left behind, for the subscriber's lock-free checks.
@@ -112,6 +119,8 @@ pub(crate) struct Drained {
 impl Drained {
     /// A slot delivered directly, seen by its owner: nothing to take, no waker registered.
     pub const HANDED_OVER: Drained = Drained { done: false, parked: false, caught_up_at: None };
+    /// A slot that does not exist: nothing will ever come.
+    pub const GONE: Drained = Drained { done: true, parked: false, caught_up_at: None };
 }
 
 /// One SSE write's worth of a subscriber's frames.
@@ -123,6 +132,8 @@ pub(crate) struct SseDrained {
 }
 
 pub(crate) struct FanOut {
+    /// Which of its stream's shards this is (named in each [`Delivery`]).
+    shard: usize,
     log: VecDeque<Entry>,
     /// Absolute index of `log[0]`.
     base: u64,
@@ -135,7 +146,7 @@ pub(crate) struct FanOut {
     /// Keys of slots waiting for a frame.
     parked: Vec<usize>,
     cap: usize,
-    /// Bumped (under the stream's lock) by every change a subscriber could be waiting for.
+    /// Bumped (under the shard's lock) by every change a subscriber could be waiting for.
     changes: Arc<AtomicU64>,
     /// Reused for encoding, so each encoded frame is one exact-size allocation.
     scratch: String,
@@ -144,22 +155,31 @@ pub(crate) struct FanOut {
     writers: Vec<Writer>,
 }
 
-/// One writer task's share of the direct slots.
+/// One writer task's share of the direct slots (the task and its waker belong to the stream).
 #[derive(Default)]
 struct Writer {
     /// Keys of its slots with something to deliver, oldest first.
     due: VecDeque<usize>,
     /// Its slots with a sink.
     sinks: usize,
-    /// Its waker, while it waits for due slots.
-    waker: Option<Waker>,
-    /// Its task is running (so a hand-over does not start another).
-    running: bool,
 }
 
+/// Whom a change wakes, collected under the lock and acted on after it: subscribers' tasks, and
+/// the stream's writer tasks (bit `i` for writer `i`, so each is woken once however many shards
+/// and slots name it).
+#[derive(Default)]
+pub(crate) struct Wakes {
+    pub tasks: Vec<Waker>,
+    pub writers: u64,
+}
+
+/// A stream has at most this many writer tasks (one bit each in [`Wakes::writers`]).
+pub(crate) const MAX_WRITERS: usize = 64;
+
 impl FanOut {
-    pub fn new(cap: usize) -> Self {
+    pub fn new(cap: usize, shard: usize) -> Self {
         FanOut {
+            shard,
             log: VecDeque::new(),
             base: 0,
             slots: Vec::new(),
@@ -187,10 +207,10 @@ impl FanOut {
         self.changes.fetch_add(1, Ordering::Release);
     }
 
-    /// Whether any subscriber would receive a new frame (producers skip building frames
-    /// nobody reads).
-    pub fn has_readers(&self) -> bool {
-        self.active > 0
+    /// Its subscribers still reading the log, and those of them that read SSE bytes (a stream
+    /// keeps the totals over its shards).
+    pub fn readers(&self) -> (usize, usize) {
+        (self.active, self.sse_readers)
     }
 
     /// Register a live subscriber after its replay; it reads every frame published from now on.
@@ -220,11 +240,11 @@ impl FanOut {
         }
     }
 
-    /// Remove `key`. Returns its writer's waker when that was the writer's last slot with a sink:
-    /// woken, the writer finds it has none left and ends (idle, it would otherwise wait for
-    /// ever, its waker here keeping the stream alive).
+    /// Remove `key`. Returns its writer when that was the writer's last slot with a sink here:
+    /// woken, the writer finds out whether it has any left and ends if not (idle, it would
+    /// otherwise wait for ever, its waker keeping the stream alive).
     #[must_use]
-    pub fn detach(&mut self, key: usize) -> Option<Waker> {
+    pub fn detach(&mut self, key: usize) -> Option<usize> {
         let mut wake = None;
         let entry = self.slots.get_mut(key)?;
         if let Some(slot) = entry.take() {
@@ -236,10 +256,11 @@ impl FanOut {
             }
             if slot.sink.is_some() {
                 // Its key may stay in `due`; `take_due` skips a slot without a sink.
-                let writer = self.writer_of(key);
+                let index = key % self.writers.len();
+                let writer = &mut self.writers[index];
                 writer.sinks -= 1;
                 if writer.sinks == 0 {
-                    wake = writer.waker.take();
+                    wake = Some(index);
                 }
             }
             self.free.push(key);
@@ -252,10 +273,23 @@ impl FanOut {
         wake
     }
 
-    /// Append a frame for every live subscriber. Subscribers at the cap are dropped with the
-    /// frame `stale()` builds. Wakers to call (after the caller releases its lock) are pushed
-    /// onto `wake`.
-    pub fn publish(&mut self, frame: Arc<Frame>, stale: impl Fn() -> Frame, wake: &mut Vec<Waker>) {
+    /// [`FanOut::publish_encoded`], encoding here when this fan-out has an SSE reader.
+    #[cfg(test)]
+    pub fn publish(&mut self, frame: Arc<Frame>, stale: impl Fn() -> Frame, wake: &mut Wakes) {
+        self.publish_encoded(frame, None, stale, wake)
+    }
+
+    /// Append a frame for every live subscriber, with its SSE bytes when the caller has them
+    /// (one encoding shared by every shard of a stream; without them, the frame is encoded here
+    /// if this fan-out has an SSE reader). Subscribers at the cap are dropped with the frame
+    /// `stale()` builds. Whom to wake (after the caller releases its lock) is added to `wake`.
+    pub fn publish_encoded(
+        &mut self,
+        frame: Arc<Frame>,
+        sse: Option<Bytes>,
+        stale: impl Fn() -> Frame,
+        wake: &mut Wakes,
+    ) {
         if self.active == 0 {
             return;
         }
@@ -267,48 +301,52 @@ impl FanOut {
                 return;
             }
         }
-        self.push_entry(frame);
+        self.push_entry(frame, sse);
         self.wake_parked(wake);
     }
 
-    /// Append the terminal frame, bypassing the cap.
-    pub fn finish(&mut self, end: Arc<Frame>, wake: &mut Vec<Waker>) {
+    /// [`FanOut::finish_encoded`], encoding here when this fan-out has an SSE reader.
+    #[cfg(test)]
+    pub fn finish(&mut self, end: Arc<Frame>, wake: &mut Wakes) {
+        self.finish_encoded(end, None, wake)
+    }
+
+    /// Append the terminal frame, bypassing the cap (`sse` as for `publish_encoded`).
+    pub fn finish_encoded(&mut self, end: Arc<Frame>, sse: Option<Bytes>, wake: &mut Wakes) {
         if self.active == 0 {
             return;
         }
-        self.push_entry(end);
+        self.push_entry(end, sse);
         self.wake_parked(wake);
     }
 
-    fn push_entry(&mut self, frame: Arc<Frame>) {
-        let sse = (self.sse_readers > 0).then(|| encode(&mut self.scratch, &frame));
+    fn push_entry(&mut self, frame: Arc<Frame>, sse: Option<Bytes>) {
+        let sse = sse.or_else(|| (self.sse_readers > 0).then(|| encode(&mut self.scratch, &frame)));
         self.log.push_back(Entry { frame, sse });
     }
 
-    fn wake_parked(&mut self, wake: &mut Vec<Waker>) {
+    fn wake_parked(&mut self, wake: &mut Wakes) {
         self.bump();
         // One allocation for the whole list, not a doubling series per push.
-        wake.reserve(self.parked.len());
+        wake.tasks.reserve(self.parked.len());
         for key in self.parked.drain(..) {
             if let Some(Some(slot)) = self.slots.get_mut(key) {
                 slot.parked = false;
                 if slot.sink.is_some() {
                     mark_due(slot, key, &mut self.writers);
                 } else if let Some(w) = slot.waker.take() {
-                    wake.push(w);
+                    wake.tasks.push(w);
                 }
             }
         }
         self.wake_writers(wake);
     }
 
-    /// One wake-up for each writer task with due slots, however many became due.
-    fn wake_writers(&mut self, wake: &mut Vec<Waker>) {
-        for writer in &mut self.writers {
+    /// Name each writer task with due slots, however many became due.
+    fn wake_writers(&mut self, wake: &mut Wakes) {
+        for (index, writer) in self.writers.iter().enumerate() {
             if !writer.due.is_empty() {
-                if let Some(w) = writer.waker.take() {
-                    wake.push(w);
-                }
+                wake.writers |= 1 << index;
             }
         }
     }
@@ -319,7 +357,7 @@ impl FanOut {
     }
 
     /// Drop every subscriber at the cap, then release the log below the slowest survivor.
-    fn reclaim(&mut self, stale: &impl Fn() -> Frame, wake: &mut Vec<Waker>) {
+    fn reclaim(&mut self, stale: &impl Fn() -> Frame, wake: &mut Wakes) {
         let head = self.head();
         let mut min = head;
         let mut stale_frame: Option<Arc<Frame>> = None;
@@ -339,7 +377,7 @@ impl FanOut {
                 if slot.sink.is_some() {
                     mark_due(slot, key, &mut self.writers);
                 } else if let Some(w) = slot.waker.take() {
-                    wake.push(w);
+                    wake.tasks.push(w);
                 }
             } else {
                 min = min.min(slot.cursor);
@@ -475,15 +513,15 @@ impl FanOut {
     /// Hand `key`'s deliveries to `sink`, at most `max_bytes` per delivery. Refused (`None`,
     /// nothing changes) unless the slot is live and owes nothing now, so no event handed to the
     /// sink can overtake one its owner took and has yet to write. `writers` is how many writer
-    /// tasks the stream uses (fixed by the first hand-over). Returns `Some(Some(i))` when writer
-    /// `i`, the slot's, is not running and the caller must start it.
+    /// tasks the stream uses (the same for every shard). Returns the slot's writer, which the
+    /// caller makes sure is running.
     pub fn attach_sink(
         &mut self,
         key: usize,
         sink: Arc<dyn SseSink>,
         max_bytes: usize,
         writers: usize,
-    ) -> Option<Option<usize>> {
+    ) -> Option<usize> {
         let head = self.head();
         let Some(Some(slot)) = self.slots.get_mut(key) else { return None };
         if slot.sink.is_some() || slot.finished || has_more(slot, head) {
@@ -502,14 +540,16 @@ impl FanOut {
             self.parked.push(key);
         }
         if self.writers.is_empty() {
-            self.writers.resize_with(writers.max(1), Writer::default);
+            self.writers.resize_with(writers.clamp(1, MAX_WRITERS), Writer::default);
         }
         let index = key % self.writers.len();
-        let writer = &mut self.writers[index];
-        writer.sinks += 1;
-        let start = !writer.running;
-        writer.running = true;
-        Some(start.then_some(index))
+        self.writers[index].sinks += 1;
+        Some(index)
+    }
+
+    /// Whether writer `index` has a slot with a sink here.
+    pub fn has_sinks(&self, index: usize) -> bool {
+        self.writers.get(index).is_some_and(|w| w.sinks > 0)
     }
 
     /// Take `key` back from direct delivery (its writer task does this, after a sink kept bytes
@@ -530,8 +570,9 @@ impl FanOut {
     /// each, up to the slot's byte limit), park the ones that caught up, and keep the others due
     /// (behind the rest). A group at a time keeps the lock short and the batches a writer holds
     /// few.
-    pub fn take_due(&mut self, index: usize, group: usize, out: &mut Vec<Delivery>, waker: &Waker) -> Due {
-        let Some(writer) = self.writers.get_mut(index) else { return Due::Exit };
+    pub fn take_due(&mut self, index: usize, group: usize, out: &mut Vec<Delivery>) -> Due {
+        let (shard, before) = (self.shard, out.len());
+        let Some(writer) = self.writers.get_mut(index) else { return Due::Empty };
         let mut take = writer.due.len().min(group);
         // Draining adds nothing to the log: one head for the whole group.
         let head = self.head();
@@ -551,7 +592,7 @@ impl FanOut {
             if owed > DIRECT_MAX_OWED {
                 // A burst: handed back, for the subscriber's own task to write in large batches
                 // beside the other subscribers' tasks, as it would without direct delivery.
-                out.push(Delivery { key, sink, batch: None });
+                out.push(Delivery { shard, key, sink, batch: None });
                 continue;
             }
             // The events stay the log's shared bytes: the sink writes them with one vectored
@@ -568,23 +609,18 @@ impl FanOut {
             }
             let batch = batch.finish_apart(done);
             if batch.is_some() || done {
-                out.push(Delivery { key, sink, batch });
+                out.push(Delivery { shard, key, sink, batch });
             }
         }
-        let writer = &mut self.writers[index];
-        if !out.is_empty() || !writer.due.is_empty() {
+        let writer = &self.writers[index];
+        if out.len() > before || !writer.due.is_empty() {
             return Due::Work;
         }
         if writer.sinks == 0 {
-            writer.running = false;
-            writer.waker = None;
-            return Due::Exit;
+            Due::Empty
+        } else {
+            Due::Idle
         }
-        match &writer.waker {
-            Some(w) if w.will_wake(waker) => {}
-            _ => writer.waker = Some(waker.clone()),
-        }
-        Due::Idle
     }
 
     #[cfg(test)]
@@ -620,7 +656,7 @@ fn release_replay(slot: &mut Slot) {
 }
 
 /// One frame as one SSE event (the core's encoder), in an allocation of exactly its size.
-fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
+pub(crate) fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
     scratch.clear();
     encode_event_into(scratch, frame);
     Bytes::copy_from_slice(scratch.as_bytes())
@@ -719,8 +755,8 @@ mod tests {
 
     #[test]
     fn slow_reader_is_dropped_with_stale_and_the_log_stays_bounded() {
-        let mut fan = FanOut::new(8);
-        let mut wake = Vec::new();
+        let mut fan = FanOut::new(8, 0);
+        let mut wake = Wakes::default();
         let slow = fan.attach(VecDeque::new());
         let fast = fan.attach(VecDeque::new());
         for i in 0..100 {
@@ -741,8 +777,8 @@ mod tests {
 
     #[test]
     fn replay_comes_first_and_terminal_ends_it() {
-        let mut fan = FanOut::new(16);
-        let mut wake = Vec::new();
+        let mut fan = FanOut::new(16, 0);
+        let mut wake = Wakes::default();
         let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
         let key = fan.attach(VecDeque::from(vec![open.clone()]));
         fan.publish(chunk(0), stale, &mut wake);
@@ -757,8 +793,8 @@ mod tests {
 
     #[test]
     fn detach_of_the_last_reader_releases_the_log() {
-        let mut fan = FanOut::new(16);
-        let mut wake = Vec::new();
+        let mut fan = FanOut::new(16, 0);
+        let mut wake = Wakes::default();
         let key = fan.attach(VecDeque::new());
         fan.publish(chunk(0), stale, &mut wake);
         assert!(fan.detach(key).is_none(), "no writer to wake");
@@ -770,17 +806,17 @@ mod tests {
 
     #[test]
     fn a_burst_wakes_a_parked_reader_once_and_one_drain_takes_it_all() {
-        let mut fan = FanOut::new(64);
+        let mut fan = FanOut::new(64, 0);
         let key = fan.attach(VecDeque::new());
         let mut out = Vec::new();
         let parked = drain_all(&mut fan, key, 64, &mut out, Some(&noop_waker()));
         assert!(out.is_empty() && parked.parked && !parked.done);
         let before = parked.caught_up_at.expect("nothing was left behind");
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         for i in 0..10 {
             fan.publish(chunk(i), stale, &mut wake);
         }
-        assert_eq!(wake.len(), 1, "ten pushes, one wake-up");
+        assert_eq!(wake.tasks.len(), 1, "ten pushes, one wake-up");
         assert_ne!(fan.changes.load(Ordering::Relaxed), before, "the counter moved");
         let d = drain_all(&mut fan, key, 64, &mut out, Some(&noop_waker()));
         assert_eq!(out.len(), 10);
@@ -798,11 +834,11 @@ mod tests {
 
     #[test]
     fn sse_bytes_are_encoded_once_and_shared_and_a_span_is_one_write() {
-        let mut fan = FanOut::new(64);
+        let mut fan = FanOut::new(64, 0);
         let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
         let a = fan.attach(VecDeque::from(vec![open.clone()]));
         let b = fan.attach(VecDeque::new());
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         // Published before any SSE reader: encoded lazily by the first one, then kept.
         fan.publish(chunk(0), stale, &mut wake);
         let first = fan.drain_sse(a, 1 << 20, None);
@@ -833,8 +869,8 @@ mod tests {
 
     #[test]
     fn an_sse_reader_gets_its_stale_terminal_and_is_done() {
-        let mut fan = FanOut::new(8);
-        let mut wake = Vec::new();
+        let mut fan = FanOut::new(8, 0);
+        let mut wake = Wakes::default();
         let slow = fan.attach(VecDeque::new());
         let fast = fan.attach(VecDeque::new());
         fan.drain_sse(slow, 1 << 20, None);
@@ -882,35 +918,31 @@ mod tests {
 
     fn take_from(fan: &mut FanOut, writer: usize, group: usize) -> (Vec<Delivery>, Due) {
         let mut out = Vec::new();
-        let due = fan.take_due(writer, group, &mut out, &noop_waker());
+        let due = fan.take_due(writer, group, &mut out);
         (out, due)
     }
 
     #[test]
     fn a_direct_slot_is_handed_over_only_when_it_owes_nothing() {
-        let mut fan = FanOut::new(64);
+        let mut fan = FanOut::new(64, 0);
         let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
         let key = fan.attach(VecDeque::from(vec![open]));
         let (_, s) = sink();
         assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "its replay is owed");
         fan.drain_sse(key, 1 << 20, None);
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         fan.publish(chunk(0), stale, &mut wake);
         assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "a log frame is owed");
         fan.drain_sse(key, 1 << 20, None);
-        assert_eq!(
-            fan.attach_sink(key, s.clone(), 1024, 1),
-            Some(Some(0)),
-            "caught up: the first hand-over starts the writer"
-        );
+        assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), Some(0), "caught up: handed to its writer");
         assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "already handed over");
         let other = fan.attach(VecDeque::new());
-        assert_eq!(fan.attach_sink(other, s, 1024, 1), Some(None), "the writer already runs");
+        assert_eq!(fan.attach_sink(other, s, 1024, 1), Some(0));
     }
 
     #[test]
     fn pushes_wake_the_writer_once_and_it_delivers_each_span_in_order() {
-        let mut fan = FanOut::new(64);
+        let mut fan = FanOut::new(64, 0);
         let (rec_a, a_sink) = sink();
         let (rec_b, b_sink) = sink();
         let a = fan.attach(VecDeque::new());
@@ -920,11 +952,15 @@ mod tests {
         fan.attach_sink(b, b_sink, 1 << 20, 1).unwrap();
         fan.drain(task, 64, &mut |_| {}, Some(&noop_waker()));
         assert_eq!(take_all(&mut fan).1, Due::Idle, "nothing due: the writer waits");
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         for i in 0..3 {
             fan.publish(chunk(i), stale, &mut wake);
         }
-        assert_eq!(wake.len(), 2, "the writer and the one task-driven subscriber, once each");
+        assert_eq!(
+            (wake.tasks.len(), wake.writers),
+            (1, 0b1),
+            "the writer and the one task-driven subscriber, once each"
+        );
         let (out, due) = take_all(&mut fan);
         assert_eq!(due, Due::Work);
         assert_eq!(out.len(), 2);
@@ -942,15 +978,15 @@ mod tests {
         // Parked again: once the writer waits, the next push wakes it (alone: the task-driven
         // subscriber did not park again) and makes both due again.
         assert_eq!(take_all(&mut fan).1, Due::Idle);
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         fan.publish(chunk(3), stale, &mut wake);
-        assert_eq!(wake.len(), 1, "only the writer");
+        assert_eq!((wake.tasks.len(), wake.writers), (0, 0b1), "only the writer");
         let (out, _) = take_all(&mut fan);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].batch.as_ref().unwrap().to_bytes(), sse(&[chunk(3)]));
         // The end: delivered as a terminal batch.
         let end = Arc::new(Frame::End { seq: 4, status: twoplane_core::StreamStatus::Complete, error: None });
-        fan.finish(end.clone(), &mut Vec::new());
+        fan.finish(end.clone(), &mut Wakes::default());
         let (out, _) = take_all(&mut fan);
         assert_eq!(out.len(), 2);
         for d in &out {
@@ -962,17 +998,17 @@ mod tests {
         assert!(fan.is_done(a) && fan.is_done(b));
         let _ = fan.detach(a);
         let _ = fan.detach(b);
-        assert_eq!(take_all(&mut fan).1, Due::Exit, "no sink left: the writer stops");
-        assert!(!fan.writers[0].running);
+        assert_eq!(take_all(&mut fan).1, Due::Empty, "no sink left: the writer may stop");
+        assert!(!fan.has_sinks(0));
     }
 
     #[test]
     fn a_batch_limit_keeps_a_slot_due_and_overflow_delivers_its_stale() {
-        let mut fan = FanOut::new(8);
+        let mut fan = FanOut::new(8, 0);
         let (_, s) = sink();
         let key = fan.attach(VecDeque::new());
         fan.attach_sink(key, s, 1, 1).unwrap();
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         fan.publish(chunk(0), stale, &mut wake);
         fan.publish(chunk(1), stale, &mut wake);
         let (out, due) = take_all(&mut fan);
@@ -993,7 +1029,7 @@ mod tests {
 
     #[test]
     fn the_last_sink_leaving_wakes_its_idle_writer() {
-        let mut fan = FanOut::new(64);
+        let mut fan = FanOut::new(64, 0);
         let keys: Vec<usize> = (0..3).map(|_| fan.attach(VecDeque::new())).collect();
         for &key in &keys {
             let (_, s) = sink();
@@ -1001,15 +1037,15 @@ mod tests {
         }
         // Writer 0 has keys 0 and 2, writer 1 key 1; both wait.
         assert_eq!((take_from(&mut fan, 0, 4).1, take_from(&mut fan, 1, 4).1), (Due::Idle, Due::Idle));
-        assert!(fan.detach(keys[0]).is_none(), "writer 0 still has a sink");
-        assert!(fan.detach(keys[1]).is_some(), "writer 1's last sink: it is woken to end");
-        assert!(fan.detach(keys[2]).is_some(), "writer 0's last sink");
-        assert_eq!((take_from(&mut fan, 0, 4).1, take_from(&mut fan, 1, 4).1), (Due::Exit, Due::Exit));
+        assert_eq!(fan.detach(keys[0]), None, "writer 0 still has a sink");
+        assert_eq!(fan.detach(keys[1]), Some(1), "writer 1's last sink: it is woken to end");
+        assert_eq!(fan.detach(keys[2]), Some(0), "writer 0's last sink");
+        assert_eq!((take_from(&mut fan, 0, 4).1, take_from(&mut fan, 1, 4).1), (Due::Empty, Due::Empty));
     }
 
     #[test]
     fn taking_a_sink_back_is_for_that_sink_only() {
-        let mut fan = FanOut::new(64);
+        let mut fan = FanOut::new(64, 0);
         let (_, first) = sink();
         let (_, second) = sink();
         let key = fan.attach(VecDeque::new());
@@ -1027,21 +1063,17 @@ mod tests {
 
     #[test]
     fn each_writer_delivers_its_own_share_a_group_at_a_time() {
-        let mut fan = FanOut::new(64);
+        let mut fan = FanOut::new(64, 0);
         let keys: Vec<usize> = (0..10).map(|_| fan.attach(VecDeque::new())).collect();
-        let mut started = Vec::new();
         for &key in &keys {
             let (_, s) = sink();
-            if let Some(writer) = fan.attach_sink(key, s, 1 << 20, 2).unwrap() {
-                started.push(writer);
-            }
+            assert_eq!(fan.attach_sink(key, s, 1 << 20, 2), Some(key % 2), "the slot's writer");
         }
-        assert_eq!(started, vec![0, 1], "each writer is started once, by its first slot");
         assert_eq!((take_from(&mut fan, 0, 4).1, take_from(&mut fan, 1, 4).1), (Due::Idle, Due::Idle));
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         fan.publish(chunk(0), stale, &mut wake);
         fan.publish(chunk(1), stale, &mut wake);
-        assert_eq!(wake.len(), 2, "one wake-up per writer for two pushes");
+        assert_eq!((wake.tasks.len(), wake.writers), (0, 0b11), "one wake-up per writer for two pushes");
         for writer in 0..2 {
             let mut seen = Vec::new();
             loop {
@@ -1064,11 +1096,11 @@ mod tests {
 
     #[test]
     fn a_burst_is_handed_back_untaken() {
-        let mut fan = FanOut::new(4096);
+        let mut fan = FanOut::new(4096, 0);
         let (_, s) = sink();
         let key = fan.attach(VecDeque::new());
         fan.attach_sink(key, s.clone(), 1 << 20, 1).unwrap();
-        let mut wake = Vec::new();
+        let mut wake = Wakes::default();
         for i in 0..DIRECT_MAX_OWED {
             fan.publish(chunk(i), stale, &mut wake);
         }

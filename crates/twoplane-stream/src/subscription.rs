@@ -6,7 +6,8 @@
 //! - After the terminal frame (`end`, `stale` or `absent`) `next` yields `None` forever.
 //! - `try_next` never waits, so a writer can coalesce everything queued into one socket write.
 //! - A subscriber of a hosted stream takes every frame available (up to [`LOCAL_BATCH`]) under
-//!   one lock of the stream and parks in the same step; until the stream's change counter moves
+//!   one lock of its shard of the stream (live.rs) and parks in the same step; until that shard's
+//!   change counter moves
 //!   it can tell it has nothing new, and wait again, without that lock. So a push costs each
 //!   waiting subscriber one wake-up and one lock, however many frames it then takes.
 //! - [`Subscription::poll_sse`] yields the same frames already encoded as server-sent events,
@@ -28,7 +29,7 @@ use twoplane_core::sse::encode_event_into;
 use twoplane_core::Frame;
 
 use crate::fanout::Drained;
-use crate::live::LiveStream;
+use crate::live::{LiveStream, SubKey};
 
 /// At most this many frames of a hosted stream are taken per lock for `next`/`try_next`.
 pub(crate) const LOCAL_BATCH: usize = 64;
@@ -49,8 +50,8 @@ enum Inner {
 /// A cursor on a hosted stream's log, with what it took but has not handed out yet.
 struct Local {
     stream: Arc<LiveStream>,
-    key: usize,
-    /// The stream's change counter (see `fanout.rs`).
+    key: SubKey,
+    /// Its shard's change counter (see `fanout.rs`).
     changes: Arc<AtomicU64>,
     /// The counter when this cursor last took everything available.
     caught_up_at: Option<u64>,
@@ -194,7 +195,7 @@ impl Subscription {
         Subscription::fixed(vec![Arc::new(Frame::Absent)])
     }
 
-    pub(crate) fn local(stream: Arc<LiveStream>, key: usize, changes: Arc<AtomicU64>) -> Subscription {
+    pub(crate) fn local(stream: Arc<LiveStream>, key: SubKey, changes: Arc<AtomicU64>) -> Subscription {
         let local =
             Local { stream, key, changes, caught_up_at: None, armed: None, taken: VecDeque::new(), done: false };
         Subscription { inner: Inner::Local(local) }

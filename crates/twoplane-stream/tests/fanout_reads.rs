@@ -341,12 +341,11 @@ async fn tasks_settle_at(want: usize) -> usize {
     metrics.num_alive_tasks()
 }
 
-/// Direct delivery: subscribers handed over one at a time while the writers run each get every
-/// event; once the last of them leaves (dropped while handed over, as when its client goes
-/// away), the writer tasks end (none lingers, holding the stream); a later hand-over starts them
-/// again.
+/// Direct delivery over a stream's fan-out shards: subscribers handed over in every shard, one
+/// at a time while the writers run, each get every event; once the last of them leaves, the
+/// writer tasks end (none lingers, holding the stream); a later hand-over starts them again.
 #[test]
-fn writers_stop_when_the_last_sink_leaves_and_start_again() {
+fn writers_serve_every_shard_stop_when_the_last_sink_leaves_and_start_again() {
     for threads in [0usize, 2] {
         let rt = match threads {
             0 => tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
@@ -358,6 +357,7 @@ fn writers_stop_when_the_last_sink_leaves_and_start_again() {
             let plane = Plane::new(PlaneOptions::default().with_authorizer(Arc::new(AllowAll)), store).unwrap();
             let handle = plane.open(ID).await.unwrap();
             let before = tokio::runtime::Handle::current().metrics().num_alive_tasks();
+            // Twenty subscribers: every shard gets two or three.
             let mut subs = Vec::new();
             for _ in 0..20 {
                 subs.push(handed_over(&plane).await);
@@ -374,7 +374,7 @@ fn writers_stop_when_the_last_sink_leaves_and_start_again() {
             drop(subs);
             drop(sinks);
             assert_eq!(tasks_settle_at(before).await, before, "threads {threads}: a writer task outlived its sinks");
-            // A new hand-over starts a writer again.
+            // A new hand-over (in the next shard round robin) starts a writer again.
             let (sub, sink) = handed_over(&plane).await;
             handle.push("c").unwrap();
             written(std::slice::from_ref(&sink), 1).await;

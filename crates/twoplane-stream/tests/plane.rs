@@ -220,6 +220,75 @@ async fn a_slow_subscriber_is_dropped_with_stale_and_the_producer_never_waits() 
     assert!(matches!(fast.terminal(), Some(Frame::End { status: StreamStatus::Complete, .. })));
 }
 
+/// One SSE read of everything `sub` owes now (a noop waker: the caller pushes before reading).
+fn sse_now(sub: &mut Subscription) -> Option<SseBatch> {
+    let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
+    match sub.poll_sse(&mut cx, 1 << 16) {
+        std::task::Poll::Ready(batch) => batch,
+        std::task::Poll::Pending => None,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn subscribers_over_every_shard_see_every_frame_and_share_one_encoding() {
+    // A stream spreads its subscribers over eight fan-out shards, round robin: 24 subscribers
+    // fill each shard three times; every third reads SSE bytes, so each shard has one.
+    let plane = plane_with(memory(), |o| o.chars = 1_000_000);
+    let h = plane.open(ID).await.unwrap();
+    let mut readers = Vec::new();
+    let mut sse = Vec::new();
+    for i in 0..24 {
+        if i % 3 == 0 {
+            let mut sub = plane.subscribe(&(), ID, 0).await.unwrap();
+            assert_eq!(sse_now(&mut sub).map(|b| b.frames), Some(1), "the open frame");
+            sse.push(sub);
+        } else {
+            readers.push(reader(&plane, 0, &[]).await);
+        }
+    }
+    let mut produced = Vec::new();
+    for (round, delta) in ["a", "bé", "c😀"].into_iter().enumerate() {
+        h.push(delta).unwrap();
+        produced.extend(units(delta));
+        let batches: Vec<SseBatch> = sse.iter_mut().map(|s| sse_now(s).expect("one event each")).collect();
+        let first = &batches[0].bytes;
+        for b in &batches {
+            assert_eq!(b.frames, 1);
+            assert_eq!(b.bytes, *first);
+            assert_eq!(b.bytes.as_ptr(), first.as_ptr(), "round {round}: one encoding for every shard");
+        }
+        for r in &mut readers {
+            r.drain();
+            assert_eq!(r.acc, produced);
+        }
+    }
+    // Readers leave shard by shard; the rest still get everything.
+    readers.truncate(5);
+    h.push("d").unwrap();
+    produced.extend(units("d"));
+    for r in &mut readers {
+        r.drain();
+        assert_eq!(r.acc, produced);
+    }
+    // Everyone leaves; a frame then reaches nobody, and a later joiner (shard 0 again after
+    // 24 joins) still gets the replay and every frame after it.
+    drop(readers);
+    drop(sse);
+    h.push("e").unwrap();
+    produced.extend(units("e"));
+    let mut late = reader(&plane, 0, &produced).await;
+    late.drain();
+    assert_eq!(late.acc, produced, "the replay");
+    h.push("f").unwrap();
+    produced.extend(units("f"));
+    late.drain();
+    assert_eq!(late.acc, produced, "a frame after the join reaches the late reader");
+    h.close().await.unwrap();
+    late.read_to_end().await;
+    assert_eq!(late.acc, produced);
+    assert!(matches!(late.terminal(), Some(Frame::End { status: StreamStatus::Complete, .. })));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_join_below_the_retained_floor_is_a_bare_stale() {
     let store = Arc::new(Mutex::new(Vec::<u16>::new()));
