@@ -24,7 +24,9 @@
 //! - Bounded: a subscriber whose queue (replay frames plus log frames behind its cursor) has
 //!   reached the cap when a new frame arrives is dropped with one `stale` frame, its queue is
 //!   released at once, and the log never holds more than the cap (plus the replay allowance)
-//!   frames behind the slowest live subscriber. The producer never waits for a reader.
+//!   frames behind the slowest live subscriber. Read frames do not linger: every
+//!   [`TRIM_EVERY`] frames the log releases everything below the slowest live subscriber. The
+//!   producer never waits for a reader.
 //! - Ordered and gap-free: a subscriber sees its replay, then every log frame from the moment it
 //!   attached, in order, then nothing after its terminal frame.
 //! - Terminal frames (`end`, a fenced producer's `stale`) bypass the cap: they are the last thing
@@ -50,6 +52,11 @@ use crate::direct::{SseEvents, SseSink};
 
 /// At most this many replay frames precede the log for a live stream (open, chunk, durable).
 const REPLAY_ALLOWANCE: usize = 3;
+
+/// Every this many frames the log releases what every subscriber has read. Without it the log
+/// kept every frame until it reached the queue bound (4,096 by default): a stream whose readers
+/// all keep up held thousands of frames, and their encodings, for nothing.
+const TRIM_EVERY: u64 = 64;
 
 /// A direct slot owing more frames than this when its writer gets to it is handed back to its
 /// owner instead of delivered (see `take_due`).
@@ -323,6 +330,21 @@ impl FanOut {
     fn push_entry(&mut self, frame: Arc<Frame>, sse: Option<Bytes>) {
         let sse = sse.or_else(|| (self.sse_readers > 0).then(|| encode(&mut self.scratch, &frame)));
         self.log.push_back(Entry { frame, sse });
+        if self.head().is_multiple_of(TRIM_EVERY) {
+            self.trim();
+        }
+    }
+
+    /// Release the log below the slowest live subscriber.
+    fn trim(&mut self) {
+        let slowest = self.slots.iter().flatten().filter(|slot| !slot.finished).map(|slot| slot.cursor).min();
+        self.release_below(slowest.unwrap_or(self.head()));
+    }
+
+    fn release_below(&mut self, cursor: u64) {
+        let n = (cursor - self.base) as usize;
+        self.log.drain(..n);
+        self.base = cursor;
     }
 
     fn wake_parked(&mut self, wake: &mut Wakes) {
@@ -383,9 +405,7 @@ impl FanOut {
                 min = min.min(slot.cursor);
             }
         }
-        let drop_n = (min - self.base) as usize;
-        self.log.drain(..drop_n);
-        self.base = min;
+        self.release_below(min);
     }
 
     /// Register `waker` for the slot's next change (listed in `parked` once).
@@ -773,6 +793,38 @@ mod tests {
         assert!(matches!(*got[0], Frame::Stale { .. }));
         assert!(fan.is_done(slow));
         assert!(!fan.is_done(fast));
+    }
+
+    #[test]
+    fn read_frames_are_released_without_waiting_for_the_cap() {
+        let mut fan = FanOut::new(4096, 0);
+        let mut wake = Wakes::default();
+        let fast = fan.attach(VecDeque::new());
+        let slow = fan.attach(VecDeque::new());
+        for i in 0..1000 {
+            fan.publish(chunk(i), stale, &mut wake);
+            assert_eq!(take(&mut fan, fast).as_deref(), Some(&*chunk(i)));
+        }
+        assert_eq!(fan.log_len(), 1000, "the slow reader has read nothing: everything is kept for it");
+        for _ in 0..600 {
+            take(&mut fan, slow);
+        }
+        // The next multiple of TRIM_EVERY (1,024 frames) releases what both have read.
+        for i in 1000..1024 {
+            fan.publish(chunk(i), stale, &mut wake);
+            take(&mut fan, fast);
+        }
+        assert_eq!(fan.log_len(), 1024 - 600, "everything below the slow reader is released");
+        // The slow reader still gets every frame after the trim, in order.
+        for i in 600..1024 {
+            assert_eq!(take(&mut fan, slow).as_deref(), Some(&*chunk(i)));
+        }
+        let _ = fan.detach(slow);
+        for i in 1024..1200 {
+            fan.publish(chunk(i), stale, &mut wake);
+            take(&mut fan, fast);
+        }
+        assert!(fan.log_len() <= TRIM_EVERY as usize, "one reader that keeps up: kept {}", fan.log_len());
     }
 
     #[test]
