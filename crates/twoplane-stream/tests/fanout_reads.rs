@@ -342,8 +342,9 @@ async fn tasks_settle_at(want: usize) -> usize {
 }
 
 /// Direct delivery over a stream's fan-out shards: subscribers handed over in every shard, one
-/// at a time while the writers run, each get every event; once the last of them leaves, the
-/// writer tasks end (none lingers, holding the stream); a later hand-over starts them again.
+/// at a time while the writers run, each get every event, also when a writer's share is more
+/// than one group; once the last of them leaves, the writer tasks end (none lingers, holding the
+/// stream); a later hand-over starts them again.
 #[test]
 fn writers_serve_every_shard_stop_when_the_last_sink_leaves_and_start_again() {
     for threads in [0usize, 2] {
@@ -357,16 +358,17 @@ fn writers_serve_every_shard_stop_when_the_last_sink_leaves_and_start_again() {
             let plane = Plane::new(PlaneOptions::default().with_authorizer(Arc::new(AllowAll)), store).unwrap();
             let handle = plane.open(ID).await.unwrap();
             let before = tokio::runtime::Handle::current().metrics().num_alive_tasks();
-            // Twenty subscribers: every shard gets two or three.
+            // 150 subscribers: every shard gets 18 or 19, and each writer more than one group
+            // (64 subscribers) per push, so a pass ends part-way through a shard.
             let mut subs = Vec::new();
-            for _ in 0..20 {
+            for _ in 0..150 {
                 subs.push(handed_over(&plane).await);
             }
             handle.push("a").unwrap();
             let sinks: Vec<_> = subs.iter().map(|(_, s)| s.clone()).collect();
             written(&sinks, 1).await;
             // Half leave; the others still get everything.
-            subs.truncate(10);
+            subs.truncate(75);
             handle.push("b").unwrap();
             let sinks: Vec<_> = subs.iter().map(|(_, s)| s.clone()).collect();
             written(&sinks, 2).await;
