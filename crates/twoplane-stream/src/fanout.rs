@@ -263,7 +263,7 @@ impl FanOut {
             }
             if slot.sink.is_some() {
                 // Its key may stay in `due`; `take_due` skips a slot without a sink.
-                let index = key % self.writers.len();
+                let index = writer_index(key, &self.writers);
                 let writer = &mut self.writers[index];
                 writer.sinks -= 1;
                 if writer.sinks == 0 {
@@ -354,11 +354,7 @@ impl FanOut {
         for key in self.parked.drain(..) {
             if let Some(Some(slot)) = self.slots.get_mut(key) {
                 slot.parked = false;
-                if slot.sink.is_some() {
-                    mark_due(slot, key, &mut self.writers);
-                } else if let Some(w) = slot.waker.take() {
-                    wake.tasks.push(w);
-                }
+                notify(slot, key, &mut self.writers, wake);
             }
         }
         self.wake_writers(wake);
@@ -371,11 +367,6 @@ impl FanOut {
                 wake.writers |= 1 << index;
             }
         }
-    }
-
-    fn writer_of(&mut self, key: usize) -> &mut Writer {
-        let n = self.writers.len();
-        &mut self.writers[key % n]
     }
 
     /// Drop every subscriber at the cap, then release the log below the slowest survivor.
@@ -396,11 +387,7 @@ impl FanOut {
                 self.active -= 1;
                 // Its key may stay in `parked`; `wake_parked` skips a slot without a waker.
                 slot.parked = false;
-                if slot.sink.is_some() {
-                    mark_due(slot, key, &mut self.writers);
-                } else if let Some(w) = slot.waker.take() {
-                    wake.tasks.push(w);
-                }
+                notify(slot, key, &mut self.writers, wake);
             } else {
                 min = min.min(slot.cursor);
             }
@@ -415,10 +402,7 @@ impl FanOut {
             Some(w) if w.will_wake(waker) => {}
             _ => slot.waker = Some(waker.clone()),
         }
-        if !slot.parked {
-            slot.parked = true;
-            self.parked.push(key);
-        }
+        list_parked(slot, key, &mut self.parked);
     }
 
     /// The state after a drain of `key` that did (`more == false`) or did not take everything.
@@ -555,14 +539,11 @@ impl FanOut {
         slot.direct_max = max_bytes.max(1);
         // Not woken any more: the writer task delivers instead.
         slot.waker = None;
-        if !slot.parked {
-            slot.parked = true;
-            self.parked.push(key);
-        }
+        list_parked(slot, key, &mut self.parked);
         if self.writers.is_empty() {
             self.writers.resize_with(writers.clamp(1, MAX_WRITERS), Writer::default);
         }
-        let index = key % self.writers.len();
+        let index = writer_index(key, &self.writers);
         self.writers[index].sinks += 1;
         Some(index)
     }
@@ -582,7 +563,8 @@ impl FanOut {
             slot.sink = None;
             slot.due = false;
             slot.parked = false;
-            self.writer_of(key).sinks -= 1;
+            let index = writer_index(key, &self.writers);
+            self.writers[index].sinks -= 1;
         }
     }
 
@@ -620,10 +602,9 @@ impl FanOut {
             let (batch, state) = self.drain_batch(key, max, None, Batch::apart());
             let (done, caught_up) = (state.done, state.caught_up_at.is_some());
             if let Some(Some(slot)) = self.slots.get_mut(key) {
-                if !done && caught_up && !slot.parked {
-                    slot.parked = true;
-                    self.parked.push(key);
-                } else if !done && !caught_up {
+                if !done && caught_up {
+                    list_parked(slot, key, &mut self.parked);
+                } else if !done {
                     mark_due(slot, key, &mut self.writers);
                 }
             }
@@ -655,12 +636,35 @@ fn owed(slot: &Slot, head: u64) -> u64 {
     slot.replay.len() as u64 + u64::from(slot.terminal.is_some()) + log
 }
 
+/// The writer that delivers slot `key`: the same split of keys in every shard, so a writer task
+/// serves writer `i` of each.
+fn writer_index(key: usize, writers: &[Writer]) -> usize {
+    key % writers.len()
+}
+
 /// List a direct slot with its writer (once).
 fn mark_due(slot: &mut Slot, key: usize, writers: &mut [Writer]) {
     if !slot.due {
         slot.due = true;
-        let n = writers.len();
-        writers[key % n].due.push_back(key);
+        writers[writer_index(key, writers)].due.push_back(key);
+    }
+}
+
+/// A change reached a waiting slot: a direct one is marked due with its writer, any other's
+/// waker goes to `wake`.
+fn notify(slot: &mut Slot, key: usize, writers: &mut [Writer], wake: &mut Wakes) {
+    if slot.sink.is_some() {
+        mark_due(slot, key, writers);
+    } else if let Some(w) = slot.waker.take() {
+        wake.tasks.push(w);
+    }
+}
+
+/// List `key` among the slots waiting for a change (once).
+fn list_parked(slot: &mut Slot, key: usize, parked: &mut Vec<usize>) {
+    if !slot.parked {
+        slot.parked = true;
+        parked.push(key);
     }
 }
 
