@@ -108,6 +108,20 @@ pub(crate) struct State {
 /// measured no better than 8.)
 pub(crate) const SHARDS: usize = 8;
 
+/// A direct-delivery writer task as its stream sees it.
+struct WriterTask {
+    /// Registered before each pass, so a change that names the writer is never missed.
+    waker: AtomicWaker,
+    /// The task is running. Taken before a shard's lock, never after.
+    running: Mutex<bool>,
+}
+
+impl WriterTask {
+    fn running(&self) -> MutexGuard<'_, bool> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// A subscriber's place: its shard, and its slot in that shard's fan-out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SubKey {
@@ -138,12 +152,9 @@ pub(crate) struct LiveStream {
     readers: AtomicUsize,
     /// Those of them that read SSE bytes: while there is one, a published frame is encoded.
     sse_readers: AtomicUsize,
-    /// The direct-delivery writer tasks' wakers, one per runtime worker (fixed by the first
-    /// hand-over): each writer serves its share of the handed-over subscribers of every shard,
-    /// and registers here before each pass, so a change that names it is never missed.
-    writer_wakers: OnceLock<Box<[AtomicWaker]>>,
-    /// Which writer tasks are running. Taken before a shard's lock, never after.
-    writers: Mutex<Vec<bool>>,
+    /// The direct-delivery writer tasks, one per runtime worker (fixed by the first hand-over):
+    /// each serves its share of the handed-over subscribers of every shard.
+    writers: OnceLock<Box<[WriterTask]>>,
     /// Wakes the checkpoint driver (a permit is kept when it is busy, so no kick is lost).
     pub kick: Notify,
     /// Wakes `pump` when the store reports a cancel.
@@ -181,8 +192,7 @@ impl LiveStream {
             fans: Default::default(),
             readers: AtomicUsize::new(0),
             sse_readers: AtomicUsize::new(0),
-            writer_wakers: OnceLock::new(),
-            writers: Mutex::new(Vec::new()),
+            writers: OnceLock::new(),
             kick: Notify::new(),
             cancel_signal: Notify::new(),
             seal_tx: watch::channel(None).0,
@@ -480,13 +490,13 @@ impl LiveStream {
         .unwrap_or(SseDrained { bytes: None, frames: 0, state: Drained::GONE })
     }
 
-    fn writers(&self) -> MutexGuard<'_, Vec<bool>> {
-        self.writers.lock().unwrap_or_else(|e| e.into_inner())
+    fn writer(&self, index: usize) -> Option<&WriterTask> {
+        self.writers.get()?.get(index)
     }
 
     fn wake_writer(&self, index: usize) {
-        if let Some(waker) = self.writer_wakers.get().and_then(|w| w.get(index)) {
-            waker.wake();
+        if let Some(writer) = self.writer(index) {
+            writer.waker.wake();
         }
     }
 
@@ -495,28 +505,23 @@ impl LiveStream {
     /// refused, or when there is no tokio runtime to run it.
     pub fn attach_sink(self: &Arc<Self>, key: SubKey, sink: Arc<dyn SseSink>, max_bytes: usize) -> bool {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return false };
-        let count = self
-            .writer_wakers
-            .get_or_init(|| {
-                // Fixed by the first hand-over, for every shard.
-                let count = runtime.metrics().num_workers().clamp(1, MAX_WRITERS);
-                (0..count).map(|_| AtomicWaker::new()).collect()
-            })
-            .len();
+        let writers = self.writers.get_or_init(|| {
+            // Fixed by the first hand-over, for every shard.
+            let count = runtime.metrics().num_workers().clamp(1, MAX_WRITERS);
+            (0..count).map(|_| WriterTask { waker: AtomicWaker::new(), running: Mutex::new(false) }).collect()
+        });
+        let count = writers.len();
         let Some(index) = self.on_shard(key.shard, |fan| fan.attach_sink(key.slot, sink, max_bytes, count)).flatten()
         else {
             return false;
         };
-        let mut running = self.writers();
-        if running.is_empty() {
-            running.resize(count, false);
-        }
-        if running[index] {
+        let mut running = writers[index].running();
+        if *running {
             // It may have passed this shard already: have it look again.
             drop(running);
-            self.wake_writer(index);
+            writers[index].waker.wake();
         } else {
-            running[index] = true;
+            *running = true;
             runtime.spawn(crate::direct::write_loop(self.clone(), index));
         }
         true
@@ -540,9 +545,8 @@ impl LiveStream {
         out: &mut Vec<Delivery>,
         waker: &Waker,
     ) -> Poll<bool> {
-        if let Some(w) = self.writer_wakers.get().and_then(|w| w.get(index)) {
-            w.register(waker);
-        }
+        let Some(writer) = self.writer(index) else { return Poll::Ready(false) };
+        writer.waker.register(waker);
         let mut work = false;
         let mut sinks = false;
         for _ in 0..SHARDS {
@@ -568,11 +572,11 @@ impl LiveStream {
         // No sink anywhere: stop, unless a hand-over came after its shard was looked at. A
         // hand-over counts its sink in its shard before it looks at the task under this lock, so
         // either this check sees the sink or the hand-over sees the task stopped and starts one.
-        let mut running = self.writers();
+        let mut running = writer.running();
         if (0..SHARDS).any(|shard| self.on_shard(shard, |fan| fan.has_sinks(index)) == Some(true)) {
             return Poll::Ready(true);
         }
-        running[index] = false;
+        *running = false;
         Poll::Ready(false)
     }
 
