@@ -7,9 +7,9 @@
 //! - `try_next` never waits, so a writer can coalesce everything queued into one socket write.
 //! - A subscriber of a hosted stream takes every frame available (up to [`LOCAL_BATCH`]) under
 //!   one lock of its shard of the stream (live.rs) and parks in the same step; until that shard's
-//!   change counter moves
-//!   it can tell it has nothing new, and wait again, without that lock. So a push costs each
-//!   waiting subscriber one wake-up and one lock, however many frames it then takes.
+//!   change counter moves it can tell it has nothing new, and wait again, without that lock. So
+//!   a push costs each waiting subscriber one wake-up and one lock, however many frames it then
+//!   takes.
 //! - [`Subscription::poll_sse`] yields the same frames already encoded as server-sent events,
 //!   several per call: for a hosted stream they are the bytes the stream's log encoded once for
 //!   every reader (see `fanout.rs`), byte for byte what encoding each frame here would give.

@@ -91,6 +91,21 @@ struct Recorder {
     resumed: AtomicBool,
 }
 
+impl Recorder {
+    /// A sink with batch limit `max` that keeps every `hold_every`th batch (0: never).
+    fn new(max: usize, hold_every: usize) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            max,
+            hold_every,
+            calls: AtomicUsize::new(0),
+            written: Mutex::new(Vec::new()),
+            kept: Mutex::new(Vec::new()),
+            terminal: AtomicBool::new(false),
+            resumed: AtomicBool::new(false),
+        })
+    }
+}
+
 impl SseSink for Recorder {
     fn deliver(&self, events: &SseEvents) -> Delivered {
         assert!(!self.resumed.load(Ordering::SeqCst), "a delivery after resume");
@@ -162,15 +177,7 @@ impl Mixed {
         if self.still_handed() {
             return;
         }
-        let sink = Arc::new(Recorder {
-            max,
-            hold_every,
-            calls: AtomicUsize::new(0),
-            written: Mutex::new(Vec::new()),
-            kept: Mutex::new(Vec::new()),
-            terminal: AtomicBool::new(false),
-            resumed: AtomicBool::new(false),
-        });
+        let sink = Recorder::new(max, hold_every);
         if self.sub.deliver_to(sink.clone(), max) {
             assert!(!self.ended, "a hand-over after the terminal");
             self.waiting_since = None;
@@ -292,26 +299,14 @@ proptest! {
     }
 }
 
-/// A recorder that writes everything (never keeps a batch).
-fn writing_sink() -> Arc<Recorder> {
-    Arc::new(Recorder {
-        max: 1 << 16,
-        hold_every: 0,
-        calls: AtomicUsize::new(0),
-        written: Mutex::new(Vec::new()),
-        kept: Mutex::new(Vec::new()),
-        terminal: AtomicBool::new(false),
-        resumed: AtomicBool::new(false),
-    })
-}
-
 /// Subscribe, take the replay as SSE, and hand the subscription to a new writing sink.
 async fn handed_over(plane: &Plane) -> (Subscription, Arc<Recorder>) {
     let mut sub = plane.subscribe(&(), ID, 0).await.unwrap();
     let waker = Waker::from(Arc::new(Count::default()));
     let mut cx = Context::from_waker(&waker);
     while let Poll::Ready(Some(_)) = sub.poll_sse(&mut cx, 1 << 16) {}
-    let sink = writing_sink();
+    // Writes everything, never keeps a batch.
+    let sink = Recorder::new(1 << 16, 0);
     assert!(sub.deliver_to(sink.clone(), 1 << 16), "caught up: handed over");
     (sub, sink)
 }
