@@ -1,5 +1,5 @@
 //! Fan-out benchmark (not a test): one stream, 20,000 pushes of 8 characters, with 1, 100 and
-//! 1,000 in-process subscribers, on a 2-worker tokio runtime with the in-memory store
+//! 1,000 in-process subscribers, on a 2-worker tokio runtime (by default) with the in-memory store
 //! (checkpoints at the default 512 code units).
 //!
 //! Prints, per subscriber count: delivered frames per second (wall clock), process CPU time
@@ -16,7 +16,8 @@
 //!
 //! Run: cargo run --release -p twoplane-stream --example bench_fanout
 //! (`BENCH_FANOUT_QUEUE=N` sets `max_queued_frames`; below `BARRIER` it makes subscribers fall
-//! behind and be dropped, which exercises the failure exit.)
+//! behind and be dropped, which exercises the failure exit. `BENCH_WORKERS=N` sets the runtime's
+//! workers, 2 by default.)
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
@@ -192,8 +193,12 @@ async fn run(subscribers: usize, round: usize) -> Outcome {
 }
 
 fn main() -> ExitCode {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    println!("twoplane-stream fan-out: {PUSHES} pushes of {} chars, 2 tokio workers, in-memory store", DELTA.len());
+    let workers: usize = std::env::var("BENCH_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
+    println!(
+        "twoplane-stream fan-out: {PUSHES} pushes of {} chars, {workers} tokio workers, in-memory store",
+        DELTA.len()
+    );
     println!(
         "{:>5} {:>12} {:>14} {:>16} {:>18} {:>14} {:>8}",
         "subs", "delivered", "frames/s", "cpu/frame (us)", "heap/idle sub (B)", "rss/sub (B)", "dropped"
