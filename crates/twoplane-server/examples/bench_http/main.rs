@@ -17,7 +17,10 @@
 //! them: the producer keeps the average client at most `WINDOW` frames behind (the client
 //! process reports progress every 5 ms), well inside the plane's 1,024-frame subscriber queue.
 //! Phase B pushes 50 deltas per second for `LATENCY_SECS` seconds, each carrying its push time
-//! (CLOCK_MONOTONIC, one clock for both processes), and the clients report latency percentiles.
+//! (CLOCK_MONOTONIC, one clock for both processes), and the clients report latency percentiles;
+//! it also prints the client process's CPU per frame over the phase (from /proc), because the
+//! clients read on the same cores and the last of them cannot read a push sooner than the server
+//! and the client together take to write and read it.
 //! Phase C gives every client its own stream at 50 deltas per second (a chat server's shape),
 //! the streams starting at offsets spread over one checkpoint interval, as independent
 //! conversations would; its checkpoints are acknowledged in memory (a callback target).
@@ -250,6 +253,20 @@ impl Clients {
         self.progress.chunks.load(Ordering::SeqCst)
     }
 
+    /// The client process's CPU so far (user + system), in microseconds, from /proc: the
+    /// clients share the machine with the server, so their cost bounds how soon the last of
+    /// them can read a push (0 when /proc cannot be read).
+    fn cpu_us(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start at the state, field 3;
+        // utime and stime are fields 14 and 15, in clock ticks.
+        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|x| x.parse::<u64>().ok()).sum();
+        // SAFETY: sysconf only reads a configuration value.
+        let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        ticks as f64 * 1e6 / per_sec
+    }
+
     fn finished(&self) -> u64 {
         self.progress.finished.load(Ordering::SeqCst)
     }
@@ -392,6 +409,7 @@ fn run_server(n: u64, pushes: u64) {
         // Phase B: 50 pushes per second, each stamped with its push time.
         let (w1, c1) = (stats.writes.load(Ordering::Relaxed), clients.chunks());
         let cpu1 = cpu_us();
+        let client1 = clients.cpu_us();
         let busy1 = machine_jiffies();
         let t1 = Instant::now();
         let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / LATENCY_RATE));
@@ -404,6 +422,7 @@ fn run_server(n: u64, pushes: u64) {
         }
         clients.wait_chunks(c1 + count * opened, opened, 30).await;
         let (ub, sb) = cpu_since(cpu1);
+        let client_b = clients.cpu_us() - client1;
         let busy_b = machine_busy_since(busy1);
         let secs_b = t1.elapsed().as_secs_f64();
         let delivered_b = clients.chunks() - c1;
@@ -487,10 +506,12 @@ fn run_server(n: u64, pushes: u64) {
         );
         println!(
             "  B  fan-out, 50/s: {delivered_b} frames; server CPU {:.3} us/frame (user {:.3}, system {:.3}); \
-             {fpw_b:.2} frames per write; latency p50 {} us, p99 {} us, p99.9 {} us, max {} us",
+             {fpw_b:.2} frames per write; client process CPU {:.3} us/frame; \
+             latency p50 {} us, p99 {} us, p99.9 {} us, max {} us",
             per(ub + sb, delivered_b),
             per(ub, delivered_b),
             per(sb, delivered_b),
+            per(client_b, delivered_b),
             report_ab.get("p50_us"),
             report_ab.get("p99_us"),
             report_ab.get("p999_us"),
