@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The core's checks: unit, property, vector and crash-replay tests; the vectors regenerated and
-# diffed with the checked-in copy; the wasm32 build; and a short smoke run of every fuzz target.
+# The core's checks: unit, property, vector and crash-replay tests (with the read-token crate's,
+# which is pure and fuzzed beside the core); the vectors regenerated and diffed with the
+# checked-in copy; the wasm32 build; and a short smoke run of every fuzz target but the relay's.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-say "core: cargo test"
-cargo test -p twoplane-core
+say "core: cargo test (and twoplane-token)"
+cargo test -p twoplane-core -p twoplane-token
 
 say "core: vectors are up to date"
 tmp=$(mktemp -d)
@@ -31,7 +32,7 @@ say "core: fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
 cargo_tool cargo-fuzz cargo-fuzz 0.13.2
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 found=0
-for target in frame_json sse_decode relay_conform sse_json_array; do
+for target in frame_json sse_decode relay_conform sse_json_array token_verify; do
   # From the committed seeds plus whatever corpus earlier runs grew (new inputs go to the first).
   mkdir -p "fuzz/corpus/$target"
   if ! (cargo +nightly fuzz run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \

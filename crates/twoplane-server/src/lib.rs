@@ -13,7 +13,8 @@
 //! - [`assets`]: the browser package the page imports, compiled into the binary.
 //! - [`producer`]: the producer API (`/v1/streams/...`): applications in any language produce
 //!   streams over HTTP.
-//! - [`access`] and [`token`]: the producer secret, the signed read tokens, loopback rules.
+//! - [`access`] and [`token`]: the producer secret, the signed read tokens, loopback rules
+//!   ([`token`] is the `twoplane-token` crate: the rule is pure and fuzzed on its own).
 
 pub mod access;
 pub mod app;
@@ -26,4 +27,4 @@ pub mod relay;
 pub mod server;
 pub mod sse_conn;
 pub mod store;
-pub mod token;
+pub use twoplane_token as token;

@@ -19,8 +19,10 @@
 //! - [`mint`] writes the keys in the order above with no whitespace, so signers in other
 //!   languages that follow the format produce the same bytes (tests/vectors/token.json pins it).
 //!
-//! This module is the one place the rule lives: `twoplane token`, the server's authorizer, the
-//! reader's cancel route and the vector generator all call it.
+//! This crate is the one place the rule lives: `twoplane token`, the server's authorizer (the
+//! server re-exports it as `twoplane_server::token`), the reader's cancel route and the vector
+//! generator all call it. It is pure (no I/O, no clock but [`unix_now`]), so the `token_verify`
+//! fuzz target (fuzz/) runs it alone; [`scenarios`] holds what that target checks.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -89,8 +91,13 @@ fn mac_for(secret: &[u8]) -> HmacSha256 {
 
 /// The token for `claims`, signed with `secret`.
 pub fn mint(secret: &[u8], claims: &Claims) -> String {
-    let json = serde_json::to_vec(claims).expect("claims serialize");
-    let payload = URL_SAFE_NO_PAD.encode(json);
+    seal(secret, &serde_json::to_vec(claims).expect("claims serialize"))
+}
+
+/// Any `payload` bytes as a token signed with `secret` (`mint` gives it the claims' JSON; tests
+/// give it payloads a correct signer would never write).
+fn seal(secret: &[u8], payload: &[u8]) -> String {
+    let payload = URL_SAFE_NO_PAD.encode(payload);
     let mut mac = mac_for(secret);
     mac.update(payload.as_bytes());
     let sig = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
@@ -125,6 +132,64 @@ pub fn verify(secret: &[u8], token: &str, stream_id: &str, now: u64) -> Result<C
 /// Seconds since the Unix epoch, as [`verify`] expects `now`.
 pub fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Test support, not library API: what the `token_verify` fuzz target checks (fuzz/), replayed
+/// on stable Rust over its seeds and regressions by this crate's tests/fuzz_inputs.rs.
+#[cfg(feature = "testing")]
+pub mod scenarios {
+    use super::{seal, verify, Claims, Denied, MAX_TOKEN_CHARS};
+
+    const SECRET: &[u8] = b"the fuzz target's secret, 32 bytes or more";
+    const OTHER_SECRET: &[u8] = b"another secret, also 32 bytes or more";
+    const STREAM: &str = "s-1";
+    /// 2023-11-14: seeds carry expiries on both sides of it.
+    const NOW: u64 = 1_700_000_000;
+
+    /// `data` three ways, each verified for `STREAM` at `NOW`:
+    /// - presented as it is (lossy UTF-8), it is refused without a panic (accepting it would mean
+    ///   a forged MAC), and called missing only when empty;
+    /// - signed as a payload with another secret, it is refused as badly signed (or as malformed
+    ///   when too long to be a token);
+    /// - signed as a payload with the secret, the verdict is exactly the documented rule applied
+    ///   to the JSON claims it holds (too long, not the claims' JSON, another stream, expired,
+    ///   or accepted, in that order), and accepted claims mint a token that verifies to them.
+    pub fn verify_scenario(data: &[u8]) -> Result<(), String> {
+        let presented = String::from_utf8_lossy(data);
+        match verify(SECRET, &presented, STREAM, NOW) {
+            Ok(claims) => return Err(format!("an unsigned token was accepted: {claims:?}")),
+            Err(Denied::Missing) if !presented.is_empty() => return Err("a token was called missing".into()),
+            Err(_) => {}
+        }
+        let sealed = seal(OTHER_SECRET, data);
+        let want = if sealed.len() > MAX_TOKEN_CHARS { Denied::Malformed } else { Denied::BadSignature };
+        let got = verify(SECRET, &sealed, STREAM, NOW);
+        if got != Err(want) {
+            return Err(format!("a payload signed with another secret gave {got:?}, not {want:?}"));
+        }
+        let sealed = seal(SECRET, data);
+        let expected = if sealed.len() > MAX_TOKEN_CHARS {
+            Err(Denied::Malformed)
+        } else {
+            match serde_json::from_slice::<Claims>(data) {
+                Err(_) => Err(Denied::BadPayload),
+                Ok(c) if c.stream_id != STREAM => Err(Denied::WrongStream),
+                Ok(c) if NOW >= c.expires_at => Err(Denied::Expired),
+                Ok(c) => Ok(c),
+            }
+        };
+        let got = verify(SECRET, &sealed, STREAM, NOW);
+        if got != expected {
+            return Err(format!("a signed payload gave {got:?}, the rule says {expected:?}"));
+        }
+        if let Ok(claims) = got {
+            let again = verify(SECRET, &super::mint(SECRET, &claims), STREAM, NOW);
+            if again.as_ref() != Ok(&claims) {
+                return Err(format!("{claims:?} minted again verified as {again:?}"));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -204,10 +269,6 @@ mod tests {
         assert_eq!(verify(SECRET, "abc.!!", "m", 0), Err(Denied::Malformed));
         assert_eq!(verify(SECRET, &"a".repeat(MAX_TOKEN_CHARS + 1), "m", 0), Err(Denied::Malformed));
         // A correctly signed payload that is not the claims' shape.
-        let mut mac = mac_for(SECRET);
-        let payload = URL_SAFE_NO_PAD.encode(br#"{"sid":1}"#);
-        mac.update(payload.as_bytes());
-        let t = format!("{payload}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()));
-        assert_eq!(verify(SECRET, &t, "m", 0), Err(Denied::BadPayload));
+        assert_eq!(verify(SECRET, &seal(SECRET, br#"{"sid":1}"#), "m", 0), Err(Denied::BadPayload));
     }
 }
