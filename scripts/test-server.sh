@@ -3,11 +3,12 @@
 # ids, keep-alive, Last-Event-ID resumes after disconnects, 400/403, a non-reading client cut off
 # with `stale` while memory stays flat, release on disconnect), then the demo page in headless
 # Chromium (a reload mid-answer ends with the full answer, once), then the read-token vectors in
-# Rust, Node and Python and the producer API end to end (tests/demo/producer.test.mjs, on SQLite
-# and on PostgreSQL). Installs what it needs, idempotently: Debian's chromium, curl and python3,
-# the npm tools of tests/demo, the wasm build of the package. The TLS part starts PostgreSQL and Redis on loopback (plain and
-# with TLS; scripts/pg.sh, scripts/redis.sh) and checks sslmode, rediss:// and that no password
-# reaches a message.
+# Rust, Node and Python, cross-origin readers (tests/demo/cors.test.mjs) and the producer API end
+# to end (tests/demo/producer.test.mjs, on SQLite and on PostgreSQL). Installs what it needs,
+# idempotently: Debian's chromium, curl and python3, the npm tools of tests/demo, the wasm build of
+# the package. The TLS part starts PostgreSQL and Redis on loopback (plain and with TLS;
+# scripts/pg.sh, scripts/redis.sh) and checks sslmode, rediss:// and that no password reaches a
+# message.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -57,6 +58,9 @@ node --test tests/js/token.test.mjs
 
 say "server: producer API end to end (Node and curl producers, Chromium and Python readers, tokens)"
 (cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test producer.test.mjs)
+
+say "server: cross-origin readers in Chromium (--allow-origin; tests/demo/cors.test.mjs)"
+(cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test cors.test.mjs)
 
 say "server: producer API end to end again, on PostgreSQL (the row statements and the cancel column there)"
 (cd tests/demo && TWOPLANE_PRODUCER_PG_URL="$TWOPLANE_PG_URL" TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" \

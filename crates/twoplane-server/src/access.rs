@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 use twoplane_stream::{AllowAll, AuthRequest, Authorizer};
 
+use crate::cors::AllowedOrigins;
 use crate::http::HttpCaller;
 use crate::token::{self, Claims, Denied, MIN_SECRET_BYTES};
 
@@ -95,6 +96,8 @@ pub struct Access {
     pub read_secret: Option<Secret>,
     /// Open reads on a non-loopback address, on purpose (`--open-reads`).
     pub open_reads: bool,
+    /// Pages on these origins may read from another origin (`--allow-origin`; crate::cors).
+    pub allowed_origins: AllowedOrigins,
 }
 
 impl Access {
@@ -146,6 +149,7 @@ impl Access {
             )),
             (None, false) => {}
         }
+        lines.extend(self.allowed_origins.describe());
         lines
     }
 }

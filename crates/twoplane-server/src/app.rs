@@ -363,6 +363,11 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     // Read tokens travel as `?token=` too (EventSource cannot set headers).
     let sse_routes = sse_routes.route_layer(axum::middleware::from_fn(crate::access::token_from_query));
+    // Outside the token check: a preflight carries no token.
+    let sse_routes = match config.access.allowed_origins.layer() {
+        Some(cors) => sse_routes.layer(cors),
+        None => sse_routes,
+    };
     let producer_routes = crate::producer::routes(
         plane.clone(),
         db.clone(),

@@ -14,11 +14,13 @@
 //! - [`producer`]: the producer API (`/v1/streams/...`): applications in any language produce
 //!   streams over HTTP.
 //! - [`access`] and [`token`]: the producer secret, the signed read tokens, loopback rules
-//!   ([`token`] is the `twoplane-token` crate: the rule is pure and fuzzed on its own).
+//!   ([`token`] is the `twoplane-token` crate: the rule is pure and fuzzed on its own); [`cors`]:
+//!   which other origins' pages may read.
 
 pub mod access;
 pub mod app;
 pub mod assets;
+pub mod cors;
 pub mod demo;
 mod error_text;
 pub mod http;

@@ -23,6 +23,7 @@ use twoplane_redis::Topology;
 use twoplane_server::access::{load_secret, Access, PRODUCER_TOKEN_ENV, READ_SECRET_ENV};
 use twoplane_server::app::{self, RelayConfig, ServeConfig, Store};
 use twoplane_server::assets::PackageSource;
+use twoplane_server::cors::AllowedOrigins;
 use twoplane_server::demo::{answer, Pace};
 use twoplane_server::token::Claims;
 
@@ -135,6 +136,10 @@ struct ServeArgs {
     /// Serve open reads (no read token) on a non-loopback --listen, on purpose.
     #[arg(long)]
     open_reads: bool,
+    /// Let pages on ORIGIN (like https://app.example.com) read streams from another origin;
+    /// repeat it for several, or give '*' for every origin. Without it, same-origin pages only.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -325,6 +330,7 @@ fn load_access(args: &ServeArgs) -> Result<Access, String> {
         producer_token: load_secret(args.producer_token_file.as_deref(), PRODUCER_TOKEN_ENV, "--producer-token-file")?,
         read_secret: load_secret(args.read_token_secret_file.as_deref(), READ_SECRET_ENV, "--read-token-secret-file")?,
         open_reads: args.open_reads,
+        allowed_origins: AllowedOrigins::parse(&args.allow_origin)?,
     })
 }
 

@@ -1,7 +1,8 @@
 //! The access flags as a user meets them: a non-loopback `--listen` without a read-token secret
 //! is refused with one line naming the flags to add, short or unreadable secrets are refused the
-//! same way, and `twoplane token` prints a token the server's rule accepts for exactly that
-//! stream until its expiry.
+//! same way, an `--allow-origin` that could never match a browser's `Origin` is refused naming
+//! it, and `twoplane token` prints a token the server's rule accepts for exactly that stream until
+//! its expiry.
 
 use std::process::Command;
 
@@ -114,4 +115,17 @@ fn twoplane_token_mints_what_the_server_accepts() {
     let now = twoplane_server::token::unix_now();
     let claims = verify(secret.as_bytes(), out.trim_end(), "m-1", now).unwrap();
     assert!((now + 59..=now + 61).contains(&claims.expires_at), "{}", claims.expires_at);
+}
+
+#[test]
+fn an_origin_that_could_never_match_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let db = db.to_str().unwrap();
+    for (origin, why) in [("https://chat.example/", "trailing slash"), ("https://chat.example:443", "default port")] {
+        let (code, _, err) = run(&["serve", "--listen", "127.0.0.1:0", "--db", db, "--allow-origin", origin], &[]);
+        assert_eq!(code, 1);
+        one_line_error(&err, &["--allow-origin", origin, why]);
+    }
+    assert!(!std::path::Path::new(db).exists());
 }

@@ -49,6 +49,11 @@ pub(super) fn router(producers: Producers) -> Router {
     let reader = Router::new()
         .route("/v1/streams/{id}/cancel", post(cancel))
         .route_layer(axum::middleware::from_fn(access::token_from_query));
+    // Pages on allowed origins may cancel (the producer routes above never answer CORS).
+    let reader = match producers.access.allowed_origins.layer() {
+        Some(cors) => reader.layer(cors),
+        None => reader,
+    };
     producer.merge(reader).with_state(producers)
 }
 
