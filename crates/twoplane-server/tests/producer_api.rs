@@ -347,3 +347,31 @@ async fn a_second_streaming_body_is_busy() {
     let (status, answer) = post(addr, "/v1/streams/two-bodies/body?offset=6", "second").await;
     assert_eq!((status, answer["seq"].as_u64()), (200, Some(12)), "{answer}");
 }
+
+/// A reader's cancel of a stream hosted here stops it at once, text flowing or not: the next
+/// append answers `409 cancelled` and the close seals `cancelled`. (The store's flag alone is
+/// read back at a checkpoint, which a stream with no new text never reaches.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_stops_a_quiet_stream_at_once() {
+    let server = start().await;
+    let addr = server.addr;
+    let id = "cancel-quiet";
+    open(addr, id).await;
+    let (status, answer) = post(addr, &format!("/v1/streams/{id}/append?offset=0"), "hello").await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = post(addr, &format!("/v1/streams/{id}/flush"), "").await;
+    assert_eq!(status, 200, "{answer}");
+
+    let (status, answer) = post(addr, &format!("/v1/streams/{id}/cancel"), "").await;
+    assert_eq!((status, &answer), (202, &serde_json::json!({ "cancelRequested": true })));
+    let (status, answer) = post(addr, &format!("/v1/streams/{id}/append?offset=5"), " more").await;
+    assert_eq!((status, answer["kind"].as_str()), (409, Some("cancelled")), "{answer}");
+    let (status, answer) = post(addr, &format!("/v1/streams/{id}/close"), "").await;
+    assert_eq!((status, answer["status"].as_str()), (200, Some("cancelled")), "{answer}");
+    let (_, row) = get(addr, &format!("/v1/streams/{id}")).await;
+    assert_eq!(row["stored"]["status"], "cancelled", "{row}");
+    assert_eq!(stored_text(addr, id).await, "hello");
+    // A second cancel finds nothing live.
+    let (status, answer) = post(addr, &format!("/v1/streams/{id}/cancel"), "").await;
+    assert_eq!((status, answer["kind"].as_str()), (409, Some("not_streaming")), "{answer}");
+}

@@ -74,6 +74,7 @@ pub(crate) struct State {
     pub seq: u64,
     /// Length the store confirmed.
     pub durable: u64,
+    /// A reader cancelled (see `request_cancel` and the checkpoint's read-back).
     pub cancelled: bool,
     /// The seal that was asked for (the first request wins).
     pub sealing: Option<Seal>,
@@ -157,7 +158,8 @@ pub(crate) struct LiveStream {
     writers: OnceLock<Box<[WriterTask]>>,
     /// Wakes the checkpoint driver (a permit is kept when it is busy, so no kick is lost).
     pub kick: Notify,
-    /// Wakes `pump` when the store reports a cancel.
+    /// Wakes `pump` when a reader's cancel arrives (read back from the store, or
+    /// `request_cancel`).
     pub cancel_signal: Notify,
     /// The seal's outcome, once known; every `close`/`fail`/`drain` caller reads the same one.
     seal_tx: watch::Sender<Option<Result<(), PlaneError>>>,
@@ -598,6 +600,24 @@ impl LiveStream {
 
     pub fn cancelled(&self) -> bool {
         self.lock().cancelled
+    }
+
+    /// A reader's cancel, delivered to the process hosting the stream: what a checkpoint does when
+    /// it reads the store's cancel flag back, at once. `false` when the stream already ended or is
+    /// being sealed (there is nothing left to stop).
+    pub fn request_cancel(&self) -> bool {
+        let mut fx = Effects::default();
+        let live = {
+            let mut st = self.lock();
+            let live = !st.ended && st.sealing.is_none();
+            if live && !st.cancelled {
+                st.cancelled = true;
+                fx.cancelled = true;
+            }
+            live
+        };
+        self.apply(fx);
+        live
     }
 
     pub fn is_ended(&self) -> bool {

@@ -117,6 +117,16 @@ impl Plane {
         self.shared.live().keys().cloned().collect()
     }
 
+    /// A reader's cancel of a stream hosted here, noticed at once: its handle reports
+    /// `cancelled`, `pump` stops and `close` seals `cancelled`, exactly as when a checkpoint reads
+    /// the store's cancel flag back. That read-back stays the way a cancel set in the store
+    /// reaches the host from anywhere else, so a caller sets the flag first. `false` when the
+    /// stream is not hosted here or is already sealed.
+    pub fn cancel(&self, stream_id: &str) -> bool {
+        let stream = self.shared.live().get(stream_id).cloned();
+        stream.is_some_and(|s| s.request_cancel())
+    }
+
     /// Start producing into a message row the application already inserted. Must be called inside a tokio runtime (the
     /// stream's checkpoint driver is spawned on it).
     pub async fn open(&self, stream_id: &str) -> Result<StreamHandle, PlaneError> {
@@ -298,7 +308,8 @@ impl StreamHandle {
         self.stream.durable_seq()
     }
 
-    /// Whether a checkpoint read-back saw the cancel flag.
+    /// Whether a reader cancelled: a checkpoint read the store's cancel flag back, or
+    /// [`Plane::cancel`] was called here.
     pub fn cancelled(&self) -> bool {
         self.stream.cancelled()
     }
@@ -331,7 +342,7 @@ impl StreamHandle {
     }
 
     /// Push every delta of `deltas`, stopping early (and dropping the source, which aborts the
-    /// request behind it) once the store reports a cancel.
+    /// request behind it) once a reader cancels (see [`StreamHandle::cancelled`]).
     pub async fn pump<S>(&self, deltas: S) -> Result<(), PlaneError>
     where
         S: Stream,
@@ -356,7 +367,7 @@ impl StreamHandle {
         }
     }
 
-    /// Seal `complete`, or `cancelled` when the store asked the producer to stop. Resolves when
+    /// Seal `complete`, or `cancelled` when a reader asked the producer to stop. Resolves when
     /// the seal landed; rejected (the stream still ends) when it did not.
     pub async fn close(&self) -> Result<(), PlaneError> {
         let status = if self.cancelled() { StreamStatus::Cancelled } else { StreamStatus::Complete };

@@ -502,6 +502,24 @@ async fn a_cancel_read_back_stops_pump_and_close_seals_cancelled() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_cancel_delivered_to_the_host_stops_a_quiet_stream_at_once() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.chars = 8);
+    let h = plane.open(ID).await.unwrap();
+    h.push("abc").unwrap();
+    assert!(!plane.cancel("not-hosted-here"));
+    assert!(plane.cancel(ID));
+    assert!(h.cancelled(), "seen at once, with no checkpoint in between");
+    // No text flows, so no checkpoint would ever read a flag back: only this cancel stops it.
+    let pumped = tokio::time::timeout(Duration::from_secs(10), h.pump(futures::stream::pending::<&str>())).await;
+    assert!(pumped.is_ok(), "pump stopped on the cancel");
+    h.close().await.unwrap();
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.status.as_deref(), String::from_utf16_lossy(&row.body)), (Some("cancelled"), "abc".to_owned()));
+    assert!(!plane.cancel(ID), "a sealed stream has nothing left to cancel");
+}
+
+#[tokio::test(start_paused = true)]
 async fn drain_seals_every_live_stream_interrupted() {
     let m = memory();
     m.insert_message("m2");

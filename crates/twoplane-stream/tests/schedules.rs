@@ -82,7 +82,11 @@ enum Op {
         fault: Fault,
         n: usize,
     },
-    Cancel,
+    /// A reader cancels: the store's flag is set, and with `here` the plane hosting the stream
+    /// is told at once too (`Plane::cancel`, as `twoplane serve` does).
+    Cancel {
+        here: bool,
+    },
     Close,
     Fail,
     Drain,
@@ -144,7 +148,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::CatchUp),
         2 => (0usize..16, 0usize..4).prop_map(|(who, take)| Op::Reconnect { who, take }),
         2 => fault_strategy().prop_map(|(op, fault, n)| Op::Inject { op, fault, n }),
-        1 => Just(Op::Cancel),
+        1 => any::<bool>().prop_map(|here| Op::Cancel { here }),
         1 => prop_oneof![Just(Op::Close), Just(Op::Fail), Just(Op::Drain)],
         1 => Just(Op::Sweep),
     ]
@@ -236,6 +240,8 @@ struct World {
     extra_closes: Vec<JoinHandle<Result<(), PlaneError>>>,
     last_store_seq: u64,
     cancel_requested: bool,
+    /// `Plane::cancel` reached the live stream before any seal was requested.
+    cancelled_here: bool,
     /// The row as the sweep left it, when a sweep released it: the store must stay exactly so.
     swept: Option<MemoryRow>,
 }
@@ -288,6 +294,7 @@ impl World {
             extra_closes: Vec::new(),
             last_store_seq: 0,
             cancel_requested: false,
+            cancelled_here: false,
             swept: None,
         }
     }
@@ -408,9 +415,20 @@ impl World {
                 }
             }
             Op::Inject { op, fault, n } => self.faulty.inject_n(*op, *fault, *n),
-            Op::Cancel => {
+            Op::Cancel { here } => {
                 self.mem.request_cancel(ID);
                 self.cancel_requested = true;
+                if *here {
+                    if self.plane.cancel(ID) {
+                        assert!(self.handle.cancelled(), "a cancel delivered to the host is seen at once");
+                        self.cancelled_here = true;
+                    } else {
+                        assert!(
+                            self.handle.is_sealed() || !self.plane.is_hosted(ID),
+                            "a cancel was refused by a live stream"
+                        );
+                    }
+                }
             }
             Op::Close => self.request_seal("close"),
             Op::Fail => self.request_seal("fail"),
@@ -561,6 +579,7 @@ impl World {
                     assert!(row.chunks.is_empty(), "compaction drops the chunk rows");
                     let status = row.status.as_deref().unwrap_or_default();
                     match *kind {
+                        "close" if self.cancelled_here => assert_eq!(status, "cancelled"),
                         "close" if self.cancel_requested => assert!(matches!(status, "complete" | "cancelled")),
                         "close" => assert_eq!(status, "complete"),
                         "fail" => assert_eq!((status, row.error.as_deref()), ("error", Some("boom"))),
@@ -726,7 +745,7 @@ fn a_hand_written_schedule_with_every_fault() {
         Op::Subscribe { at: JoinAt::Beyond(7), slow: false },
         Op::Inject { op: FaultOp::Append, fault: Fault::Delay(Duration::from_secs(5)), n: 1 },
         push("tail text that is long", false),
-        Op::Cancel,
+        Op::Cancel { here: false },
         Op::Tick(200),
         Op::Inject { op: FaultOp::Close, fault: Fault::LoseAck, n: 1 },
         Op::Close,

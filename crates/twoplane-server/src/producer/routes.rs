@@ -314,7 +314,10 @@ async fn cancel(State(producers): State<Producers>, Path(id): Path<String>, head
     }
     match rows::request_cancel(&producers.db, &id).await {
         Ok(CancelOutcome::Requested) => {
-            tracing::info!(stream_id = %id, "a reader asked to cancel");
+            // The flag is set, so the host notices at its next checkpoint wherever it runs; a
+            // stream hosted here stops now, text flowing or not.
+            let here = producers.plane.cancel(&id);
+            tracing::info!(stream_id = %id, hosted_here = here, "a reader asked to cancel");
             (StatusCode::ACCEPTED, Json(json!({ "cancelRequested": true }))).into_response()
         }
         Ok(CancelOutcome::NotStreaming) => {
