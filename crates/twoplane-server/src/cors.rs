@@ -11,11 +11,13 @@
 //!   token check (a preflight carries no credentials). The producer API never answers CORS: it
 //!   is for servers, not pages.
 //! - Credentials (cookies) are never allowed: read tokens travel in the `token` query parameter
-//!   or the `authorization` header, so a reader needs no `withCredentials`.
+//!   or the `authorization` header, so a reader needs no `withCredentials` (with it, the browser
+//!   would withhold the answer).
 //! - Origins are checked when the server starts: a scheme, `://`, a host and an optional port,
 //!   nothing after it (no path, not even a trailing slash), and no default port (browsers leave
 //!   it out of the `Origin` they send, so such an entry would never match). Scheme and host are
-//!   compared in lower case, as browsers send them. `*` allows every origin and stands alone.
+//!   compared in lower case, as browsers send them. `*` allows every origin (answers then carry
+//!   `access-control-allow-origin: *`) and stands alone.
 
 use std::time::Duration;
 

@@ -7,7 +7,8 @@
 //!   (a 403 too) and on the reader's cancel; another origin, or none, gets no CORS header.
 //! - Preflights of the reader routes are answered (methods, headers, max age) before any token
 //!   check; the producer API answers no preflight.
-//! - Without `--allow-origin` nothing changes: no CORS header anywhere.
+//! - Without `--allow-origin` nothing changes: no CORS header anywhere; with `'*'` every origin
+//!   gets `*`.
 //!
 //! tests/access_cli.rs checks that `twoplane serve` refuses an origin that could never match.
 
@@ -188,4 +189,15 @@ async fn without_allow_origin_no_cors_header_is_sent() {
     let head =
         request(server.addr, "OPTIONS", SUBSCRIBE, &[("origin", PAGE), ("access-control-request-method", "GET")]).await;
     assert_eq!(head.get("access-control-allow-origin"), None, "status {}", head.status);
+}
+
+#[tokio::test]
+async fn with_a_star_every_origin_may_read() {
+    let server = start(allowing(&["*"])).await;
+    for origin in [PAGE, "http://localhost:3000", "tauri://localhost"] {
+        let head = request(server.addr, "GET", SUBSCRIBE, &[("origin", origin)]).await;
+        assert_eq!(head.status, 200);
+        assert_eq!(head.get("access-control-allow-origin"), Some("*"), "{origin}");
+        assert_eq!(head.get("access-control-allow-credentials"), None);
+    }
 }
