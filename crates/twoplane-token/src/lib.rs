@@ -155,6 +155,14 @@ pub mod scenarios {
     ///   to the JSON claims it holds (too long, not the claims' JSON, another stream, expired,
     ///   or accepted, in that order), and accepted claims mint a token that verifies to them.
     pub fn verify_scenario(data: &[u8]) -> Result<(), String> {
+        check(data, verify)
+    }
+
+    /// The signature of [`verify`], so the scenario's own tests can hand it broken verifiers.
+    type Verify = fn(&[u8], &str, &str, u64) -> Result<Claims, Denied>;
+
+    /// [`verify_scenario`] against `verify`.
+    fn check(data: &[u8], verify: Verify) -> Result<(), String> {
         let presented = String::from_utf8_lossy(data);
         match verify(SECRET, &presented, STREAM, NOW) {
             Ok(claims) => return Err(format!("an unsigned token was accepted: {claims:?}")),
@@ -189,6 +197,61 @@ pub mod scenarios {
             }
         }
         Ok(())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// A payload of `len` bytes of valid claims for `STREAM` that expire after `NOW`.
+        fn claims_of_len(len: usize) -> Vec<u8> {
+            let bare = br#"{"sid":"s-1","exp":1800000000,"uid":""}"#.len();
+            format!(r#"{{"sid":"s-1","exp":1800000000,"uid":"{}"}}"#, "u".repeat(len - bare)).into_bytes()
+        }
+
+        /// The scenario catches verifiers that break the rule, each on some input: it is a check
+        /// that can fail, not one that passes whatever `verify` does.
+        #[test]
+        fn the_scenario_catches_broken_verifiers() {
+            // 3,039 bytes of payload make a token of exactly MAX_TOKEN_CHARS; 3,040 one past it.
+            let inputs: Vec<Vec<u8>> = vec![
+                br#"{"sid":"s-1","exp":1800000000}"#.to_vec(),
+                br#"{"sid":"s-1","exp":1700000000}"#.to_vec(),
+                br#"{"sid":"s-2","exp":1800000000}"#.to_vec(),
+                br#"{"sid":1}"#.to_vec(),
+                b"a token-shaped string.c2ln".to_vec(),
+                b"no dot at all".to_vec(),
+                claims_of_len(3_039),
+                claims_of_len(3_040),
+            ];
+            assert_eq!(seal(SECRET, &inputs[6]).len(), MAX_TOKEN_CHARS);
+            for input in &inputs {
+                check(input, verify).unwrap();
+            }
+            let broken: [(&str, Verify); 7] = [
+                ("accepts what expires now", |k, t, s, now| verify(k, t, s, now.saturating_sub(1))),
+                ("accepts another stream's token", |k, t, s, now| match verify(k, t, s, now) {
+                    Err(Denied::WrongStream) => verify(k, t, "s-2", now),
+                    other => other,
+                }),
+                ("calls every refusal missing", |k, t, s, now| verify(k, t, s, now).map_err(|_| Denied::Missing)),
+                ("allows one character more", |k, t, s, now| {
+                    verify(k, t.get(..t.len().saturating_sub(1)).unwrap_or(t), s, now)
+                }),
+                ("accepts another secret", |_, t, s, now| {
+                    verify(OTHER_SECRET, t, s, now).or_else(|_| verify(SECRET, t, s, now))
+                }),
+                ("refuses everything as malformed", |_, _, _, _| Err(Denied::Malformed)),
+                ("calls a string without a dot missing", |k, t, s, now| match t.contains('.') {
+                    true => verify(k, t, s, now),
+                    false => Err(Denied::Missing),
+                }),
+            ];
+            for (name, broken) in broken {
+                let caught = inputs.iter().any(|input| check(input, broken).is_err());
+                assert!(caught, "the scenario let a verifier that {name} pass");
+            }
+        }
     }
 }
 
@@ -260,6 +323,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn unix_now_is_the_system_clock_in_seconds() {
+        let secs = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let before = secs();
+        let now = unix_now();
+        assert!(before <= now && now <= secs() && now > 1_700_000_000, "{now}");
+    }
+
+    #[test]
+    fn refusals_keep_their_names_in_logs() {
+        let all = [
+            Denied::Missing,
+            Denied::Malformed,
+            Denied::BadSignature,
+            Denied::BadPayload,
+            Denied::WrongStream,
+            Denied::Expired,
+        ];
+        let names: Vec<&str> = all.iter().map(|d| d.as_str()).collect();
+        assert_eq!(names, ["missing", "malformed", "bad_signature", "bad_payload", "wrong_stream", "expired"]);
     }
 
     #[test]
