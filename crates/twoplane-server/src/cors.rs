@@ -136,6 +136,19 @@ mod tests {
     }
 
     #[test]
+    fn the_startup_log_names_the_origins() {
+        assert_eq!(parse(&[]).unwrap().describe(), None);
+        assert_eq!(
+            parse(&["*"]).unwrap().describe().as_deref(),
+            Some("readers: pages on every origin may read (--allow-origin '*')")
+        );
+        assert_eq!(
+            parse(&["https://A.example", "http://localhost:5173"]).unwrap().describe().as_deref(),
+            Some("readers: pages on https://a.example, http://localhost:5173 may read (--allow-origin)")
+        );
+    }
+
+    #[test]
     fn what_can_never_match_is_refused_with_the_reason() {
         for (value, reason) in [
             ("https://app.example.com/", "trailing slash"),
