@@ -520,6 +520,22 @@ async fn a_cancel_delivered_to_the_host_stops_a_quiet_stream_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_cancel_after_the_seal_was_asked_for_changes_nothing() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.chars = 8);
+    let h = plane.open(ID).await.unwrap();
+    h.push("abc").unwrap();
+    let closing = h.close();
+    tokio::pin!(closing);
+    // The first poll asks for the seal; the checkpoint driver has not written it yet.
+    assert!(futures::poll!(&mut closing).is_pending());
+    assert!(!plane.cancel(ID), "the seal was already asked for");
+    assert!(!h.cancelled());
+    closing.await.unwrap();
+    assert_eq!(m.row(ID).unwrap().status.as_deref(), Some("complete"));
+}
+
+#[tokio::test(start_paused = true)]
 async fn drain_seals_every_live_stream_interrupted() {
     let m = memory();
     m.insert_message("m2");
