@@ -52,3 +52,8 @@ fn sse_json_array_seeds_and_regressions() {
 fn relay_conform_seeds_and_regressions() {
     replay("relay_conform", scenarios::relay_scenario);
 }
+
+#[test]
+fn token_verify_seeds_and_regressions() {
+    replay("token_verify", twoplane_token::scenarios::verify_scenario);
+}

@@ -135,7 +135,8 @@ pub fn unix_now() -> u64 {
 }
 
 /// Test support, not library API: what the `token_verify` fuzz target checks (fuzz/), replayed
-/// on stable Rust over its seeds and regressions by this crate's tests/fuzz_inputs.rs.
+/// on stable Rust over its seeds and regressions by crates/twoplane-core/tests/fuzz_inputs.rs
+/// (with every other target's).
 #[cfg(feature = "testing")]
 pub mod scenarios {
     use super::{seal, verify, Claims, Denied, MAX_TOKEN_CHARS};
