@@ -1,6 +1,6 @@
 //! Cross-origin reads (`--allow-origin`, src/cors.rs) over real HTTP against `twoplane serve`'s
-//! own assembly (`app::prepare`, a temporary SQLite file). Requests are written by hand on fresh
-//! connections, so a subscription's `GET` takes the server's own SSE path (src/sse_conn.rs) and
+//! own assembly (`app::prepare`, a temporary SQLite file). Each request is the first on a fresh
+//! connection, so a subscription's `GET` takes the server's own SSE path (src/sse_conn.rs) and
 //! everything else goes through hyper, as from a browser.
 //!
 //! - A listed origin gets `access-control-allow-origin` with its own value on the SSE endpoint
@@ -14,38 +14,21 @@
 
 use std::net::SocketAddr;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use common::served::{self, Served};
+use http_body_util::Empty;
+use hyper::header::HeaderMap;
+use hyper_util::rt::TokioIo;
 use twoplane_server::access::{Access, Secret};
-use twoplane_server::app::{self, ServeConfig, Store};
 use twoplane_server::cors::AllowedOrigins;
+use twoplane_server::producer::Limits;
+
+mod common;
 
 const PAGE: &str = "https://chat.example";
 const READ_SECRET: &str = "cors-test-read-secret-0123456789abcdef";
 
-struct Server {
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn start(access: Access) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let config = ServeConfig { access, ..ServeConfig::local(Store::Sqlite(dir.path().join("c.db"))) };
-    let running = app::prepare(&config).await.unwrap();
-    let addr = running.addr;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(running.serve(async {
-        let _ = stopped.await;
-    }));
-    Server { addr, _dir: dir, stop: Some(stop) }
+async fn start(access: Access) -> Served {
+    served::start(access, Limits::default()).await
 }
 
 fn allowing(origins: &[&str]) -> Access {
@@ -53,53 +36,34 @@ fn allowing(origins: &[&str]) -> Access {
     Access { allowed_origins: AllowedOrigins::parse(&origins).unwrap(), ..Access::default() }
 }
 
-/// A response head: its status and its headers (names in lower case).
+/// A response head: its status and its headers.
 struct Head {
     status: u16,
-    headers: Vec<(String, String)>,
+    headers: HeaderMap,
 }
 
 impl Head {
     fn get(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 }
 
 /// Send `method target` with `headers` as the first request of a fresh connection; the head of
 /// the answer (the body, an event stream for a subscription, is not waited for).
 async fn request(addr: SocketAddr, method: &str, target: &str, headers: &[(&str, &str)]) -> Head {
-    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut text = format!("{method} {target} HTTP/1.1\r\nhost: {addr}\r\n");
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let mut request = hyper::Request::builder().method(method).uri(target).header("host", addr.to_string());
     for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
+        request = request.header(*name, *value);
     }
-    if method == "POST" {
-        text.push_str("content-length: 0\r\n");
-    }
-    text.push_str("\r\n");
-    socket.write_all(text.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    let end = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        loop {
-            let mut chunk = [0u8; 4096];
-            let n = socket.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "the connection closed before a whole head: {:?}", String::from_utf8_lossy(&buf));
-            buf.extend_from_slice(&chunk[..n]);
-            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                return end;
-            }
-        }
-    })
-    .await
-    .expect("a response head within 10 s");
-    let head = String::from_utf8(buf[..end].to_vec()).unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Head { status, headers }
+    let answer = sender.send_request(request.body(Empty::<bytes::Bytes>::new()).unwrap());
+    let response = tokio::time::timeout(std::time::Duration::from_secs(10), answer)
+        .await
+        .expect("a response head within 10 s")
+        .unwrap();
+    Head { status: response.status().as_u16(), headers: response.headers().clone() }
 }
 
 const SUBSCRIBE: &str = "/api/stream?streamId=m-1&from=0";

@@ -20,46 +20,26 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::served::{self, Served};
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use twoplane_server::access::{Access, Secret};
-use twoplane_server::app::{self, ServeConfig, Store};
 use twoplane_server::producer::Limits;
+
+mod common;
 
 const SECRET: &str = "producer-api-test-secret-0123456789";
 
-struct Server {
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn start() -> Server {
+async fn start() -> Served {
     start_with(Limits::default()).await
 }
 
-async fn start_with(producer_limits: Limits) -> Server {
-    let dir = tempfile::tempdir().unwrap();
+async fn start_with(producer_limits: Limits) -> Served {
     let access = Access { producer_token: Some(Secret::new(SECRET.as_bytes(), "test").unwrap()), ..Access::default() };
-    let config = ServeConfig { access, producer_limits, ..ServeConfig::local(Store::Sqlite(dir.path().join("p.db"))) };
-    let running = app::prepare(&config).await.unwrap();
-    let addr = running.addr;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(running.serve(async {
-        let _ = stopped.await;
-    }));
-    Server { addr, _dir: dir, stop: Some(stop) }
+    served::start(access, producer_limits).await
 }
 
 /// POST `body` to `path` on a fresh connection; the status and the JSON answer.

@@ -2,4 +2,5 @@
 
 pub mod cluster;
 pub mod secrets;
+pub mod served;
 pub mod store;
