@@ -25,8 +25,11 @@ use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::cpu_time;
 use tokio::sync::Notify;
 use twoplane_stream::{AllowAll, Frame, MemoryTarget, Plane, PlaneOptions};
+
+mod common;
 
 /// Counts live heap bytes, so memory per subscriber is measured exactly rather than by pages.
 struct Counting;
@@ -91,14 +94,6 @@ impl Pacing {
             woken.await;
         }
     }
-}
-
-fn cpu_time() -> Duration {
-    // SAFETY: getrusage only writes into the struct we hand it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1_000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn rss_bytes() -> i64 {
@@ -193,8 +188,7 @@ async fn run(subscribers: usize, round: usize) -> Outcome {
 }
 
 fn main() -> ExitCode {
-    let workers: usize = std::env::var("BENCH_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
+    let (rt, workers) = common::runtime();
     println!(
         "twoplane-stream fan-out: {PUSHES} pushes of {} chars, {workers} tokio workers, in-memory store",
         DELTA.len()

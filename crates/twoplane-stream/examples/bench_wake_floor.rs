@@ -25,8 +25,11 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use common::cpu_time;
 use futures::task::AtomicWaker;
 use twoplane_stream::Frame;
+
+mod common;
 
 const PUSHES: u64 = 20_000;
 const DELTA: &str = "abcdefgh";
@@ -51,14 +54,6 @@ struct Stream {
     /// `Shared` only: the latest frame, behind the one lock every subscriber takes.
     latest: Mutex<Arc<Frame>>,
     subscribers: Vec<Subscriber>,
-}
-
-fn cpu_time() -> Duration {
-    // SAFETY: getrusage only writes into the struct we hand it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1_000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn frame(i: u64) -> Arc<Frame> {
@@ -159,8 +154,7 @@ async fn run(subscribers: usize, model: Model, print: bool) -> Option<f64> {
 }
 
 fn main() -> ExitCode {
-    let workers: usize = std::env::var("BENCH_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().expect("runtime");
+    let (rt, workers) = common::runtime();
     println!("wake floor: {PUSHES} pushes, a task per subscriber, producer yields per push, {workers} tokio workers");
     println!("{:>8} {:>6} {:>16} {:>10}", "model", "subs", "cpu/frame (us)", "wall (ms)");
     let complete = rt.block_on(async {
