@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { startServer } from './serve.mjs';
+import { startServer, stopServer } from './serve.mjs';
 import { signStreamToken } from '../../npm/twoplane/src/token.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -142,12 +142,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close().catch(() => {});
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await Promise.race([exited, sleep(10_000)]);
-    if (server.exitCode === null) server.kill('SIGKILL');
-  }
+  await stopServer(server);
   await new Promise((r) => (pages ? pages.close(r) : r()));
   if (work) rmSync(work, { recursive: true, force: true });
 });

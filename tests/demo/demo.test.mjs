@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { startServer } from './serve.mjs';
+import { startServer, stopServer } from './serve.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = process.env.TWOPLANE_BIN ?? join(ROOT, 'target/debug/twoplane');
@@ -64,12 +64,7 @@ before(async () => {
 
 after(async () => {
   await context?.close().catch(() => {});
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    if (server.exitCode === null) server.kill('SIGKILL');
-  }
+  await stopServer(server);
   if (work) rmSync(work, { recursive: true, force: true });
 });
 

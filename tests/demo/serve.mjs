@@ -1,6 +1,7 @@
-// Starting the `twoplane` binary for the end-to-end tests of this folder: `twoplane serve` with
-// the given arguments, resolved once it logs the address it listens on (it binds port 0), and
-// rejected with everything it logged when it exits first or takes longer than 20 s.
+// Starting and stopping the `twoplane` binary for the end-to-end tests of this folder:
+// `twoplane serve` with the given arguments, resolved once it logs the address it listens on (it
+// binds port 0), and rejected with everything it logged when it exits first or takes longer than
+// 20 s; stopped with SIGTERM (its drain), then SIGKILL if it is still running 10 s later.
 import { spawn } from 'node:child_process';
 
 /** `{ child, addr }` of a started `twoplane serve ...args` (`bin` is the binary's path). */
@@ -23,4 +24,13 @@ export function startServer(bin, args) {
       rejectStart(new Error(`the server exited with ${code}:\n${log}`));
     });
   });
+}
+
+/** Stop a server `startServer` started (nothing when it already exited or never started). */
+export async function stopServer(child) {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  if (child.exitCode === null) child.kill('SIGKILL');
 }
