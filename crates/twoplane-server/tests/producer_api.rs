@@ -13,6 +13,8 @@
 //! - A producer that goes quiet is sealed `interrupted` after the idle time; a sealed stream
 //!   answers with how it ended for the linger time, then `not_open`; a second streaming body is
 //!   `409 busy`; a body over the limit is `413` with what fit kept.
+//! - A reader's cancel stops a stream hosted here at once, with no text flowing: the next append
+//!   is `409 cancelled` and the close seals `cancelled`.
 //!
 //! Seeded; `TWOPLANE_PRODUCER_API_SEED=N` replays a run (its seed is printed).
 
