@@ -79,7 +79,8 @@ as_owner() {
     fi
 }
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port_busy PORT: whether a loopback port cannot be listened on.
+source "$(dirname "$0")/ports.sh"
 
 running() { [[ -f "$DATA/PG_VERSION" ]] && as_owner "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
 

@@ -85,7 +85,8 @@ ensure_installed() {
     BIN="$(find_bin)" || { log "redis-server is still missing after apt-get install"; exit 1; }
 }
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port_busy PORT: whether a loopback port cannot be listened on.
+source "$(dirname "$0")/ports.sh"
 
 # AUTH and PING over bash's /dev/tcp (the plain port), so no redis-cli is needed.
 pong() {

@@ -48,7 +48,8 @@ install() {
     exec 9>&-
 }
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port_busy PORT: whether a loopback port cannot be listened on.
+source "$(dirname "$0")/ports.sh"
 
 # GET /health over bash's /dev/tcp (no curl needed); s2-lite answers "OK" when its store is up.
 healthy() {

@@ -1,0 +1,19 @@
+# Sourced by the service scripts (pg.sh, redis.sh, s2.sh) to pick a loopback port.
+#
+# A port is busy when binding it fails, which is what the server will do. Connecting to it, as
+# these scripts did, finds listeners only: a port that another socket holds (the local end of an
+# outgoing connection, from the kernel's ephemeral range, which covers these ports) accepted no
+# connection and so looked free, and the server then died with "Address already in use".
+# SO_REUSEADDR, as servers set it, so a port left only in TIME_WAIT counts as free.
+port_busy() {
+    python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(0)
+sys.exit(1)
+PY
+}
