@@ -39,11 +39,8 @@ mod live;
 mod memory;
 mod options;
 mod pg_client;
-mod pg_endpoint;
-mod pg_tls;
 mod plane;
 mod postgres;
-mod redact;
 mod relay;
 mod relay_leg;
 mod report;
@@ -70,10 +67,9 @@ pub use options::{
     DEFAULT_RELAY_ATTACH_TIMEOUT_MS, DEFAULT_RETAIN_CHARS, DEFAULT_RETRY_BACKOFF_MS,
 };
 pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
-pub use pg_endpoint::{PgConnectError, PgEndpoint, PgFailure, SslMode};
+pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 pub use plane::{DrainReport, Plane, StreamHandle};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
-pub use redact::redact_url;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
