@@ -6,7 +6,8 @@
 //! - [`PgEndpoint`] (`endpoint.rs`): the URL parsed once, with libpq's `sslmode` and
 //!   `sslrootcert`; connections for tokio-postgres; [`PgConnectError`] naming the server and the
 //!   cause, never the password.
-//! - `tls.rs`: the rustls client configuration for each `sslmode` (ring only).
+//! - `tls.rs`: the rustls client configuration for each `sslmode` (ring only), and the fully
+//!   verifying one the relay's HTTPS client uses too ([`verifying_client_config`]).
 //! - [`PgStream`] (`stream.rs`): a connection past PostgreSQL's TLS negotiation, for a client
 //!   that speaks the protocol itself but cannot be handed a TLS configuration (the relay's
 //!   replication client).
@@ -23,4 +24,4 @@ mod tls;
 pub use endpoint::{PgConnectError, PgEndpoint, PgFailure};
 pub use redact::redact_url;
 pub use stream::PgStream;
-pub use tls::SslMode;
+pub use tls::{verifying_client_config, SslMode};

@@ -14,6 +14,7 @@
 //!   the server; the URL's connect timeout bounds the connection and the handshake together.
 
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -46,16 +47,19 @@ impl PgStream {
 
 impl PgEndpoint {
     /// A connection to the first of the URL's TCP hosts that accepts one, past the TLS
-    /// negotiation (see the module guarantees). Unix-socket hosts are skipped; a URL with none
-    /// but those is refused as [`PgFailure::Config`].
+    /// negotiation (see the module guarantees). A host's `hostaddr`, when the URL gives one, is
+    /// the address connected to, and the host name is still what the certificate must carry, as
+    /// with tokio-postgres. Unix-socket hosts are skipped; a URL with none but those is refused
+    /// as [`PgFailure::Config`].
     pub async fn connect_stream(&self) -> Result<PgStream, PgConnectError> {
         let config = self.config();
         let ports = config.get_ports();
         let port_at = |i: usize| ports.get(i).or_else(|| ports.first()).copied().unwrap_or(5432);
+        let addrs = config.get_hostaddrs();
         let mut last = None;
         for (i, host) in config.get_hosts().iter().enumerate() {
             let Host::Tcp(name) = host else { continue };
-            let attempt = self.stream_to(name, port_at(i));
+            let attempt = self.stream_to(name, addrs.get(i).copied(), port_at(i));
             let result = match config.get_connect_timeout() {
                 Some(limit) => tokio::time::timeout(*limit, attempt).await.unwrap_or_else(|_| {
                     Err(self.failed(PgFailure::Unreachable, format!("timed out after {} ms", limit.as_millis())))
@@ -73,9 +77,13 @@ impl PgEndpoint {
         Err(last.unwrap_or_else(|| self.failed(PgFailure::Config, "the URL names no TCP host".to_owned())))
     }
 
-    async fn stream_to(&self, host: &str, port: u16) -> Result<PgStream, PgConnectError> {
+    async fn stream_to(&self, host: &str, addr: Option<IpAddr>, port: u16) -> Result<PgStream, PgConnectError> {
         let io_error = |e: io::Error| self.failed(io_failure(&e).unwrap_or(PgFailure::Other), e.to_string());
-        let mut tcp = TcpStream::connect((host, port)).await.map_err(io_error)?;
+        let tcp = match addr {
+            Some(addr) => TcpStream::connect((addr, port)).await,
+            None => TcpStream::connect((host, port)).await,
+        };
+        let mut tcp = tcp.map_err(io_error)?;
         tcp.set_nodelay(true).map_err(io_error)?;
         if self.ssl_mode() == SslMode::Disable {
             return Ok(PgStream::Plain(tcp));
@@ -87,7 +95,9 @@ impl PgEndpoint {
             b'S' => {}
             b'N' if self.ssl_mode() == SslMode::Prefer => return Ok(PgStream::Plain(tcp)),
             b'N' => {
-                return Err(self.failed(PgFailure::Tls, "error performing TLS handshake: server does not support TLS".into()))
+                return Err(
+                    self.failed(PgFailure::Tls, "error performing TLS handshake: server does not support TLS".into())
+                )
             }
             other => {
                 return Err(self.failed(PgFailure::Other, format!("unexpected answer {other:#04x} to the TLS request")))

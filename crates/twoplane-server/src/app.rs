@@ -499,10 +499,14 @@ mod tests {
         assert!(!format!("{relay:?}").contains("hunter22"));
         let command = crate::relay::RelayCommand {
             pg: "postgresql://u:hunter22@h/db".into(),
+            pg_ca_file: None,
             log: crate::relay::LogTarget::Redis("redis://:hunter22@h/".into()),
             source: Default::default(),
             status_listen: None,
         };
         assert!(!format!("{command:?}").contains("hunter22"));
+        // An S2 token may be the URL's user, which no password rule would hide.
+        let s2 = crate::relay::LogTarget::S2("https://hunter22@aws.s2.dev".into(), Default::default());
+        assert_eq!(format!("{s2:?}"), r#"S2("https://aws.s2.dev", S2Options { ca_file: None, basin_url: None })"#);
     }
 }

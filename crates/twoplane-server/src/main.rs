@@ -165,11 +165,24 @@ struct TokenArgs {
 #[command(group(clap::ArgGroup::new("log").required(true).args(["s2", "redis"])))]
 struct RelayArgs {
     /// PostgreSQL URL of the record (needs wal_level=logical and a role allowed to replicate).
+    /// `sslmode` and `sslrootcert` as for `twoplane serve` (default `prefer`).
     #[arg(long, value_name = "URL")]
     pg: String,
-    /// S2 endpoint the logs go to (s2-lite: http://127.0.0.1:PORT).
+    /// Trusted CA certificates (PEM) for PostgreSQL over TLS, like the URL's `sslrootcert`;
+    /// without an sslmode in the URL, implies verify-full.
+    #[arg(long, value_name = "FILE")]
+    pg_ca_file: Option<PathBuf>,
+    /// S2 endpoint the logs go to: s2-lite's (http://127.0.0.1:PORT), or the account endpoint of
+    /// S2's service (https://:TOKEN@aws.s2.dev, with --s2-basin-url).
     #[arg(long, value_name = "URL")]
     s2: Option<String>,
+    /// The basin endpoint, with `{basin}` where the basin name goes (S2's service:
+    /// https://{basin}.b.s2.dev) [default: the --s2 endpoint, with an s2-basin header].
+    #[arg(long, value_name = "URL", requires = "s2")]
+    s2_basin_url: Option<String>,
+    /// Trusted CA certificates (PEM) for an https:// S2 endpoint [default: the system's].
+    #[arg(long, value_name = "FILE", requires = "s2")]
+    s2_ca_file: Option<PathBuf>,
     /// Redis URL the logs go to instead (Redis Streams, redis://HOST:PORT/).
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
@@ -302,7 +315,10 @@ fn main() -> ExitCode {
 
 fn relay(args: RelayArgs) -> ExitCode {
     let log = match (args.s2, args.redis) {
-        (Some(url), None) => twoplane_server::relay::LogTarget::S2(url),
+        (Some(url), None) => twoplane_server::relay::LogTarget::S2(
+            url,
+            twoplane_relay::s2::S2Options { ca_file: args.s2_ca_file, basin_url: args.s2_basin_url },
+        ),
         (None, Some(url)) => twoplane_server::relay::LogTarget::Redis(url),
         _ => return fail("give exactly one of --s2 URL and --redis URL"),
     };
@@ -314,7 +330,13 @@ fn relay(args: RelayArgs) -> ExitCode {
     };
     source.tables.tenants = args.tenants_table;
     source.tables.events = args.events_table;
-    let command = twoplane_server::relay::RelayCommand { pg: args.pg, log, source, status_listen: args.status_listen };
+    let command = twoplane_server::relay::RelayCommand {
+        pg: args.pg,
+        pg_ca_file: args.pg_ca_file,
+        log,
+        source,
+        status_listen: args.status_listen,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),

@@ -67,7 +67,6 @@ pub use options::{
     DEFAULT_RELAY_ATTACH_TIMEOUT_MS, DEFAULT_RETAIN_CHARS, DEFAULT_RETRY_BACKOFF_MS,
 };
 pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
-pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 pub use plane::{DrainReport, Plane, StreamHandle};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
@@ -79,6 +78,7 @@ pub use sweeper::{
     DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,
 };
 pub use target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
+pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 
 /// The core types a user of this crate needs, re-exported so versions cannot drift.
 pub use twoplane_core::sql::{StreamColumns, StreamTables};
