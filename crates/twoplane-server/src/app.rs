@@ -125,6 +125,9 @@ pub struct ServeConfig {
     pub producer_limits: crate::producer::Limits,
     /// PostgreSQL connection settings that are not in the URL.
     pub postgres: PgSettings,
+    /// Whether a connection whose first request subscribes is answered by the direct SSE path
+    /// (`crate::sse_conn`); `false` serves every request through hyper.
+    pub direct_sse: bool,
 }
 
 /// PostgreSQL settings beside the URL (the URL's `sslmode` and `sslrootcert` say the rest).
@@ -163,6 +166,7 @@ impl ServeConfig {
             access: Access::default(),
             producer_limits: crate::producer::Limits::default(),
             postgres: PgSettings::default(),
+            direct_sse: true,
         }
     }
 
@@ -306,6 +310,7 @@ pub struct Running {
     sweeper: Option<SweeperHandle>,
     listener: tokio::net::TcpListener,
     router: Router,
+    http: HttpConfig,
 }
 
 /// Open the database, connect the relay, bind the listener, start the sweeper and build the
@@ -382,7 +387,11 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         }
         router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package, config.demo_pace));
     }
-    Ok(Running { addr, plane, stats, host_id, sweeper, listener, router })
+    let http = HttpConfig {
+        direct_sse_path: config.direct_sse.then(|| crate::http::STREAM_PATH.to_owned()),
+        ..HttpConfig::default()
+    };
+    Ok(Running { addr, plane, stats, host_id, sweeper, listener, router, http })
 }
 
 async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<dyn Relay>, ServeError> {
@@ -453,7 +462,7 @@ impl Running {
                 }
             }
         };
-        server::serve(self.listener, self.router, HttpConfig::default(), drained)
+        server::serve(self.listener, self.router, self.http, drained)
             .await
             .map_err(|e| ServeError(format!("the server stopped: {e}")))
     }

@@ -3,8 +3,10 @@
 //!
 //! - [`http`]: the SSE endpoint, mountable in any axum app ([`http::sse_router`]).
 //! - [`server`]: the accept loop with the socket settings SSE needs (no Nagle, a bounded
-//!   per-connection buffer, vectored writes) and graceful shutdown; [`sse_conn`] answers a
-//!   connection whose first request subscribes to a stream without hyper.
+//!   per-connection buffer, vectored writes) and graceful shutdown; [`sse_conn`], the direct SSE
+//!   connection layer, answers a connection whose first request subscribes to a stream without
+//!   hyper (its `framing.rs` is the server's only hand-written HTTP; `--no-direct-sse` turns the
+//!   layer off).
 //! - [`app`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
 //!   plane, Redis relay, host-lease sweeper, routes, signals.
 //! - [`relay`]: `twoplane relay`: the commit-log relay from PostgreSQL into S2 or Redis logs.

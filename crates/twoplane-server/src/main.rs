@@ -119,6 +119,10 @@ struct ServeArgs {
     /// npm/twoplane) instead of the copy compiled into the binary.
     #[arg(long)]
     assets: Option<PathBuf>,
+    /// Serve SSE subscriptions through hyper like every other request, instead of the direct
+    /// path that answers a connection whose first request subscribes (for comparison and tests).
+    #[arg(long)]
+    no_direct_sse: bool,
     /// Milliseconds between SSE keep-alive comments.
     #[arg(long, default_value_t = twoplane_core::sse::DEFAULT_KEEP_ALIVE_MS, value_parser = clap::value_parser!(u64).range(10..))]
     keep_alive_ms: u64,
@@ -298,6 +302,7 @@ fn main() -> ExitCode {
         access,
         producer_limits: twoplane_server::producer::Limits::default(),
         postgres: app::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
+        direct_sse: !args.no_direct_sse,
     };
     // Refuse bad combinations before the runtime and the database are touched.
     if let Err(e) = config.check() {

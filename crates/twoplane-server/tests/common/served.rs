@@ -26,7 +26,12 @@ impl Drop for Served {
 /// A server with `access` and `producer_limits`, everything else as `twoplane serve` defaults.
 pub async fn start(access: Access, producer_limits: Limits) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    let config = ServeConfig { access, producer_limits, ..ServeConfig::local(Store::Sqlite(dir.path().join("t.db"))) };
+    let config = ServeConfig {
+        access,
+        producer_limits,
+        direct_sse: super::direct_sse(),
+        ..ServeConfig::local(Store::Sqlite(dir.path().join("t.db")))
+    };
     let running = app::prepare(&config).await.unwrap();
     let addr = running.addr;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
