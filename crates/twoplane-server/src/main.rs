@@ -21,10 +21,10 @@ use tracing_subscriber::EnvFilter;
 
 use twoplane_redis::Topology;
 use twoplane_server::access::{load_secret, Access, PRODUCER_TOKEN_ENV, READ_SECRET_ENV};
-use twoplane_server::app::{self, RelayConfig, ServeConfig, Store};
 use twoplane_server::assets::PackageSource;
 use twoplane_server::cors::AllowedOrigins;
 use twoplane_server::demo::{answer, Pace};
+use twoplane_server::serve::{self, LiveRelayConfig, ServeConfig, Store};
 use twoplane_server::token::Claims;
 
 #[derive(Parser, Debug)]
@@ -277,7 +277,7 @@ fn main() -> ExitCode {
         None => Store::Sqlite(args.db),
     };
     let redis_ca_file = args.redis_ca_file.clone();
-    let relay = args.redis.map(|url| RelayConfig {
+    let relay = args.redis.map(|url| LiveRelayConfig {
         url,
         topology: match args.relay {
             Some(RelayArg::Broadcast) => Topology::Broadcast,
@@ -301,7 +301,7 @@ fn main() -> ExitCode {
         demo_pace: args.demo_tokens_per_second.map_or(Pace::Natural, Pace::TokensPerSecond),
         access,
         producer_limits: twoplane_server::producer::Limits::default(),
-        postgres: app::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
+        postgres: serve::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
         direct_sse: !args.no_direct_sse,
     };
     // Refuse bad combinations before the runtime and the database are touched.
@@ -312,7 +312,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(app::run(config, app::shutdown_signal())) {
+    match runtime.block_on(serve::run(config, serve::shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
     }
@@ -346,7 +346,7 @@ fn relay(args: RelayArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(twoplane_server::relay::run(command, app::shutdown_signal())) {
+    match runtime.block_on(twoplane_server::relay::run(command, serve::shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }

@@ -1,5 +1,6 @@
-//! `twoplane serve`: wire the database, the plane, the relay, the sweeper, the routes and the
-//! listener together.
+//! `twoplane serve`: wire the database, the plane, the live relay between instances (Redis:
+//! [`LiveRelayConfig`]; not the commit-log relay of `twoplane relay`, which is [`crate::relay`]),
+//! the sweeper, the routes and the listener together.
 //!
 //! Startup checks every piece of configuration before serving anything, so a bad `--db`, an
 //! unreachable `--pg` or `--redis`, or a port in use fails at once with one sentence
@@ -64,9 +65,10 @@ impl Store {
     }
 }
 
-/// The Redis relay between instances. `Debug` shows the URL redacted.
+/// The live relay between instances (Redis: frames of streams hosted elsewhere). `Debug` shows the
+/// URL redacted.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RelayConfig {
+pub struct LiveRelayConfig {
     pub url: String,
     pub topology: Topology,
     /// A relayed stream silent this long ends its readers with `stale` (the adapter's
@@ -79,9 +81,9 @@ pub struct RelayConfig {
     pub ca_file: Option<PathBuf>,
 }
 
-impl std::fmt::Debug for RelayConfig {
+impl std::fmt::Debug for LiveRelayConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RelayConfig")
+        f.debug_struct("LiveRelayConfig")
             .field("url", &redact_url(&self.url))
             .field("topology", &self.topology)
             .field("idle_ms", &self.idle_ms)
@@ -107,7 +109,7 @@ pub struct ServeConfig {
     pub package: PackageSource,
     pub keep_alive: Duration,
     /// The relay; `None`: readers of streams hosted elsewhere get `absent`.
-    pub relay: Option<RelayConfig>,
+    pub relay: Option<LiveRelayConfig>,
     /// This instance's host id (several instances only); `None`: [`default_host_id`].
     pub host_id: Option<String>,
     /// Lease time to live (several instances only); `None`: 15000.
@@ -394,7 +396,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     Ok(Running { addr, plane, stats, host_id, sweeper, listener, router, http })
 }
 
-async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<dyn Relay>, ServeError> {
+async fn connect_redis(relay: &LiveRelayConfig, hook: RelayErrorHook) -> Result<Arc<dyn Relay>, ServeError> {
     let mut options = RedisRelayOptions { on_error: Some(hook), ..RedisRelayOptions::default() };
     if let Some(ms) = relay.idle_ms {
         options.idle_timeout_ms = ms;
@@ -498,7 +500,7 @@ mod tests {
     fn debug_output_hides_passwords() {
         let store = Store::Postgres("postgresql://u:hunter22@h/db".into());
         assert_eq!(format!("{store:?}"), "postgresql://u:***@h/db");
-        let relay = RelayConfig {
+        let relay = LiveRelayConfig {
             url: "redis://:hunter22@h/".into(),
             topology: Topology::Log,
             idle_ms: None,
