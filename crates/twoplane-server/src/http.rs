@@ -153,12 +153,18 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
             sse_response(subscription, &endpoint.config, endpoint.stats.clone())
         }
         // Same status and body for a stream that exists and one that does not.
-        Err(e) if e.kind() == PlaneErrorKind::Forbidden => plain(StatusCode::FORBIDDEN, "forbidden\n"),
+        Err(e) if e.kind() == PlaneErrorKind::Forbidden => forbidden(),
         Err(e) => {
             tracing::warn!(stream_id = %wanted.stream_id, error = %e, "subscribe failed");
             plain(StatusCode::SERVICE_UNAVAILABLE, "the stream plane is unavailable\n")
         }
     }
+}
+
+/// A reader's refusal: the same status and body whether or not the stream exists, wherever a
+/// reader is refused (this endpoint, the reader's cancel).
+pub fn forbidden() -> Response {
+    plain(StatusCode::FORBIDDEN, "forbidden\n")
 }
 
 fn plain(status: StatusCode, body: &'static str) -> Response {

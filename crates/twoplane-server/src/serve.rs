@@ -368,13 +368,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     };
     let sse = SseConfig { keep_alive: config.keep_alive, ..SseConfig::default() };
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
-    // Read tokens travel as `?token=` too (EventSource cannot set headers).
-    let sse_routes = sse_routes.route_layer(axum::middleware::from_fn(crate::access::token_from_query));
-    // Outside the token check: a preflight carries no token.
-    let sse_routes = match config.access.allowed_origins.layer() {
-        Some(cors) => sse_routes.layer(cors),
-        None => sse_routes,
-    };
+    let sse_routes = crate::access::reader_routes(sse_routes, &config.access);
     let producer_routes = crate::producer::routes(
         plane.clone(),
         db.clone(),
