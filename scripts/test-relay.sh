@@ -55,7 +55,7 @@ export TWOPLANE_S2_URL
 pg_tls_env=$(TWOPLANE_PG_TLS=1 "$ROOT/scripts/pg.sh" start)
 eval "$pg_tls_env"
 : "${TWOPLANE_PG_TLS_URL:?scripts/pg.sh printed no TLS URL}"
-s2_tls_env=$("$ROOT/scripts/s2-tls.sh" start)
+s2_tls_env=$(bash "$ROOT/scripts/s2-tls.sh" start)
 eval "$s2_tls_env"
 : "${TWOPLANE_S2_TLS_URL:?scripts/s2-tls.sh printed no URL}"
 export TWOPLANE_PG_TLS_URL TWOPLANE_PG_TLS_CA TWOPLANE_S2_TLS_URL TWOPLANE_S2_TLS_CA TWOPLANE_S2_TLS_WRONG_CA
