@@ -23,6 +23,9 @@ use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+/// The largest request head this path reads; a longer one goes to hyper (which applies its own
+/// limit).
+pub const MAX_HEAD: usize = 16 * 1024;
 /// At most this many request headers; more go to hyper.
 const MAX_HEADERS: usize = 64;
 

@@ -68,13 +68,9 @@ use twoplane_stream::SseSink;
 
 use crate::http::{SseBody, SseHandoff, Step};
 use framing::{parse, response_head, Parsed, LAST_CHUNK};
-pub use framing::{wants_close, Prefixed};
+pub use framing::{wants_close, Prefixed, MAX_HEAD};
 use sink::ConnSink;
 use socket::{probe, write_all, write_chunk, Gone};
-
-/// The largest request head this path reads; a longer one goes to hyper (which applies its own
-/// limit).
-pub const MAX_HEAD: usize = 16 * 1024;
 
 /// What the first request on a connection turned out to be.
 pub enum First {

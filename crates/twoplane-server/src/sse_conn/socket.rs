@@ -4,26 +4,26 @@
 //!
 //! Guarantees: a write takes what the socket takes and reports the count (nothing is written
 //! twice or skipped); at most [`MAX_SLICES`] slices go into one `writev`; a client's bytes read
-//! while its response is written are kept in order, up to [`super::MAX_HEAD`].
+//! while its response is written are kept in order, up to [`MAX_HEAD`].
 
 use std::io;
 
 use bytes::BytesMut;
 use tokio::net::TcpStream;
 
-use super::framing::chunk;
+use super::framing::{chunk, MAX_HEAD};
 
 /// The client went away (or the connection failed).
 #[derive(Debug)]
 pub(super) struct Gone;
 
 /// Read what the client sent while its response is being written: end-of-file or an error ends
-/// the connection; bytes (a pipelined request) are kept for hyper, up to [`super::MAX_HEAD`].
+/// the connection; bytes (a pipelined request) are kept for hyper, up to [`MAX_HEAD`].
 pub(super) fn probe(socket: &TcpStream, pending: &mut BytesMut) -> Result<(), Gone> {
     let mut buf = [0u8; 256];
     match socket.try_read(&mut buf) {
         Ok(0) => Err(Gone),
-        Ok(n) if pending.len() + n > super::MAX_HEAD => Err(Gone),
+        Ok(n) if pending.len() + n > MAX_HEAD => Err(Gone),
         Ok(n) => {
             pending.extend_from_slice(&buf[..n]);
             Ok(())
