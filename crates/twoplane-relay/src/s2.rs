@@ -422,12 +422,16 @@ impl S2LogStore {
     fn transport(&self, error: reqwest::Error) -> LogError {
         let words = scrub(&error);
         LogError::Unavailable(match tls_failure(&error) {
-            Some(rustls::Error::InvalidCertificate(_)) => format!(
+            Some(TlsFailure::Certificate) => format!(
                 "TLS failed: the server's certificate does not verify against {} ({words}); give the CA that \
                  signed it (--s2-ca-file) or the host name it was issued for",
                 self.trust
             ),
-            Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => format!(
+            Some(TlsFailure::Name) => format!(
+                "TLS failed: the server's certificate is not issued for this host ({words}); use a host name \
+                 or address the certificate carries"
+            ),
+            Some(TlsFailure::NotTls) => format!(
                 "TLS failed: the server did not answer in TLS ({words}); is the endpoint http:// rather than https://?"
             ),
             Some(_) => format!("TLS failed ({words})"),
@@ -444,15 +448,48 @@ fn token_refused(status: StatusCode, body: &str) -> LogError {
     ))
 }
 
-/// The rustls error somewhere in `error`'s causes, if TLS is what failed.
-fn tls_failure(error: &reqwest::Error) -> Option<&rustls::Error> {
+/// How TLS failed, when it is what failed.
+#[derive(Debug, PartialEq, Eq)]
+enum TlsFailure {
+    /// The server's certificate did not verify.
+    Certificate,
+    /// It verified, but names other hosts.
+    Name,
+    /// What came back was not TLS (a plain HTTP server, say).
+    NotTls,
+    Other,
+}
+
+/// How TLS failed, from the rustls error among `error`'s causes. The layers between reqwest and
+/// rustls do not all expose their cause as a typed source (an I/O error's own `source` skips
+/// the error it wraps), so a cause that is not found by type is recognised by rustls's own
+/// words, which name the error's variant.
+fn tls_failure(error: &reqwest::Error) -> Option<TlsFailure> {
+    let classify = |tls: &rustls::Error| match tls {
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForName | rustls::CertificateError::NotValidForNameContext { .. },
+        ) => TlsFailure::Name,
+        rustls::Error::InvalidCertificate(_) => TlsFailure::Certificate,
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => TlsFailure::NotTls,
+        _ => TlsFailure::Other,
+    };
     let mut source = std::error::Error::source(error);
     while let Some(inner) = source {
         if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
-            return Some(tls);
+            return Some(classify(tls));
         }
         if let Some(tls) = inner.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()?.downcast_ref()) {
-            return Some(tls);
+            return Some(classify(tls));
+        }
+        let words = inner.to_string();
+        if words.contains("certificate not valid for name") {
+            return Some(TlsFailure::Name);
+        }
+        if words.contains("invalid peer certificate") {
+            return Some(TlsFailure::Certificate);
+        }
+        if words.contains("received corrupt message") || words.contains("received unexpected message") {
+            return Some(TlsFailure::NotTls);
         }
         source = inner.source();
     }
