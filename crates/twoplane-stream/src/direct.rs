@@ -5,13 +5,13 @@
 //! task, each of those writes also costs a task wake-up and a poll that touches the task, its
 //! response body and its subscription, all cold in the cache by the next frame (measured in
 //! docs/server.md, "Fan-out"). A server that owns its sockets can instead hand a caught-up
-//! subscription to a [`SseSink`]: a push then wakes one writer task per runtime worker, which
+//! subscription to a [`crate::SseSink`]: a push then wakes one writer task per runtime worker, which
 //! takes its waiting subscribers' owed events, a group per pass over the stream's shards, and
 //! hands each to its sink, which writes them without waiting.
 //!
 //! Guarantees:
 //! - Order: a subscription is handed over only when it owes nothing, and taken back only by the
-//!   writer task, after which the sink's owner is told ([`SseSink::resume`]). So at any moment
+//!   writer task, after which the sink's owner is told ([`crate::SseSink::resume`]). So at any moment
 //!   exactly one party takes events from the subscription, and events reach a sink in log order.
 //! - Nothing is lost: a sink that cannot write everything at once keeps the rest
 //!   ([`Delivered::Held`]); the writer then takes the subscription back and resumes the owner,
@@ -38,76 +38,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use crate::fanout::Delivery;
 use crate::live::{LiveStream, SubKey};
-
-/// One direct delivery: whole SSE events, in order, each the bytes the stream's log encoded
-/// once for every reader (not copied into one buffer, so a sink writes them with one vectored
-/// write).
-#[derive(Clone, Debug)]
-pub struct SseEvents {
-    pub(crate) first: Bytes,
-    pub(crate) rest: Vec<Bytes>,
-    pub(crate) len: usize,
-    /// The last event is the terminal frame: nothing follows.
-    pub terminal: bool,
-}
-
-impl SseEvents {
-    /// The events, in order (at least one).
-    pub fn events(&self) -> impl Iterator<Item = &Bytes> {
-        std::iter::once(&self.first).chain(&self.rest)
-    }
-
-    /// How many events (one per frame).
-    pub fn frames(&self) -> u64 {
-        1 + self.rest.len() as u64
-    }
-
-    /// Their total length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Never true: a delivery holds at least one event.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The events joined in one buffer (the log's own bytes when there is one event).
-    pub fn to_bytes(&self) -> Bytes {
-        if self.rest.is_empty() {
-            return self.first.clone();
-        }
-        let mut joined = Vec::with_capacity(self.len);
-        for event in self.events() {
-            joined.extend_from_slice(event);
-        }
-        Bytes::from(joined)
-    }
-}
-
-/// Where a directly delivered subscription's events go: a connection the server owns.
-pub trait SseSink: Send + Sync + 'static {
-    /// Write `events` now, without waiting. Called by the stream's writer task only, one
-    /// delivery at a time, in order.
-    fn deliver(&self, events: &SseEvents) -> Delivered;
-
-    /// Direct delivery is over (the sink kept bytes, or the terminal went out): the owner takes
-    /// the subscription back, writes what the sink kept, then polls the subscription itself.
-    fn resume(&self);
-}
-
-/// What a sink did with a batch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivered {
-    /// Every byte was written.
-    Written,
-    /// Some or all of it was kept, to be written by the sink's owner.
-    Held,
-}
+use crate::sse::Delivered;
 
 /// A writer takes at most this many subscribers per pass over the stream's shards: each shard's
 /// lock stays short for the producer, and the batches a writer holds (not yet written) stay few.

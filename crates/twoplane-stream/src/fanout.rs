@@ -45,10 +45,9 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use bytes::Bytes;
-use twoplane_core::sse::encode_event_into;
 use twoplane_core::Frame;
 
-use crate::direct::{SseEvents, SseSink};
+use crate::sse::{encode, SseEvents, SseSink};
 
 /// At most this many replay frames precede the log for a live stream (open, chunk, durable).
 const REPLAY_ALLOWANCE: usize = 3;
@@ -679,13 +678,6 @@ fn release_replay(slot: &mut Slot) {
     }
 }
 
-/// One frame as one SSE event (the core's encoder), in an allocation of exactly its size.
-pub(crate) fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
-    scratch.clear();
-    encode_event_into(scratch, frame);
-    Bytes::copy_from_slice(scratch.as_bytes())
-}
-
 /// A write being assembled: one event is passed on as the shared bytes themselves; more are
 /// copied into one buffer, or (for direct delivery) kept apart as the shared bytes.
 #[derive(Default)]
@@ -739,12 +731,14 @@ impl Batch {
 
     fn finish_apart(self, terminal: bool) -> Option<SseEvents> {
         let first = self.single?;
-        Some(SseEvents { first, rest: self.rest, len: self.len, terminal })
+        Some(SseEvents::new(first, self.rest, self.len, terminal))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use twoplane_core::sse::encode_event_into;
+
     use super::*;
 
     fn chunk(i: u64) -> Arc<Frame> {

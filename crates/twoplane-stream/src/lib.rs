@@ -49,6 +49,7 @@ mod relay_leg;
 mod report;
 mod retry;
 mod sqlite;
+mod sse;
 mod subscription;
 mod sweeper;
 mod target;
@@ -56,7 +57,6 @@ mod verdict;
 
 pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
 pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
-pub use direct::{Delivered, SseEvents, SseSink};
 pub use error::{PlaneError, PlaneErrorKind};
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.
@@ -77,7 +77,8 @@ pub use redact::redact_url;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
-pub use subscription::{SseBatch, Subscription};
+pub use sse::{Delivered, SseBatch, SseEvents, SseSink};
+pub use subscription::Subscription;
 pub use sweeper::{
     Sweeper, SweeperHandle, SweeperOptions, SweptHook, DEFAULT_HOST_LEASE_TABLE, DEFAULT_LEASE_RETENTION_MS,
     DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,

@@ -37,13 +37,13 @@ use twoplane_core::frame::chunk_end;
 use twoplane_core::text::pair_safe_cut;
 use twoplane_core::{Frame, StreamStatus, Text};
 
-use crate::direct::SseSink;
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::fanout::{encode, Delivery, Drained, Due, FanOut, SseDrained, Wakes, MAX_WRITERS};
+use crate::fanout::{Delivery, Drained, Due, FanOut, SseDrained, Wakes, MAX_WRITERS};
 use crate::options::Config;
 use crate::plane::PlaneShared;
 use crate::relay::{RelayError, RelayFailure, RelayPhase};
 use crate::report;
+use crate::sse::{encode, SseSink};
 use crate::subscription::Subscription;
 
 /// How a stream is being sealed.

@@ -22,14 +22,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use bytes::Bytes;
 use futures::Stream;
 use tokio::sync::Notify;
-use twoplane_core::sse::encode_event_into;
 use twoplane_core::Frame;
 
 use crate::fanout::Drained;
 use crate::live::{LiveStream, SubKey};
+use crate::sse::{encode_batch, SseBatch};
 
 /// At most this many frames of a hosted stream are taken per lock for `next`/`try_next`.
 pub(crate) const LOCAL_BATCH: usize = 64;
@@ -60,17 +59,6 @@ struct Local {
     /// Frames taken under the lock, not yet handed out. Empty (no allocation) while idle.
     taken: VecDeque<Arc<Frame>>,
     done: bool,
-}
-
-/// One write's worth of server-sent events (see [`Subscription::poll_sse`]).
-#[derive(Clone, Debug)]
-pub struct SseBatch {
-    /// The events, in order, each exactly as `twoplane_core::sse::encode_event_into` writes it.
-    pub bytes: Bytes,
-    /// How many frames they carry.
-    pub frames: u64,
-    /// The last of them is the terminal frame: nothing follows.
-    pub terminal: bool,
 }
 
 impl Local {
@@ -170,20 +158,6 @@ impl Local {
             None => Poll::Pending,
         }
     }
-}
-
-/// Encode frames from `next` into one batch, stopping after a terminal or at `max_bytes`.
-fn encode_batch(next: &mut dyn FnMut() -> Option<Arc<Frame>>, max_bytes: usize) -> Option<SseBatch> {
-    let mut out = String::new();
-    let mut frames = 0;
-    let mut terminal = false;
-    while !terminal && (frames == 0 || out.len() < max_bytes) {
-        let Some(frame) = next() else { break };
-        encode_event_into(&mut out, &frame);
-        frames += 1;
-        terminal = frame.is_terminal();
-    }
-    (frames > 0).then(|| SseBatch { bytes: Bytes::from(out), frames, terminal })
 }
 
 impl Subscription {
