@@ -46,6 +46,7 @@ mod postgres;
 mod redact;
 mod relay;
 mod relay_leg;
+mod relay_queue;
 mod report;
 mod retry;
 mod sqlite;

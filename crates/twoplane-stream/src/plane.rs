@@ -203,7 +203,7 @@ impl Plane {
         if let Some(stream) = hosted {
             return Ok(stream.subscribe(from));
         }
-        Ok(relay_leg::attach(cfg, stream_id, from).await.unwrap_or_else(Subscription::absent))
+        Ok(relay_leg::attach(cfg, stream_id, from).await.map_or_else(Subscription::absent, Subscription::relayed))
     }
 
     /// Seal every live stream `interrupted` and take no new ones. Wire it to SIGTERM.

@@ -19,15 +19,15 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
-use tokio::sync::Notify;
 use twoplane_core::Frame;
 
 use crate::fanout::Drained;
 use crate::live::{LiveStream, SubKey};
+use crate::relay_queue::RelayQueue;
 use crate::sse::{encode_batch, SseBatch};
 
 /// At most this many frames of a hosted stream are taken per lock for `next`/`try_next`.
@@ -189,7 +189,7 @@ impl Subscription {
         match &mut self.inner {
             Inner::Fixed(frames) => frames.pop_front(),
             Inner::Local(local) => local.try_next(),
-            Inner::Relay(queue) => queue.lock().frames.pop_front(),
+            Inner::Relay(queue) => queue.try_next(),
         }
     }
 
@@ -272,110 +272,5 @@ impl std::fmt::Debug for Subscription {
             Inner::Relay(_) => "relay",
         };
         f.debug_struct("Subscription").field("kind", &kind).finish()
-    }
-}
-
-/// The bounded queue between a relay reader task and its subscriber.
-pub(crate) struct RelayQueue {
-    state: Mutex<RelayQueueState>,
-    cap: usize,
-    /// Wakes the reader task when the subscriber goes away.
-    pub closed_signal: Notify,
-}
-
-pub(crate) struct RelayQueueState {
-    pub frames: VecDeque<Arc<Frame>>,
-    /// The terminal is queued: nothing more will come.
-    done: bool,
-    /// The subscriber dropped.
-    closed: bool,
-    waker: Option<Waker>,
-}
-
-/// What the reader task should do after offering a frame.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Offer {
-    Accepted,
-    /// The subscriber is at the cap: queue a `stale` (via [`RelayQueue::finish`]) and stop.
-    Full,
-    /// The subscriber is gone or already finished: stop.
-    Stop,
-}
-
-impl RelayQueue {
-    pub fn new(cap: usize) -> Arc<RelayQueue> {
-        Arc::new(RelayQueue {
-            state: Mutex::new(RelayQueueState { frames: VecDeque::new(), done: false, closed: false, waker: None }),
-            cap,
-            closed_signal: Notify::new(),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, RelayQueueState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.lock().closed
-    }
-
-    /// Offer a non-terminal frame.
-    pub fn offer(&self, frame: Frame) -> Offer {
-        let waker = {
-            let mut st = self.lock();
-            if st.closed || st.done {
-                return Offer::Stop;
-            }
-            if st.frames.len() >= self.cap {
-                return Offer::Full;
-            }
-            st.frames.push_back(Arc::new(frame));
-            st.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-        Offer::Accepted
-    }
-
-    /// Queue the terminal frame, past the cap.
-    pub fn finish(&self, frame: Frame) {
-        let waker = {
-            let mut st = self.lock();
-            if st.closed || st.done {
-                return;
-            }
-            st.frames.push_back(Arc::new(frame));
-            st.done = true;
-            st.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    fn poll(&self, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
-        let mut st = self.lock();
-        if let Some(f) = st.frames.pop_front() {
-            return Poll::Ready(Some(f));
-        }
-        if st.done || st.closed {
-            return Poll::Ready(None);
-        }
-        match &st.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => st.waker = Some(cx.waker().clone()),
-        }
-        Poll::Pending
-    }
-
-    fn close(&self) {
-        {
-            let mut st = self.lock();
-            st.closed = true;
-            st.frames.clear();
-            st.waker = None;
-        }
-        self.closed_signal.notify_one();
     }
 }
