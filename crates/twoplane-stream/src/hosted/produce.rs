@@ -54,7 +54,7 @@ impl LiveStream {
     }
 
     /// Send a frame to the relay and every subscriber, in that order, under the lock.
-    pub fn fan_out(&self, st: &mut State, frame: Arc<Frame>, fx: &mut Effects) {
+    pub(super) fn fan_out(&self, st: &mut State, frame: Arc<Frame>, fx: &mut Effects) {
         if self.cfg.topology.publish {
             if let Some(e) = self.publish_relay(&frame) {
                 fx.relay_errors.push(e);
@@ -67,11 +67,11 @@ impl LiveStream {
     }
 
     /// The terminal frame for every subscriber, past the cap.
-    pub fn finish_subscribers(&self, st: &mut State, end: Arc<Frame>, wake: &mut Wakes) {
+    pub(super) fn finish_subscribers(&self, st: &mut State, end: Arc<Frame>, wake: &mut Wakes) {
         self.shards.publish(&mut st.shards, end, |fan, frame, sse| fan.finish_encoded(frame, sse, wake));
     }
 
-    pub fn publish_relay(&self, frame: &Frame) -> Option<RelayError> {
+    pub(super) fn publish_relay(&self, frame: &Frame) -> Option<RelayError> {
         let relay = self.cfg.relay.as_ref()?;
         match catch_unwind(AssertUnwindSafe(|| relay.publish(&self.id, frame))) {
             Ok(Ok(())) => None,
@@ -81,7 +81,7 @@ impl LiveStream {
     }
 
     /// Record a confirmed durable length: position, `durable` frame, trim, waiters.
-    pub fn advance(&self, st: &mut State, seq: u64, fx: &mut Effects) {
+    pub(super) fn advance(&self, st: &mut State, seq: u64, fx: &mut Effects) {
         if seq <= st.durable.seq() {
             return;
         }

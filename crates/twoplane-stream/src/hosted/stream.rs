@@ -23,6 +23,7 @@ use super::lifecycle::{Seal, SealOutcome, SealWatch};
 use super::shards::Shards;
 use super::state::State;
 use super::writers::{WriterHost, Writers};
+use crate::error::PlaneError;
 use crate::fanout::Wakes;
 use crate::options::Config;
 use crate::relay::{RelayError, RelayPhase};
@@ -40,7 +41,7 @@ pub(crate) struct Effects {
 pub(crate) struct LiveStream {
     pub id: String,
     pub(super) id_text: Text,
-    pub cfg: Arc<Config>,
+    pub(super) cfg: Arc<Config>,
     state: Mutex<State>,
     /// The subscribers' cursors and the frame logs they read.
     pub(super) shards: Shards,
@@ -81,18 +82,18 @@ impl LiveStream {
     }
 
     /// The lock, tolerating poison (see the module guarantees).
-    pub fn lock(&self) -> MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether any subscriber would receive a new frame (producers skip building frames nobody
     /// reads).
-    pub fn has_readers(&self) -> bool {
+    pub(super) fn has_readers(&self) -> bool {
         self.shards.has_readers()
     }
 
     /// Act on what a critical section collected. Never called with the lock held.
-    pub fn apply(&self, fx: Effects) {
+    pub(super) fn apply(&self, fx: Effects) {
         for w in fx.wake.tasks {
             w.wake();
         }
@@ -120,7 +121,7 @@ impl LiveStream {
         self.seal_outcome.watch()
     }
 
-    pub fn publish_seal_outcome(&self, outcome: Result<(), crate::error::PlaneError>) {
+    pub(super) fn publish_seal_outcome(&self, outcome: Result<(), PlaneError>) {
         self.seal_outcome.publish(outcome);
     }
 
