@@ -17,3 +17,14 @@ except OSError:
 sys.exit(1)
 PY
 }
+
+# A server these scripts start outlives them, and would keep every descriptor it inherited: a
+# lock a caller holds (`flock LOCKFILE scripts/test-plane.sh` holds it on a descriptor the
+# script inherits) would then stay held by PostgreSQL or Redis until they stop, and the next
+# `flock` would wait forever. So the scripts close every inherited descriptor above stderr as
+# they start (bash's own, 255, reads the script and stays).
+for _fd in /proc/$$/fd/*; do
+    _fd=${_fd##*/}
+    if [[ "$_fd" =~ ^[0-9]+$ ]] && (( _fd > 2 && _fd != 255 )); then eval "exec ${_fd}>&-" 2>/dev/null || true; fi
+done
+unset _fd

@@ -30,7 +30,9 @@ cargo test -p twoplane-relay --lib --test relay --test simulation --test redis_l
 # PostgreSQL (wal_level=logical) and s2-lite on loopback (s2-lite is built once into a cache
 # outside the checkout by scripts/s2.sh: 11 to 21 minutes the first time), then the real-process
 # end-to-end tests of `twoplane relay` into S2 and into Redis (SIGKILLs and a slot drop while
-# 10,000 rows are committed), the replay of the pgoutput fuzz inputs, and a short fuzz smoke run.
+# 10,000 rows are committed; once more with PostgreSQL and S2 over TLS, and the refusals of
+# certificates that must not verify), the replay of the pgoutput fuzz inputs, and a short fuzz
+# smoke run.
 pg_env=$("$ROOT/scripts/pg.sh" start)
 eval "$pg_env"
 : "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}"
@@ -48,7 +50,17 @@ s2_env=$("$ROOT/scripts/s2.sh" start)
 eval "$s2_env"
 : "${TWOPLANE_S2_URL:?scripts/s2.sh printed no URL}"
 export TWOPLANE_S2_URL
+# The same over TLS: the TLS cluster of scripts/pg.sh (a throwaway CA's certificate, and
+# wal_level=logical like the plain one) and s2-lite behind stunnel (scripts/s2-tls.sh).
+pg_tls_env=$(TWOPLANE_PG_TLS=1 "$ROOT/scripts/pg.sh" start)
+eval "$pg_tls_env"
+: "${TWOPLANE_PG_TLS_URL:?scripts/pg.sh printed no TLS URL}"
+s2_tls_env=$(bash "$ROOT/scripts/s2-tls.sh" start)
+eval "$s2_tls_env"
+: "${TWOPLANE_S2_TLS_URL:?scripts/s2-tls.sh printed no URL}"
+export TWOPLANE_PG_TLS_URL TWOPLANE_PG_TLS_CA TWOPLANE_S2_TLS_URL TWOPLANE_S2_TLS_CA TWOPLANE_S2_TLS_WRONG_CA
 echo "test-relay.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_S2_URL=$TWOPLANE_S2_URL" | redact_urls >&2
+echo "test-relay.sh: TWOPLANE_PG_TLS_URL=$TWOPLANE_PG_TLS_URL TWOPLANE_S2_TLS_URL=$TWOPLANE_S2_TLS_URL" | redact_urls >&2
 echo "==> relay I/O: cargo test -p twoplane-relay --test pgoutput_inputs --test pg_s2" >&2
 cargo test -p twoplane-relay --test pgoutput_inputs --test pg_s2 "$@"
 echo "==> relay I/O: cargo test -p twoplane-server --test relay_e2e (one at a time: they share the machine)" >&2

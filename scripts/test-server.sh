@@ -22,6 +22,8 @@ bash scripts/build-wasm.sh
 
 say "server: cargo test -p twoplane-server"
 cargo test -p twoplane-server
+say "server: the end-to-end HTTP tests again with the direct SSE path off (every request through hyper)"
+TWOPLANE_TEST_DIRECT_SSE=off cargo test -q -p twoplane-server --test http_e2e --test producer_api
 
 say "server: PostgreSQL and Redis over TLS, with passwords (tests/tls.rs)"
 # A plain PostgreSQL, one with TLS and a Redis with TLS, each with a throwaway CA and a random

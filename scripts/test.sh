@@ -12,8 +12,8 @@
 #
 # Under this command nothing skips for want of a service: TWOPLANE_REQUIRE_SERVICES=1 turns
 # every test's "skipped: no PostgreSQL/Redis" into a failure. The services this run starts
-# (scripts/pg.sh, scripts/redis.sh and scripts/s2.sh note each server they launch in
-# TWOPLANE_STARTED_SERVICES)
+# (scripts/pg.sh, scripts/redis.sh, scripts/s2.sh and scripts/s2-tls.sh note each server they
+# launch in TWOPLANE_STARTED_SERVICES)
 # are stopped when it ends, however it ends; a server that was already running when the run
 # began (say, one a developer started by hand) is reused and left running.
 set -uo pipefail
@@ -39,6 +39,8 @@ stop_started() {
           TWOPLANE_REDIS_DIR="$dir" bash "$ROOT/scripts/redis.sh" stop || true ;;
       s2) echo "test.sh: stopping the s2-lite this run started ($dir)" >&2
           TWOPLANE_S2_DIR="$dir" bash "$ROOT/scripts/s2.sh" stop || true ;;
+      s2tls) echo "test.sh: stopping the TLS terminator this run started ($dir)" >&2
+          TWOPLANE_S2_TLS_DIR="$dir" bash "$ROOT/scripts/s2-tls.sh" stop || true ;;
     esac
   done
   rm -f "$TWOPLANE_STARTED_SERVICES"

@@ -24,6 +24,8 @@ pub mod relay;
 pub mod types;
 
 #[cfg(feature = "postgres")]
+mod pg_bridge;
+#[cfg(feature = "postgres")]
 pub mod pg_record;
 #[cfg(feature = "postgres")]
 pub mod pg_source;

@@ -33,7 +33,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::Mutex;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
+use twoplane_pg::PgEndpoint;
 
 use crate::types::{LogHead, RecordError, RecordReader, RecordRow};
 
@@ -85,7 +86,7 @@ pub(crate) fn quote_ident(part: &str) -> String {
 
 /// Reads the record back over a PostgreSQL connection.
 pub struct PgRecord {
-    url: Arc<str>,
+    endpoint: PgEndpoint,
     tables: RecordTables,
     client: Mutex<Option<Arc<Client>>>,
     sql: Queries,
@@ -99,9 +100,9 @@ struct Queries {
 }
 
 impl PgRecord {
-    /// A reader of the record at `url` (a libpq-style URL; only plain TCP for now). Nothing is
+    /// A reader of the record at `endpoint` (its TLS as the URL's `sslmode` says). Nothing is
     /// contacted yet.
-    pub fn new(url: &str, tables: RecordTables) -> PgRecord {
+    pub fn new(endpoint: &PgEndpoint, tables: RecordTables) -> PgRecord {
         let e = tables.events_sql();
         let t = tables.tenants_sql();
         // The sessions of a page come from the primary key index in order (DISTINCT stops at
@@ -128,7 +129,7 @@ impl PgRecord {
             ),
             generation: format!("SELECT generation FROM {t} WHERE tenant_id = $1"),
         };
-        PgRecord { url: url.into(), tables, client: Mutex::new(None), sql }
+        PgRecord { endpoint: endpoint.clone(), tables, client: Mutex::new(None), sql }
     }
 
     pub fn tables(&self) -> &RecordTables {
@@ -143,12 +144,8 @@ impl PgRecord {
                 return Ok(client.clone());
             }
         }
-        let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(|e| unavailable(&e))?;
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(error = %db_message(&error), "record connection ended");
-            }
-        });
+        let client =
+            self.endpoint.connect("relay-record").await.map_err(|e| RecordError::Unavailable(e.to_string()))?;
         let client = Arc::new(client);
         *slot = Some(client.clone());
         Ok(client)

@@ -25,16 +25,20 @@
 //!   that cannot be decoded) ends the session with `Inactive { error }` and a new attempt after a
 //!   pause; nothing of the lost session is reused.
 //!
-//! Connection errors never carry the URL (they are PostgreSQL's messages or the transport's).
+//! Both connections (the one for setup and the replication stream) are made by
+//! [`twoplane_pg::PgEndpoint`]: the URL's `sslmode` and `sslrootcert` mean what they mean for
+//! `twoplane serve`, and connection errors name the server and the cause, never the URL or its
+//! password. The replication stream reaches the server through [`crate::pg_bridge`].
 
 use std::collections::HashMap;
-use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use pgwire_replication::{PgWireError, ReplicationClient, ReplicationConfig, ReplicationEvent};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
+use twoplane_pg::PgEndpoint;
+
+use crate::pg_bridge::{Bridge, SOCKET_PORT};
 
 use crate::pg_record::{db_message, quote_ident, quote_qualified, RecordTables};
 use crate::pgoutput::{self, Message, Relation, Value};
@@ -71,8 +75,6 @@ impl Default for PgSourceConfig {
 /// Why a source cannot be built from its settings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PgSourceConfigError {
-    #[error("not a PostgreSQL URL: {0}")]
-    BadUrl(String),
     #[error("a replication slot name is 1 to 63 characters of [a-z0-9_]: {0:?}")]
     BadSlot(String),
     #[error("the PostgreSQL URL must name a TCP host (Unix sockets are not supported here)")]
@@ -81,7 +83,8 @@ pub enum PgSourceConfigError {
 
 /// The change source over a PostgreSQL database.
 pub struct PgSource {
-    url: Arc<str>,
+    endpoint: PgEndpoint,
+    /// Everything but where to connect, which each session's bridge decides.
     replication: ReplicationConfig,
     config: PgSourceConfig,
     /// The events table's unqualified name and its schema when given, to recognise its relation.
@@ -103,39 +106,38 @@ struct Failed {
 }
 
 impl PgSource {
-    pub fn new(url: &str, config: PgSourceConfig) -> Result<PgSource, PgSourceConfigError> {
+    pub fn new(endpoint: &PgEndpoint, config: PgSourceConfig) -> Result<PgSource, PgSourceConfigError> {
         let slot_ok = !config.slot.is_empty()
             && config.slot.len() <= 63
             && config.slot.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
         if !slot_ok {
             return Err(PgSourceConfigError::BadSlot(config.slot.clone()));
         }
-        // The parser's message describes the syntax problem, never the URL itself.
-        let parsed = tokio_postgres::Config::from_str(url).map_err(|e| PgSourceConfigError::BadUrl(e.to_string()))?;
-        let host = parsed
-            .get_hosts()
-            .iter()
-            .find_map(|h| match h {
-                tokio_postgres::config::Host::Tcp(host) => Some(host.clone()),
-                #[allow(unreachable_patterns)]
-                _ => None,
-            })
-            .ok_or(PgSourceConfigError::NoTcpHost)?;
-        let port = parsed.get_ports().first().copied().unwrap_or(5432);
+        let parsed = endpoint.config();
+        let tcp = |h: &tokio_postgres::config::Host| matches!(h, tokio_postgres::config::Host::Tcp(_));
+        if !parsed.get_hosts().iter().any(tcp) {
+            return Err(PgSourceConfigError::NoTcpHost);
+        }
         let user = parsed.get_user().unwrap_or("postgres").to_owned();
         let password = parsed.get_password().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
         let database = parsed.get_dbname().unwrap_or(&user).to_owned();
-        let replication =
-            ReplicationConfig::new(host, user, password, database, config.slot.clone(), config.publication.clone())
-                .with_port(port)
-                .with_status_interval(config.status_interval)
-                .with_wakeup_interval(Duration::from_secs(5))
-                .with_application_name(format!("twoplane-relay {}", config.slot));
+        let replication = ReplicationConfig::unix(
+            "",
+            SOCKET_PORT,
+            user,
+            password,
+            database,
+            config.slot.clone(),
+            config.publication.clone(),
+        )
+        .with_status_interval(config.status_interval)
+        .with_wakeup_interval(Duration::from_secs(5))
+        .with_application_name(format!("twoplane-relay {}", config.slot));
         let events_name = match config.tables.events.rsplit_once('.') {
             Some((schema, name)) => (Some(schema.to_owned()), name.to_owned()),
             None => (None, config.tables.events.clone()),
         };
-        Ok(PgSource { url: url.into(), replication, config, events_name })
+        Ok(PgSource { endpoint: endpoint.clone(), replication, config, events_name })
     }
 
     /// Creates what is missing (state table, publication, slot) and says whether the slot was
@@ -224,11 +226,7 @@ impl PgSource {
     }
 
     async fn connect_db(&self) -> Result<Client, String> {
-        let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(|e| db_message(&e))?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(client)
+        self.endpoint.connect("relay-source").await.map_err(|e| e.to_string())
     }
 
     fn is_events_relation(&self, rel: &Relation) -> bool {
@@ -241,8 +239,12 @@ impl PgSource {
         let db = self.connect_db().await.map_err(inactive)?;
         self.prepare(&db).await.map_err(inactive)?;
 
-        let mut client =
-            ReplicationClient::connect(self.replication.clone()).await.map_err(|e| inactive(e.to_string()))?;
+        let server = self.endpoint.connect_stream().await.map_err(|e| inactive(e.to_string()))?;
+        // Kept to the end of the session: dropping it closes the replication connection.
+        let bridge = Bridge::open(server).map_err(inactive)?;
+        let mut replication = self.replication.clone();
+        replication.host = bridge.dir().to_string_lossy().into_owned();
+        let mut client = ReplicationClient::connect(replication).await.map_err(|e| inactive(e.to_string()))?;
         if let Err(error) = client.wait_started().await {
             if slot_in_use(&error) {
                 return Ok(Ended::Busy);
@@ -515,12 +517,14 @@ mod tests {
 
     #[test]
     fn settings_are_checked() {
-        let ok = PgSource::new("postgresql://u:pw@127.0.0.1:5433/db", PgSourceConfig::default()).unwrap();
-        assert_eq!(ok.replication.port, 5433);
+        let endpoint = |url: &str| PgEndpoint::parse(url, None).unwrap();
+        let ok = PgSource::new(&endpoint("postgresql://u:pw@127.0.0.1:5433/db"), PgSourceConfig::default()).unwrap();
         assert_eq!(ok.replication.database, "db");
+        assert_eq!((ok.replication.user.as_str(), ok.replication.password.as_str()), ("u", "pw"));
         let bad_slot = PgSourceConfig { slot: "Bad-Slot".into(), ..PgSourceConfig::default() };
-        assert!(matches!(PgSource::new("postgresql://h/db", bad_slot), Err(PgSourceConfigError::BadSlot(_))));
-        let err = PgSource::new("postgresql://u:secret@h:notaport/db", PgSourceConfig::default()).err().unwrap();
-        assert!(!err.to_string().contains("secret"));
+        let err = PgSource::new(&endpoint("postgresql://h/db"), bad_slot).err();
+        assert!(matches!(err, Some(PgSourceConfigError::BadSlot(_))));
+        let socket_only = PgSource::new(&endpoint("host=/run/postgresql dbname=db"), PgSourceConfig::default()).err();
+        assert!(matches!(socket_only, Some(PgSourceConfigError::NoTcpHost)));
     }
 }

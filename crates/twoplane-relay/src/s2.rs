@@ -13,13 +13,22 @@
 //!   the access token is taken out of the URL when the store is built and only ever sent as the
 //!   `Authorization` header.
 //!
-//! The URL is the endpoint serving both the account API (basins) and the basin API (streams),
-//! like `http://127.0.0.1:57080` for s2-lite; the basin of a stream request goes in the
-//! `s2-basin` header. An access token, when needed, is given as the URL's password (or user):
-//! `http://:TOKEN@host:port`. Plain HTTP only for now (the crate is built without TLS).
+//! The URL is the account endpoint (basins). Stream requests go to the same endpoint with the
+//! basin in the `s2-basin` header, as s2-lite serves them (`http://127.0.0.1:57080`), or, when a
+//! basin URL is given ([`S2Options::basin_url`], a template holding `{basin}`), to that basin's
+//! own endpoint, as S2's hosted service serves them (account `https://aws.s2.dev`, basins
+//! `https://{basin}.b.s2.dev`). An access token, when needed, is given as the URL's password (or
+//! user): `https://:TOKEN@aws.s2.dev`; it is sent to both endpoints.
+//!
+//! `https://` endpoints are verified: the certificate chain must lead to the system's CA
+//! certificates, or to those of [`S2Options::ca_file`] (a private endpoint), and must name the
+//! host (the rules of `verify-full` for PostgreSQL, from the same code: `twoplane_pg`). A
+//! certificate that does not verify, a server that does not speak TLS and a refused token each
+//! say so in their error.
 
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,10 +46,28 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Why an S2 URL cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum S2UrlError {
-    #[error("not an http:// URL (S2 endpoints look like http://127.0.0.1:57080)")]
+    #[error("not an http:// or https:// URL (s2-lite: http://127.0.0.1:57080; S2's service: https://aws.s2.dev)")]
     NotHttp,
     #[error("the S2 URL has no host")]
     NoHost,
+    #[error(
+        "the basin URL must be an http:// or https:// URL holding {{basin}} (S2's service: https://{{basin}}.b.s2.dev)"
+    )]
+    BadBasinUrl,
+    #[error("a CA file is given but no S2 URL is https://")]
+    CaWithoutTls,
+    #[error("TLS setup: {0}")]
+    Tls(String),
+}
+
+/// How to reach S2 beyond its URL.
+#[derive(Clone, Debug, Default)]
+pub struct S2Options {
+    /// Trusted CA certificates (PEM) for `https://` endpoints, instead of the system's.
+    pub ca_file: Option<PathBuf>,
+    /// The basin endpoint, a URL holding `{basin}` (`https://{basin}.b.s2.dev`); without it,
+    /// stream requests go to the account endpoint with an `s2-basin` header (s2-lite).
+    pub basin_url: Option<String>,
 }
 
 /// A [`LogStore`] on an S2 endpoint.
@@ -49,30 +76,100 @@ pub struct S2LogStore {
     client: reqwest::Client,
     /// `scheme://host:port/path` without credentials, and without a trailing slash.
     endpoint: Arc<str>,
+    /// The basin endpoint's template (`{basin}` in it), same form as `endpoint`.
+    basin_url: Option<Arc<str>>,
     token: Option<Arc<str>>,
+    /// What `https://` certificates are checked against, for messages.
+    trust: Arc<str>,
 }
 
 impl fmt::Debug for S2LogStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("S2LogStore")
             .field("endpoint", &self.endpoint)
+            .field("basin_url", &self.basin_url)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
 
 impl S2LogStore {
-    /// A store on `url` (see the module header for its form). Nothing is contacted yet.
+    /// A store on `url` (see the module header for its form), `https://` checked against the
+    /// system's CA certificates. Nothing is contacted yet.
     pub fn new(url: &str) -> Result<S2LogStore, S2UrlError> {
+        S2LogStore::with_options(url, &S2Options::default())
+    }
+
+    /// A store on `url` with `options`. Nothing is contacted yet; a CA file is read now.
+    pub fn with_options(url: &str, options: &S2Options) -> Result<S2LogStore, S2UrlError> {
         let (endpoint, token) = split_url(url)?;
-        let client = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            // Building a client without TLS or proxies configured only fails if the system
-            // cannot start its resolver; report it like an unreachable host, on first use.
-            .unwrap_or_else(|_| reqwest::Client::new());
-        Ok(S2LogStore { client, endpoint: endpoint.into(), token: token.map(Into::into) })
+        let basin_url = match &options.basin_url {
+            Some(template) => {
+                let (shown, _) = split_url(template).map_err(|_| S2UrlError::BadBasinUrl)?;
+                if !shown.contains("{basin}") {
+                    return Err(S2UrlError::BadBasinUrl);
+                }
+                Some(shown)
+            }
+            None => None,
+        };
+        let tls = endpoint.starts_with("https://") || basin_url.as_deref().is_some_and(|b| b.starts_with("https://"));
+        if options.ca_file.is_some() && !tls {
+            return Err(S2UrlError::CaWithoutTls);
+        }
+        let mut builder =
+            reqwest::Client::builder().timeout(REQUEST_TIMEOUT).pool_idle_timeout(Duration::from_secs(30));
+        let trust = match &options.ca_file {
+            Some(path) => format!("the CA file {}", path.display()),
+            None => "the system's CA certificates".to_owned(),
+        };
+        let config = if tls {
+            // Full verification (chain and name), from the same rules as PostgreSQL's
+            // verify-full: one TLS configuration for every connection the relay makes.
+            twoplane_pg::verifying_client_config(options.ca_file.as_deref()).map_err(S2UrlError::Tls)?
+        } else {
+            // Plain endpoints: reqwest still wants a TLS configuration (it has no provider of its
+            // own here); one that trusts nothing, so a redirect to https:// fails closed.
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .map_err(|e| S2UrlError::Tls(e.to_string()))?
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        };
+        builder = builder.tls_backend_preconfigured(config);
+        // reqwest refuses a preconfigured rustls of another version than its own: a build
+        // problem, reported rather than replaced by a client that cannot speak TLS.
+        let client = builder.build().map_err(|e| S2UrlError::Tls(scrub(&e)))?;
+        Ok(S2LogStore {
+            client,
+            endpoint: endpoint.into(),
+            basin_url: basin_url.map(Into::into),
+            token: token.map(Into::into),
+            trust: trust.into(),
+        })
+    }
+
+    /// `url` as it may be shown: its endpoint without credentials (the token may be the URL's
+    /// password or its user), or a placeholder when it is not an S2 URL.
+    pub fn shown(url: &str) -> String {
+        split_url(url).map(|(endpoint, _)| endpoint).unwrap_or_else(|_| "(not an S2 URL)".to_owned())
+    }
+
+    /// One request to the account endpoint, to learn early what will not fix itself: a refused
+    /// token is [`LogError::Rejected`], a transport failure [`LogError::Unavailable`] (its words
+    /// start with `TLS failed` when TLS is what failed). Any other answer, whatever its status,
+    /// shows the endpoint reachable and its certificate good.
+    pub async fn check(&self) -> Result<(), LogError> {
+        let response =
+            self.request(reqwest::Method::GET, "/basins?limit=1", None).send().await.map_err(|e| self.transport(e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        match failure(status, response).await {
+            Failure::Token(status, body) => Err(token_refused(status, &body)),
+            _ => Ok(()),
+        }
     }
 
     /// The endpoint without credentials (safe to log and to show in status).
@@ -80,8 +177,16 @@ impl S2LogStore {
         &self.endpoint
     }
 
+    /// Where a request for `basin` goes (the account endpoint when there is no basin).
+    fn base(&self, basin: Option<&BasinName>) -> std::borrow::Cow<'_, str> {
+        match (basin, &self.basin_url) {
+            (Some(basin), Some(template)) => template.replace("{basin}", basin.as_str()).into(),
+            _ => (*self.endpoint).into(),
+        }
+    }
+
     fn request(&self, method: reqwest::Method, path: &str, basin: Option<&BasinName>) -> reqwest::RequestBuilder {
-        let mut req = self.client.request(method, format!("{}/v1{path}", self.endpoint));
+        let mut req = self.client.request(method, format!("{}/v1{path}", self.base(basin)));
         if let Some(token) = &self.token {
             req = req.bearer_auth(token);
         }
@@ -104,7 +209,8 @@ impl S2LogStore {
         let mut out = Vec::new();
         loop {
             let path = format!("{}?seq_num={}&count=1000&wait=0", Self::stream_path(stream, false), out.len());
-            let response = self.request(reqwest::Method::GET, &path, Some(basin)).send().await.map_err(transport)?;
+            let response =
+                self.request(reqwest::Method::GET, &path, Some(basin)).send().await.map_err(|e| self.transport(e))?;
             let status = response.status();
             if status == StatusCode::RANGE_NOT_SATISFIABLE {
                 return Ok(out); // Reading at the tail: nothing more.
@@ -140,7 +246,7 @@ impl S2LogStore {
             .json(&json!({ "stream": stream }))
             .send()
             .await
-            .map_err(transport)?;
+            .map_err(|e| self.transport(e))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
@@ -167,14 +273,14 @@ impl S2LogStore {
             .json(&body)
             .send()
             .await
-            .map_err(transport)?;
+            .map_err(|e| self.transport(e))?;
         let status = response.status();
         if status.is_success() {
             let ack: AppendAck = response.json().await.map_err(|e| LogError::Unavailable(scrub(&e)))?;
             return Ok(Ok(Append::Appended { start: ack.start.seq_num, end: ack.end.seq_num }));
         }
         if status == StatusCode::PRECONDITION_FAILED {
-            let text = response.text().await.map_err(transport)?;
+            let text = response.text().await.map_err(|e| self.transport(e))?;
             return match serde_json::from_str::<ConditionFailed>(&text) {
                 Ok(ConditionFailed::SeqNumMismatch(tail)) => Ok(Ok(Append::TailMismatch { tail })),
                 _ => Err(LogError::Rejected(format!("append condition failed: {}", clip(&text)))),
@@ -214,7 +320,7 @@ impl LogStore for S2LogStore {
             .request(reqwest::Method::GET, &Self::stream_path(stream, true), Some(basin))
             .send()
             .await
-            .map_err(transport)?;
+            .map_err(|e| self.transport(e))?;
         let status = response.status();
         if status.is_success() {
             let tail: TailResponse = response.json().await.map_err(|e| LogError::Unavailable(scrub(&e)))?;
@@ -232,8 +338,12 @@ impl LogStore for S2LogStore {
             "basin": basin.as_str(),
             "config": { "create_stream_on_append": true },
         });
-        let response =
-            self.request(reqwest::Method::POST, "/basins", None).json(&body).send().await.map_err(transport)?;
+        let response = self
+            .request(reqwest::Method::POST, "/basins", None)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| self.transport(e))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
@@ -250,6 +360,8 @@ impl LogStore for S2LogStore {
 enum Failure {
     Code(String, String),
     Status(StatusCode, String),
+    /// 401 or 403: the access token is missing, wrong, or not allowed this.
+    Token(StatusCode, String),
 }
 
 impl Failure {
@@ -277,6 +389,7 @@ impl Failure {
                     LogError::Rejected(text)
                 }
             }
+            Failure::Token(status, body) => token_refused(status, &body),
             Failure::Status(status, body) => {
                 let text = format!("HTTP {status}: {}", clip(&body));
                 if status.is_server_error()
@@ -294,16 +407,56 @@ impl Failure {
 
 async fn failure(status: StatusCode, response: reqwest::Response) -> Failure {
     let text = response.text().await.unwrap_or_default();
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        return Failure::Token(status, text);
+    }
     match serde_json::from_str::<ErrorInfo>(&text) {
         Ok(info) => Failure::Code(info.code, info.message),
         Err(_) => Failure::Status(status, text),
     }
 }
 
-/// A transport failure, without the request URL (reqwest's Display includes it, and with it
-/// whatever the caller passed; the URL here never holds credentials, but keep errors short).
-fn transport(error: reqwest::Error) -> LogError {
-    LogError::Unavailable(scrub(&error))
+impl S2LogStore {
+    /// A transport failure, without the request URL (reqwest's Display includes it; the URL
+    /// here never holds credentials, but keep errors short), saying what to fix when TLS failed.
+    fn transport(&self, error: reqwest::Error) -> LogError {
+        let words = scrub(&error);
+        LogError::Unavailable(match tls_failure(&error) {
+            Some(rustls::Error::InvalidCertificate(_)) => format!(
+                "TLS failed: the server's certificate does not verify against {} ({words}); give the CA that \
+                 signed it (--s2-ca-file) or the host name it was issued for",
+                self.trust
+            ),
+            Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => format!(
+                "TLS failed: the server did not answer in TLS ({words}); is the endpoint http:// rather than https://?"
+            ),
+            Some(_) => format!("TLS failed ({words})"),
+            None => words,
+        })
+    }
+}
+
+fn token_refused(status: StatusCode, body: &str) -> LogError {
+    LogError::Rejected(format!(
+        "the access token was refused (HTTP {status}: {}); check the token in the S2 URL (https://:TOKEN@host) \
+         and what it is allowed",
+        clip(body)
+    ))
+}
+
+/// The rustls error somewhere in `error`'s causes, if TLS is what failed.
+fn tls_failure(error: &reqwest::Error) -> Option<&rustls::Error> {
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        if let Some(tls) = inner.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()?.downcast_ref()) {
+            return Some(tls);
+        }
+        source = inner.source();
+    }
+    None
 }
 
 fn scrub(error: &reqwest::Error) -> String {
@@ -338,7 +491,10 @@ fn clip(text: &str) -> &str {
 
 /// Splits the URL into the endpoint (no credentials, no trailing slash) and the access token.
 fn split_url(url: &str) -> Result<(String, Option<String>), S2UrlError> {
-    let rest = url.strip_prefix("http://").ok_or(S2UrlError::NotHttp)?;
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme @ ("http" | "https"), rest)) => (scheme, rest),
+        _ => return Err(S2UrlError::NotHttp),
+    };
     let (authority, path) = match rest.find('/') {
         Some(at) => (&rest[..at], rest[at..].trim_end_matches('/')),
         None => (rest, ""),
@@ -355,7 +511,7 @@ fn split_url(url: &str) -> Result<(String, Option<String>), S2UrlError> {
         let token = if password.is_empty() { user } else { password };
         (!token.is_empty()).then(|| percent_decode(token))
     });
-    Ok((format!("http://{host}{path}"), token))
+    Ok((format!("{scheme}://{host}{path}"), token))
 }
 
 /// Everything but the unreserved characters of RFC 3986 is percent-encoded, so a stream name
@@ -426,8 +582,26 @@ mod tests {
         assert!(!format!("{store:?}").contains("s3cr"));
         let store = S2LogStore::new("http://tok@h:1/base").unwrap();
         assert_eq!((store.endpoint(), store.token.as_deref()), ("http://h:1/base", Some("tok")));
-        assert_eq!(S2LogStore::new("https://h").unwrap_err(), S2UrlError::NotHttp);
+        assert_eq!(S2LogStore::new("ftp://h").unwrap_err(), S2UrlError::NotHttp);
         assert_eq!(S2LogStore::new("http://u:p@/x").unwrap_err(), S2UrlError::NoHost);
+    }
+
+    #[test]
+    fn https_and_basin_endpoints_are_taken_and_checked() {
+        let store = S2LogStore::new("https://:tok@aws.s2.dev").unwrap();
+        assert_eq!((store.endpoint(), store.token.as_deref()), ("https://aws.s2.dev", Some("tok")));
+        let basin = BasinName::parse("basin-one").unwrap();
+        assert_eq!(store.base(Some(&basin)), "https://aws.s2.dev");
+        let hosted = S2Options { basin_url: Some("https://{basin}.b.s2.dev/".into()), ..S2Options::default() };
+        let store = S2LogStore::with_options("https://:tok@aws.s2.dev", &hosted).unwrap();
+        assert_eq!(store.base(Some(&basin)), "https://basin-one.b.s2.dev");
+        assert_eq!(store.base(None), "https://aws.s2.dev");
+        let no_slot = S2Options { basin_url: Some("https://b.s2.dev".into()), ..S2Options::default() };
+        assert_eq!(S2LogStore::with_options("https://aws.s2.dev", &no_slot).unwrap_err(), S2UrlError::BadBasinUrl);
+        let ca = S2Options { ca_file: Some("/nonexistent/ca.pem".into()), ..S2Options::default() };
+        assert_eq!(S2LogStore::with_options("http://127.0.0.1:1", &ca).unwrap_err(), S2UrlError::CaWithoutTls);
+        let err = S2LogStore::with_options("https://127.0.0.1:1", &ca).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
     }
 
     #[test]

@@ -27,6 +27,10 @@ fn service(var: &str) -> Option<String> {
     }
 }
 
+fn endpoint(url: &str) -> twoplane_pg::PgEndpoint {
+    twoplane_pg::PgEndpoint::parse(url, None).expect("TWOPLANE_PG_URL")
+}
+
 fn unique(kind: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     format!("t_{kind}_{}_{}", std::process::id(), nanos % 1_000_000_000)
@@ -72,7 +76,7 @@ async fn the_record_reads_back_ranges_heads_and_generations() {
         ],
     )
     .await;
-    let record = PgRecord::new(&url, tables.clone());
+    let record = PgRecord::new(&endpoint(&url), tables.clone());
 
     let rows = record.read_range("a", "s1", 1, 10).await.unwrap();
     assert_eq!(
@@ -140,11 +144,11 @@ async fn the_source_is_fresh_once_held_by_one_and_replays_what_was_not_acknowled
         state_table: format!("{run}_state"),
         status_interval: Duration::from_millis(100),
     };
-    let mut a = run_source(PgSource::new(&url, config.clone()).unwrap());
+    let mut a = run_source(PgSource::new(&endpoint(&url), config.clone()).unwrap());
     let SourceEvent::Active { activation, fresh: true } = next(&mut a).await else { panic!("not a fresh start") };
 
     // A second process waits: it never becomes active while the first holds the slot.
-    let mut b = run_source(PgSource::new(&url, config.clone()).unwrap());
+    let mut b = run_source(PgSource::new(&endpoint(&url), config.clone()).unwrap());
     insert(&db, &tables, &[("t", "s", 0, 1, r#"{"x":1}"#), ("t", "s", 1, 1, r#"{"x":2}"#)]).await;
     let SourceEvent::Tx(tx1) = next(&mut a).await else { panic!("no transaction") };
     assert_eq!(

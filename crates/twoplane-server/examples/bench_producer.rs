@@ -6,7 +6,7 @@
 //! --body-deltas 2000 --request-deltas 300]`
 //!
 //! Two roles, one executable: the driver (no flags) starts the server role (`--server`: exactly
-//! what `twoplane serve` runs, `app::prepare` on a temporary SQLite file, with a producer
+//! what `twoplane serve` runs, `serve::prepare` on a temporary SQLite file, with a producer
 //! secret) as a child process, so the server's CPU (user + system, from /proc) is its own; then it
 //! runs the producers in its own process, on one tokio runtime:
 //! - body: every producer opens a stream and sends one chunked request body whose chunks are the
@@ -30,7 +30,7 @@ use hyper::body::Frame;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use twoplane_server::access::{Access, Secret};
-use twoplane_server::app::{self, ServeConfig, Store};
+use twoplane_server::serve::{self, ServeConfig, Store};
 
 const SECRET: &str = "bench-producer-secret-0123456789abcdef";
 const DELTA: &[u8] = b"abcdefgh";
@@ -67,7 +67,7 @@ fn serve(db: &str) {
         let access =
             Access { producer_token: Some(Secret::new(SECRET.as_bytes(), "bench").unwrap()), ..Access::default() };
         let config = ServeConfig { access, ..ServeConfig::local(Store::Sqlite(db.into())) };
-        let running = app::prepare(&config).await.expect("server starts");
+        let running = serve::prepare(&config).await.expect("server starts");
         println!("{}", running.addr);
         running.serve(std::future::pending()).await.expect("serves");
     });

@@ -81,9 +81,10 @@ async fn run(name: &str, pg: &str, log: Arc<dyn LogStore>, rate: u64, seconds: u
         ..Default::default()
     };
     let timed = Arc::new(Timed { inner: log, acked: Mutex::new(HashMap::new()) });
+    let endpoint = twoplane_stream::PgEndpoint::parse(pg, None).expect("the PostgreSQL URL");
     let relay = Relay::start(
-        Box::new(PgSource::new(pg, config).unwrap()),
-        Arc::new(PgRecord::new(pg, tables.clone())),
+        Box::new(PgSource::new(&endpoint, config).unwrap()),
+        Arc::new(PgRecord::new(&endpoint, tables.clone())),
         timed.clone(),
         RelayOptions::default(),
     );

@@ -44,7 +44,8 @@ pub struct Secret(Arc<[u8]>);
 impl Secret {
     /// Wrap `bytes`, refusing a secret too short to be one.
     pub fn new(bytes: &[u8], what: &str) -> Result<Secret, String> {
-        let trimmed = trim_end(bytes);
+        // Which bytes are the key is the token rule's (twoplane-token), for both secrets.
+        let trimmed = crate::token::secret_key(bytes);
         if trimmed.len() < MIN_SECRET_BYTES {
             return Err(format!(
                 "{what} has {} bytes; use at least {MIN_SECRET_BYTES} (for example: head -c 32 /dev/urandom | base64)",
@@ -63,13 +64,6 @@ impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(..)")
     }
-}
-
-/// The secret is the bytes without trailing spaces, tabs, CRs and LFs (a file's final newline);
-/// every signer (docs/server.md) trims the same four.
-fn trim_end(bytes: &[u8]) -> &[u8] {
-    let end = bytes.iter().rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')).map_or(0, |i| i + 1);
-    &bytes[..end]
 }
 
 /// Load a secret from `file` when given, else from the environment variable `env`; `None` when
@@ -184,6 +178,17 @@ impl Authorizer for ReadAuthorizer {
                 false
             }
         }
+    }
+}
+
+/// `routes` as every reader route is served: a `?token=` read as the bearer token (an
+/// `EventSource` cannot set headers), and, outside that check (a preflight carries no token),
+/// CORS for the allowed origins.
+pub fn reader_routes<S: Clone + Send + Sync + 'static>(routes: axum::Router<S>, access: &Access) -> axum::Router<S> {
+    let routes = routes.route_layer(axum::middleware::from_fn(token_from_query));
+    match access.allowed_origins.layer() {
+        Some(cors) => routes.layer(cors),
+        None => routes,
     }
 }
 

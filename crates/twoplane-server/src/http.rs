@@ -27,7 +27,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ use axum::Router;
 use bytes::Bytes;
 use twoplane_core::request::stream_request_from_http;
 use twoplane_core::sse::{DEFAULT_KEEP_ALIVE_MS, KEEP_ALIVE_COMMENT, STREAM_SSE_HEADERS};
-use twoplane_stream::{Plane, PlaneErrorKind, SseBatch, Subscription};
+use twoplane_stream::{Plane, PlaneErrorKind, SseBatch, SseSink, Subscription};
 
 /// The path [`sse_router`] mounts the endpoint at.
 pub const STREAM_PATH: &str = "/api/stream";
@@ -153,12 +153,18 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
             sse_response(subscription, &endpoint.config, endpoint.stats.clone())
         }
         // Same status and body for a stream that exists and one that does not.
-        Err(e) if e.kind() == PlaneErrorKind::Forbidden => plain(StatusCode::FORBIDDEN, "forbidden\n"),
+        Err(e) if e.kind() == PlaneErrorKind::Forbidden => forbidden(),
         Err(e) => {
             tracing::warn!(stream_id = %wanted.stream_id, error = %e, "subscribe failed");
             plain(StatusCode::SERVICE_UNAVAILABLE, "the stream plane is unavailable\n")
         }
     }
+}
+
+/// A reader's refusal: the same status and body whether or not the stream exists, wherever a
+/// reader is refused (this endpoint, the reader's cancel).
+pub fn forbidden() -> Response {
+    plain(StatusCode::FORBIDDEN, "forbidden\n")
 }
 
 fn plain(status: StatusCode, body: &'static str) -> Response {
@@ -168,11 +174,11 @@ fn plain(status: StatusCode, body: &'static str) -> Response {
 /// An SSE response for `subscription`: the contract's headers and an [`SseBody`]. Use this to
 /// serve a subscription from a route of your own.
 pub fn sse_response(subscription: Subscription, config: &SseConfig, stats: Arc<SseStats>) -> Response {
-    let shared = Arc::new(Mutex::new(Some(SseBody::new(subscription, config, stats))));
-    let mut response = Response::new(Body::new(SharedSseBody(shared.clone())));
-    // `crate::sse_conn` takes the body out to serve the subscription itself; hyper polls it
-    // through the response body.
-    response.extensions_mut().insert(SseHandoff(shared));
+    let (body, extension) = SseHandoff::new(SseBody::new(subscription, config, stats));
+    // As the body hyper polls, and as an extension the direct SSE path (`crate::sse_conn`) takes
+    // the body out of to serve the subscription itself.
+    let mut response = Response::new(Body::new(body));
+    response.extensions_mut().insert(extension);
     let headers = response.headers_mut();
     for (name, value) in STREAM_SSE_HEADERS {
         headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
@@ -180,22 +186,45 @@ pub fn sse_response(subscription: Subscription, config: &SseConfig, stats: Arc<S
     response
 }
 
-/// The [`SseBody`] of a response from [`sse_response`], for a writer that serves it itself
-/// ([`crate::sse_conn`]); taking it leaves the response's own body empty.
+/// The [`SseBody`] of a response from [`sse_response`], seen from the response's body (which owns
+/// it: dropping the response body drops the subscription, whoever else holds a hand-off) and from
+/// its extensions (which only reach it while the body lives). Whichever side takes it first
+/// serves it; the other then finds nothing.
 #[derive(Clone)]
-pub(crate) struct SseHandoff(Arc<Mutex<Option<SseBody>>>);
+pub(crate) struct SseHandoff(Side);
+
+#[derive(Clone)]
+enum Side {
+    Body(Arc<Mutex<Option<SseBody>>>),
+    Extension(Weak<Mutex<Option<SseBody>>>),
+}
 
 impl SseHandoff {
+    /// The body's side and the extension's side of `body`.
+    fn new(body: SseBody) -> (SseHandoff, SseHandoff) {
+        let owner = Arc::new(Mutex::new(Some(body)));
+        let viewer = Arc::downgrade(&owner);
+        (SseHandoff(Side::Body(owner)), SseHandoff(Side::Extension(viewer)))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Option<SseBody>) -> R) -> R {
+        // A panic while polling leaves the body as it was: still usable.
+        match &self.0 {
+            Side::Body(owner) => f(&mut owner.lock().unwrap_or_else(|e| e.into_inner())),
+            Side::Extension(viewer) => match viewer.upgrade() {
+                Some(owner) => f(&mut owner.lock().unwrap_or_else(|e| e.into_inner())),
+                None => f(&mut None),
+            },
+        }
+    }
+
+    /// The body, for a writer that serves it itself; the response's own body is then empty.
     pub(crate) fn take(&self) -> Option<SseBody> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.with(Option::take)
     }
 }
 
-/// The response body of [`sse_response`]: the shared [`SseBody`] while nobody took it. Dropping
-/// it drops that body (so a response extension outliving it holds nothing).
-struct SharedSseBody(Arc<Mutex<Option<SseBody>>>);
-
-impl http_body::Body for SharedSseBody {
+impl http_body::Body for SseHandoff {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -203,23 +232,26 @@ impl http_body::Body for SharedSseBody {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        let mut body = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match body.as_mut() {
+        self.with(|body| match body.as_mut() {
             Some(body) => Pin::new(body).poll_frame(cx),
             None => Poll::Ready(None),
-        }
+        })
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_none_or(|b| b.done)
+        self.with(|body| body.as_ref().is_none_or(|b| b.done))
     }
 }
 
-impl Drop for SharedSseBody {
-    fn drop(&mut self) {
-        let body = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        drop(body);
-    }
+/// What [`SseBody::poll_step`] gave a writer that can take over delivery.
+pub(crate) enum Step {
+    /// Bytes to write: events, or a keep-alive comment that was due.
+    Data(Bytes),
+    /// The body is over.
+    End,
+    /// Caught up: the subscription now delivers through the sink it was offered, until the sink
+    /// is resumed.
+    Handed,
 }
 
 /// The response body: a subscription's frames as SSE events, coalesced per wakeup, with
@@ -251,15 +283,27 @@ impl SseBody {
         }
     }
 
-    /// The subscription, until the terminal was taken (for direct delivery, `crate::sse_conn`).
-    pub(crate) fn subscription_mut(&mut self) -> Option<&mut Subscription> {
-        self.subscription.as_mut()
+    /// The next thing to write, or, once the subscription has caught up, its hand-over to
+    /// `sink` (direct delivery, `crate::sse_conn`): the writer then waits for the sink's resume.
+    pub(crate) fn poll_step(&mut self, cx: &mut Context<'_>, sink: &Arc<dyn SseSink>) -> Poll<Step> {
+        match http_body::Body::poll_frame(Pin::new(&mut *self), cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                return Poll::Ready(frame.into_data().map_or(Step::Data(Bytes::new()), Step::Data));
+            }
+            Poll::Ready(Some(Err(never))) => match never {},
+            Poll::Ready(None) => return Poll::Ready(Step::End),
+            Poll::Pending => {}
+        }
+        let max = self.max_batch_bytes;
+        if self.subscription.as_mut().is_some_and(|sub| sub.deliver_to(sink.clone(), max)) {
+            return Poll::Ready(Step::Handed);
+        }
+        // Not a hosted stream's, or frames arrived since the poll: the poll registered this task, so
+        // it is woken for them.
+        Poll::Pending
     }
 
-    pub(crate) fn max_batch_bytes(&self) -> usize {
-        self.max_batch_bytes
-    }
-
+    /// The endpoint's counters, which a writer of its own keeps too.
     pub(crate) fn stats(&self) -> &Arc<SseStats> {
         &self.stats
     }

@@ -3,10 +3,13 @@
 //!
 //! - [`http`]: the SSE endpoint, mountable in any axum app ([`http::sse_router`]).
 //! - [`server`]: the accept loop with the socket settings SSE needs (no Nagle, a bounded
-//!   per-connection buffer, vectored writes) and graceful shutdown; [`sse_conn`] answers a
-//!   connection whose first request subscribes to a stream without hyper.
-//! - [`app`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
-//!   plane, Redis relay, host-lease sweeper, routes, signals.
+//!   per-connection buffer, vectored writes) and graceful shutdown; [`sse_conn`], the direct SSE
+//!   connection layer, answers a connection whose first request subscribes to a stream without
+//!   hyper (its `framing.rs` is the server's only hand-written HTTP; `--no-direct-sse` turns the
+//!   layer off).
+//! - [`serve`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
+//!   plane, the live relay between instances (Redis), host-lease sweeper, routes, signals. One
+//!   module per subcommand: this one and [`relay`].
 //! - [`relay`]: `twoplane relay`: the commit-log relay from PostgreSQL into S2 or Redis logs.
 //! - [`store`]: the server's database (the message and chunk tables) on SQLite or PostgreSQL.
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
@@ -18,7 +21,6 @@
 //!   which other origins' pages may read.
 
 pub mod access;
-pub mod app;
 pub mod assets;
 pub mod cors;
 pub mod demo;
@@ -26,6 +28,7 @@ mod error_text;
 pub mod http;
 pub mod producer;
 pub mod relay;
+pub mod serve;
 pub mod server;
 pub mod sse_conn;
 pub mod store;

@@ -21,10 +21,10 @@ use tracing_subscriber::EnvFilter;
 
 use twoplane_redis::Topology;
 use twoplane_server::access::{load_secret, Access, PRODUCER_TOKEN_ENV, READ_SECRET_ENV};
-use twoplane_server::app::{self, RelayConfig, ServeConfig, Store};
 use twoplane_server::assets::PackageSource;
 use twoplane_server::cors::AllowedOrigins;
 use twoplane_server::demo::{answer, Pace};
+use twoplane_server::serve::{self, LiveRelayConfig, ServeConfig, Store};
 use twoplane_server::token::Claims;
 
 #[derive(Parser, Debug)]
@@ -119,6 +119,10 @@ struct ServeArgs {
     /// npm/twoplane) instead of the copy compiled into the binary.
     #[arg(long)]
     assets: Option<PathBuf>,
+    /// Serve SSE subscriptions through hyper like every other request, instead of the direct
+    /// path that answers a connection whose first request subscribes (for comparison and tests).
+    #[arg(long)]
+    no_direct_sse: bool,
     /// Milliseconds between SSE keep-alive comments.
     #[arg(long, default_value_t = twoplane_core::sse::DEFAULT_KEEP_ALIVE_MS, value_parser = clap::value_parser!(u64).range(10..))]
     keep_alive_ms: u64,
@@ -165,11 +169,24 @@ struct TokenArgs {
 #[command(group(clap::ArgGroup::new("log").required(true).args(["s2", "redis"])))]
 struct RelayArgs {
     /// PostgreSQL URL of the record (needs wal_level=logical and a role allowed to replicate).
+    /// `sslmode` and `sslrootcert` as for `twoplane serve` (default `prefer`).
     #[arg(long, value_name = "URL")]
     pg: String,
-    /// S2 endpoint the logs go to (s2-lite: http://127.0.0.1:PORT).
+    /// Trusted CA certificates (PEM) for PostgreSQL over TLS, like the URL's `sslrootcert`;
+    /// without an sslmode in the URL, implies verify-full.
+    #[arg(long, value_name = "FILE")]
+    pg_ca_file: Option<PathBuf>,
+    /// S2 endpoint the logs go to: s2-lite's (http://127.0.0.1:PORT), or the account endpoint of
+    /// S2's service (https://:TOKEN@aws.s2.dev, with --s2-basin-url).
     #[arg(long, value_name = "URL")]
     s2: Option<String>,
+    /// The basin endpoint, with `{basin}` where the basin name goes (S2's service:
+    /// https://{basin}.b.s2.dev) [default: the --s2 endpoint, with an s2-basin header].
+    #[arg(long, value_name = "URL", requires = "s2")]
+    s2_basin_url: Option<String>,
+    /// Trusted CA certificates (PEM) for an https:// S2 endpoint [default: the system's].
+    #[arg(long, value_name = "FILE", requires = "s2")]
+    s2_ca_file: Option<PathBuf>,
     /// Redis URL the logs go to instead (Redis Streams, redis://HOST:PORT/).
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
@@ -260,7 +277,7 @@ fn main() -> ExitCode {
         None => Store::Sqlite(args.db),
     };
     let redis_ca_file = args.redis_ca_file.clone();
-    let relay = args.redis.map(|url| RelayConfig {
+    let relay = args.redis.map(|url| LiveRelayConfig {
         url,
         topology: match args.relay {
             Some(RelayArg::Broadcast) => Topology::Broadcast,
@@ -284,7 +301,8 @@ fn main() -> ExitCode {
         demo_pace: args.demo_tokens_per_second.map_or(Pace::Natural, Pace::TokensPerSecond),
         access,
         producer_limits: twoplane_server::producer::Limits::default(),
-        postgres: app::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
+        postgres: serve::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
+        direct_sse: !args.no_direct_sse,
     };
     // Refuse bad combinations before the runtime and the database are touched.
     if let Err(e) = config.check() {
@@ -294,7 +312,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(app::run(config, app::shutdown_signal())) {
+    match runtime.block_on(serve::run(config, serve::shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
     }
@@ -302,7 +320,10 @@ fn main() -> ExitCode {
 
 fn relay(args: RelayArgs) -> ExitCode {
     let log = match (args.s2, args.redis) {
-        (Some(url), None) => twoplane_server::relay::LogTarget::S2(url),
+        (Some(url), None) => twoplane_server::relay::LogTarget::S2(
+            url,
+            twoplane_relay::s2::S2Options { ca_file: args.s2_ca_file, basin_url: args.s2_basin_url },
+        ),
         (None, Some(url)) => twoplane_server::relay::LogTarget::Redis(url),
         _ => return fail("give exactly one of --s2 URL and --redis URL"),
     };
@@ -314,12 +335,18 @@ fn relay(args: RelayArgs) -> ExitCode {
     };
     source.tables.tenants = args.tenants_table;
     source.tables.events = args.events_table;
-    let command = twoplane_server::relay::RelayCommand { pg: args.pg, log, source, status_listen: args.status_listen };
+    let command = twoplane_server::relay::RelayCommand {
+        pg: args.pg,
+        pg_ca_file: args.pg_ca_file,
+        log,
+        source,
+        status_listen: args.status_listen,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(twoplane_server::relay::run(command, app::shutdown_signal())) {
+    match runtime.block_on(twoplane_server::relay::run(command, serve::shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }

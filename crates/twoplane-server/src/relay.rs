@@ -9,6 +9,7 @@
 //! the others wait for it.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -18,14 +19,16 @@ use serde::Serialize;
 use twoplane_relay::pg_record::{PgRecord, RecordTables};
 use twoplane_relay::pg_source::{PgSource, PgSourceConfig};
 use twoplane_relay::redis_log::{RedisLog, RedisLogOptions};
-use twoplane_relay::s2::S2LogStore;
-use twoplane_relay::{LogStore, Relay, RelayOptions, RelayStatus};
+use twoplane_relay::s2::{S2LogStore, S2Options};
+use twoplane_relay::{LogError, LogStore, Relay, RelayOptions, RelayStatus};
+use twoplane_stream::{PgEndpoint, PgFailure};
 
 /// Where the logs go. `Debug` shows URLs redacted.
 #[derive(Clone)]
 pub enum LogTarget {
-    /// An S2 endpoint (`http://host:port`, see `twoplane_relay::s2`).
-    S2(String),
+    /// An S2 endpoint (`http://host:port` or `https://...`, see `twoplane_relay::s2`) and how to
+    /// reach it.
+    S2(String, S2Options),
     /// A Redis server (`redis://host:port/`): Redis Streams, see `twoplane_relay::redis_log`.
     Redis(String),
 }
@@ -34,6 +37,8 @@ pub enum LogTarget {
 #[derive(Clone)]
 pub struct RelayCommand {
     pub pg: String,
+    /// Trusted CA certificates for PostgreSQL over TLS (like the URL's `sslrootcert`).
+    pub pg_ca_file: Option<PathBuf>,
     pub log: LogTarget,
     pub source: PgSourceConfig,
     pub status_listen: Option<SocketAddr>,
@@ -42,7 +47,8 @@ pub struct RelayCommand {
 impl std::fmt::Debug for LogTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LogTarget::S2(url) => f.debug_tuple("S2").field(&twoplane_stream::redact_url(url)).finish(),
+            // The token may be the URL's user (`https://TOKEN@host`), which redact_url keeps.
+            LogTarget::S2(url, options) => f.debug_tuple("S2").field(&S2LogStore::shown(url)).field(options).finish(),
             LogTarget::Redis(url) => f.debug_tuple("Redis").field(&twoplane_stream::redact_url(url)).finish(),
         }
     }
@@ -52,6 +58,7 @@ impl std::fmt::Debug for RelayCommand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RelayCommand")
             .field("pg", &twoplane_stream::redact_url(&self.pg))
+            .field("pg_ca_file", &self.pg_ca_file)
             .field("log", &self.log)
             .field("source", &self.source)
             .field("status_listen", &self.status_listen)
@@ -80,7 +87,23 @@ async fn status(State(state): State<Arc<StatusState>>) -> Json<StatusBody> {
 /// user can fix (a bad URL or slot name, a port in use), as one line each.
 pub async fn run(command: RelayCommand, shutdown: impl std::future::Future<Output = ()>) -> Result<(), String> {
     let (log, kind): (Arc<dyn LogStore>, &'static str) = match &command.log {
-        LogTarget::S2(url) => (Arc::new(S2LogStore::new(url).map_err(|e| format!("--s2: {e}"))?), "s2"),
+        LogTarget::S2(url, options) => {
+            let store = S2LogStore::with_options(url, options).map_err(|e| format!("--s2: {e}"))?;
+            // A certificate that does not verify or a refused token will not fix itself: say so
+            // now and stop, rather than retry it forever in the log. An unreachable store may
+            // come up later, and the relay waits for it as it always has.
+            match store.check().await {
+                Err(LogError::Rejected(e)) => return Err(format!("--s2 {}: {e}", store.endpoint())),
+                Err(LogError::Unavailable(e)) if e.starts_with("TLS failed") => {
+                    return Err(format!("--s2 {}: {e}", store.endpoint()))
+                }
+                Err(e) => {
+                    tracing::warn!(endpoint = store.endpoint(), error = %e, "S2 not reachable yet; the relay retries")
+                }
+                Ok(()) => {}
+            }
+            (Arc::new(store), "s2")
+        }
         LogTarget::Redis(url) => {
             let store = RedisLog::connect(url, RedisLogOptions::default())
                 .await
@@ -94,8 +117,17 @@ pub async fn run(command: RelayCommand, shutdown: impl std::future::Future<Outpu
         }
     };
     let tables: RecordTables = command.source.tables.clone();
-    let source = PgSource::new(&command.pg, command.source.clone()).map_err(|e| format!("--pg: {e}"))?;
-    let record = Arc::new(PgRecord::new(&command.pg, tables));
+    let endpoint = PgEndpoint::parse(&command.pg, command.pg_ca_file.as_deref()).map_err(|e| format!("--pg: {e}"))?;
+    let source = PgSource::new(&endpoint, command.source.clone()).map_err(|e| format!("--pg: {e}"))?;
+    // The same for PostgreSQL: TLS, authentication and settings are the operator's to fix.
+    match endpoint.connect("relay-check").await {
+        Ok(_) => {}
+        Err(e) if matches!(e.failure(), PgFailure::Tls | PgFailure::Auth | PgFailure::Config) => {
+            return Err(format!("--pg: {e}"))
+        }
+        Err(e) => tracing::warn!(error = %e, "PostgreSQL not reachable yet; the relay retries"),
+    }
+    let record = Arc::new(PgRecord::new(&endpoint, tables));
 
     // Bind before starting, so a port in use is reported and nothing has been touched yet.
     let listener = match command.status_listen {

@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -40,6 +40,10 @@ pub struct HttpConfig {
     pub shutdown_grace: Duration,
     /// Read timeout for request headers, so an idle socket that never sends a request is closed.
     pub header_read_timeout: Duration,
+    /// The path whose subscriptions [`crate::sse_conn`] serves itself when a connection's first
+    /// request is one ([`crate::http::STREAM_PATH`] by default); `None` serves every request
+    /// through hyper.
+    pub direct_sse_path: Option<String>,
 }
 
 impl Default for HttpConfig {
@@ -48,6 +52,7 @@ impl Default for HttpConfig {
             max_buf_size: 64 * 1024,
             shutdown_grace: Duration::from_secs(5),
             header_read_timeout: Duration::from_secs(30),
+            direct_sse_path: Some(crate::http::STREAM_PATH.to_owned()),
         }
     }
 }
@@ -103,22 +108,28 @@ pub async fn serve(
         let watcher = graceful.watcher();
         let mut stop = stop.clone();
         let head_timeout = config.header_read_timeout;
+        let direct_path = config.direct_sse_path.clone();
         tokio::spawn(async move {
             let mut stream = stream;
-            let first = tokio::select! {
-                first = tokio::time::timeout(head_timeout, sse_conn::read_first(&mut stream, peer)) => match first {
-                    Ok(first) => first,
-                    Err(_) => return,
+            let first = match &direct_path {
+                None => First::Other(Bytes::new()),
+                Some(path) => tokio::select! {
+                    first = tokio::time::timeout(head_timeout, sse_conn::read_first(&mut stream, peer, path)) => match first {
+                        Ok(first) => first,
+                        Err(_) => return,
+                    },
+                    _ = stop.changed() => return,
                 },
-                _ = stop.changed() => return,
             };
             let prefix = match first {
                 First::Closed => return,
                 First::Other(read) => read,
                 First::Sse(request, rest) => {
+                    let close = sse_conn::wants_close(request.headers());
                     let Ok(response) = router.clone().oneshot(*request).await;
                     let mut pending = BytesMut::from(&rest[..]);
                     match sse_conn::write_response(stream, response, &mut pending).await {
+                        Served::Done(_) if close => return,
                         Served::Done(returned) => {
                             stream = returned;
                             pending.freeze()

@@ -1,5 +1,5 @@
 //! Cross-origin reads (`--allow-origin`, src/cors.rs) over real HTTP against `twoplane serve`'s
-//! own assembly (`app::prepare`, a temporary SQLite file). Each request is the first on a fresh
+//! own assembly (`serve::prepare`, a temporary SQLite file). Each request is the first on a fresh
 //! connection, so a subscription's `GET` takes the server's own SSE path (src/sse_conn.rs) and
 //! everything else goes through hyper, as from a browser.
 //!

@@ -36,9 +36,19 @@ struct TestServer {
     plane: Plane,
     stats: Arc<SseStats>,
     db: Option<DemoDb>,
+    /// Whether the direct SSE path serves subscriptions (see [`http_config`]).
+    direct: bool,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
+}
+
+/// The default settings, with the direct SSE path off under `TWOPLANE_TEST_DIRECT_SSE=off`
+/// (scripts/test-server.sh runs this file both ways).
+fn http_config() -> HttpConfig {
+    let direct = std::env::var("TWOPLANE_TEST_DIRECT_SSE").map_or(true, |v| v != "off");
+    let config = HttpConfig::default();
+    HttpConfig { direct_sse_path: if direct { config.direct_sse_path } else { None }, ..config }
 }
 
 impl TestServer {
@@ -52,6 +62,17 @@ impl TestServer {
     }
 
     async fn serve(plane: Plane, db: Option<DemoDb>, keep_alive: Duration, dir: tempfile::TempDir) -> TestServer {
+        TestServer::serve_with(plane, db, keep_alive, dir, http_config()).await
+    }
+
+    async fn serve_with(
+        plane: Plane,
+        db: Option<DemoDb>,
+        keep_alive: Duration,
+        dir: tempfile::TempDir,
+        http: HttpConfig,
+    ) -> TestServer {
+        let direct = http.direct_sse_path.is_some();
         let config = SseConfig { keep_alive, ..SseConfig::default() };
         let (router, stats) = sse_router(plane.clone(), config);
         let listener = server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
@@ -61,18 +82,33 @@ impl TestServer {
             let shutdown = async move {
                 let _ = stopped.await;
             };
-            server::serve(listener, router, HttpConfig::default(), shutdown).await.unwrap();
+            server::serve(listener, router, http, shutdown).await.unwrap();
         });
-        TestServer { addr, plane, stats, db, stop: Some(stop), task, _dir: dir }
+        TestServer { addr, plane, stats, db, direct, stop: Some(stop), task, _dir: dir }
     }
 
     /// A server on a plane in callback mode (checkpoints acknowledged in memory, no store) with
     /// `options`, readable by anyone.
     async fn with_callback_plane(options: PlaneOptions) -> TestServer {
+        TestServer::with_callback_plane_on(options, http_config()).await
+    }
+
+    async fn with_callback_plane_on(options: PlaneOptions, http: HttpConfig) -> TestServer {
         let target = CallbackTarget::new(|_input| async { Ok(CommitReply::default()) });
         let target: Arc<dyn DurableTarget> = Arc::new(target);
         let plane = Plane::new(options.with_authorizer(Arc::new(AllowAll)), target).unwrap();
-        TestServer::serve(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap()).await
+        TestServer::serve_with(plane, None, Duration::from_secs(15), tempfile::tempdir().unwrap(), http).await
+    }
+
+    /// Caught-up subscribers were handed to their stream's writer tasks exactly when the direct
+    /// path is on (through hyper, never).
+    fn assert_handed_over(&self) {
+        let handovers = self.stats.handovers.load(std::sync::atomic::Ordering::SeqCst);
+        if self.direct {
+            assert!(handovers >= 1, "no subscriber was handed over on the direct path");
+        } else {
+            assert_eq!(handovers, 0, "a subscriber was handed over with the direct path off");
+        }
     }
 
     async fn open(&self, id: &str) -> twoplane_stream::StreamHandle {
@@ -245,7 +281,7 @@ async fn headers_ids_and_the_whole_text() {
     assert_eq!(stored.body, String::from_utf16(&all).unwrap());
     assert_eq!(stored.status.as_deref(), Some("complete"));
     // Paced pushes reach a caught-up subscriber through its stream's writer task.
-    assert!(server.stats.handovers.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    server.assert_handed_over();
     drop(client);
     server.wait_released(0).await;
     server.stop().await;
@@ -335,7 +371,7 @@ async fn keep_alive_comments_on_an_idle_stream() {
     }
     let raw = String::from_utf8(client.raw.clone()).unwrap();
     // The subscriber was handed over (it is caught up) while its pings went out.
-    assert!(server.stats.handovers.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    server.assert_handed_over();
     let pings = raw.matches("\n\n: ping\n\n").count() + raw.matches(": ping\n\n: ping").count();
     assert!(raw.matches(": ping\n\n").count() >= 3, "{raw:?}");
     assert!(pings >= 1);
@@ -459,7 +495,8 @@ async fn a_client_that_stops_reading_gets_stale_and_memory_stays_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_subscriber_whose_socket_fills_is_handed_back_in_order() {
     let options = PlaneOptions { max_queued_frames: 256, chars: 1 << 20, interval_ms: 20, ..PlaneOptions::default() };
-    let server = TestServer::with_callback_plane(options).await;
+    // The direct path's own behaviour: on whatever TWOPLANE_TEST_DIRECT_SSE says.
+    let server = TestServer::with_callback_plane_on(options, HttpConfig::default()).await;
     let handle = server.plane.open("full").await.unwrap();
     let mut slow = slow_subscriber(server.addr, "full").await;
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -563,6 +600,24 @@ async fn pipelined_subscriptions_on_one_connection_are_answered_in_order() {
     server.stop().await;
 }
 
+/// `connection: close` on a subscription: the response is the whole answer and the server then
+/// closes the connection, so a request pipelined behind it is not answered (on the direct path
+/// as through hyper).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_asking_to_close_ends_its_connection() {
+    let server = TestServer::start(Duration::from_secs(15), Arc::new(AllowAll)).await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let first = "GET /api/stream?streamId=nobody-1&from=0 HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n";
+    let second = "GET /api/stream?streamId=nobody-2&from=0 HTTP/1.1\r\nhost: t\r\n\r\n";
+    stream.write_all(format!("{first}{second}").as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut got)).await.expect("the server closed the connection").unwrap();
+    let text = String::from_utf8(got).unwrap();
+    assert_eq!(text.matches("HTTP/1.1 200").count(), 1, "{text}");
+    assert!(text.contains(r#"data: {"type":"absent"}"#), "{text}");
+    server.stop().await;
+}
+
 /// A live subscription on the server's own path, handed to its stream's writer task, then a
 /// second request pipelined behind it: the first response ends with the stream, and the
 /// connection (its socket taken back from the writer task) goes on to answer the second.
@@ -595,7 +650,7 @@ async fn a_pipelined_request_behind_a_delivered_subscription_is_answered() {
     while String::from_utf8_lossy(&got).matches("\r\n0\r\n\r\n").count() < 2 {
         read_some(&mut got).await;
     }
-    assert!(server.stats.handovers.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    server.assert_handed_over();
     let text = String::from_utf8(got).unwrap();
     let responses: Vec<&str> = text.split("HTTP/1.1 ").filter(|r| !r.is_empty()).collect();
     assert_eq!(responses.len(), 2, "{text}");

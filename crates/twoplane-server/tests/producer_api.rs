@@ -1,4 +1,4 @@
-//! The producer API over real HTTP against `twoplane serve`'s own assembly (`app::prepare`, a
+//! The producer API over real HTTP against `twoplane serve`'s own assembly (`serve::prepare`, a
 //! temporary SQLite file): races that only the server can settle, and the UTF-8 rule of the
 //! streaming body under random chunkings.
 //!

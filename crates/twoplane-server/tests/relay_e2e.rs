@@ -10,6 +10,14 @@
 //! it was skipped and passes, unless `TWOPLANE_REQUIRE_SERVICES=1` (scripts/test-relay.sh sets
 //! it), which fails it.
 //! Every run uses its own tables, slot, publication and tenants, so runs never see each other.
+//!
+//! The S2 scenario runs a second time over TLS: PostgreSQL with a certificate from a throwaway CA
+//! (`sslmode=verify-full` and the CA in the URL, for the replication stream and the record
+//! reader alike) and s2-lite behind a TLS terminator (scripts/s2-tls.sh, `--s2 https://...
+//! --s2-ca-file`); the replication session is checked to be encrypted. Then verification must
+//! fail as it should: the wrong CA, a host name the certificate does not carry, and
+//! `sslmode=require` against a server without TLS each stop `twoplane relay` at start with a
+//! message naming the cause.
 
 mod common;
 
@@ -20,11 +28,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use twoplane_server::demo::answer::Rng;
 
-use tokio_postgres::NoTls;
 use twoplane_relay::pg_record::RecordTables;
 use twoplane_relay::redis_log::{RedisLog, RedisLogOptions};
-use twoplane_relay::s2::S2LogStore;
+use twoplane_relay::s2::{S2LogStore, S2Options};
 use twoplane_relay::{session_stream, BasinName};
+use twoplane_stream::PgEndpoint;
 
 const ROWS: usize = 10_000;
 const SESSIONS: usize = 200;
@@ -145,6 +153,11 @@ fn get_status(port: u16) -> Option<String> {
     out.split_once("\r\n\r\n").map(|(_, body)| body.to_owned())
 }
 
+/// A connection as the URL says (its sslmode and sslrootcert included).
+async fn connect(url: &str) -> tokio_postgres::Client {
+    PgEndpoint::parse(url, None).expect("a PostgreSQL URL").connect("relay-e2e").await.expect("connect to PostgreSQL")
+}
+
 async fn drop_slot(db: &tokio_postgres::Client, slot: &str) {
     // The relay reconnects after a pause: terminate its walsender, then drop the slot before it
     // is back. Retried, since the relay may win the race.
@@ -209,7 +222,114 @@ impl Logs {
 async fn pg_to_s2_every_log_equals_the_record_after_kills_and_a_slot_drop() {
     let (Some(pg), Some(s2)) = (service("TWOPLANE_PG_URL", "pg"), service("TWOPLANE_S2_URL", "s2")) else { return };
     let logs = Logs::S2(S2LogStore::new(&s2).expect("TWOPLANE_S2_URL"));
-    scenario("s2", &pg, ["--s2".to_owned(), s2.clone()], &s2, logs).await;
+    scenario("s2", &pg, vec!["--s2".to_owned(), s2.clone()], &s2, logs).await;
+}
+
+/// The TLS services: PostgreSQL's URL with verify-full and its CA, the HTTPS S2 endpoint and the
+/// CA of its certificate, and a CA that signed neither.
+struct TlsServices {
+    pg: String,
+    s2: String,
+    ca: String,
+    wrong_ca: String,
+}
+
+fn tls_services() -> Option<TlsServices> {
+    let pg = service("TWOPLANE_PG_TLS_URL", "pg (TWOPLANE_PG_TLS=1)")?;
+    let pg_ca = service("TWOPLANE_PG_TLS_CA", "pg (TWOPLANE_PG_TLS=1)")?;
+    let s2 = service("TWOPLANE_S2_TLS_URL", "s2-tls")?;
+    let ca = service("TWOPLANE_S2_TLS_CA", "s2-tls")?;
+    let wrong_ca = service("TWOPLANE_S2_TLS_WRONG_CA", "s2-tls")?;
+    // Both certificates come from scripts/test-certs.sh, each directory with its own CA.
+    let sep = if pg.contains('?') { '&' } else { '?' };
+    let pg = format!("{pg}{sep}sslmode=verify-full&sslrootcert={pg_ca}");
+    Some(TlsServices { pg, s2, ca, wrong_ca })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL with TLS (wal_level=logical) and s2-lite behind TLS: run `bash scripts/test-relay.sh`"]
+async fn pg_to_s2_over_tls_every_log_equals_the_record_after_kills_and_a_slot_drop() {
+    let Some(tls) = tls_services() else { return };
+    let options = S2Options { ca_file: Some(tls.ca.clone().into()), basin_url: None };
+    let logs = Logs::S2(S2LogStore::with_options(&tls.s2, &options).expect("TWOPLANE_S2_TLS_URL"));
+    let log_args = vec!["--s2".to_owned(), tls.s2.clone(), "--s2-ca-file".to_owned(), tls.ca.clone()];
+    scenario("s2tls", &tls.pg, log_args, &tls.s2, logs).await;
+}
+
+/// `twoplane relay` with `args`, which must stop by itself (within 30 s) with a failure; its
+/// output.
+fn relay_refuses(args: &[&str]) -> String {
+    let child = Command::new(env!("CARGO_BIN_EXE_twoplane"))
+        .arg("relay")
+        .args(args)
+        .args(["--slot", "never_taken", "--publication", "never_taken"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start twoplane relay");
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(30));
+        // SAFETY: a plain kill(2) of our own child; harmless if it already exited and was reaped
+        // (the pid is then checked by the assertion below, which sees a signal exit).
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("relay output");
+    drop(watchdog);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "the relay should have refused to start: {:?}\n{text}",
+        out.status
+    );
+    text
+}
+
+#[test]
+#[ignore = "needs PostgreSQL with and without TLS and s2-lite behind TLS: run `bash scripts/test-relay.sh`"]
+fn tls_verification_fails_as_it_should_and_says_why() {
+    let (Some(tls), Some(plain_pg), Some(plain_s2)) =
+        (tls_services(), service("TWOPLANE_PG_URL", "pg"), service("TWOPLANE_S2_URL", "s2"))
+    else {
+        return;
+    };
+    let mut said = Vec::new();
+    // S2: the wrong CA, then a name the certificate does not carry (it names 127.0.0.1 and
+    // localhost; the terminator also listens on 127.0.0.2, loopback too but not in it).
+    let out = relay_refuses(&["--pg", &tls.pg, "--s2", &tls.s2, "--s2-ca-file", &tls.wrong_ca]);
+    assert!(out.contains("TLS failed: the server's certificate does not verify against the CA file"), "{out}");
+    assert!(out.contains("UnknownIssuer"), "{out}");
+    said.push(("relay with the wrong S2 CA".to_owned(), out));
+    let renamed = tls.s2.replace("127.0.0.1", "127.0.0.2");
+    let out = relay_refuses(&["--pg", &tls.pg, "--s2", &renamed, "--s2-ca-file", &tls.ca]);
+    assert!(out.contains("TLS failed") && out.contains("NotValidForName"), "{out}");
+    said.push(("relay with a name S2's certificate lacks".to_owned(), out));
+    // https:// to a server that speaks plain HTTP.
+    let out =
+        relay_refuses(&["--pg", &tls.pg, "--s2", &plain_s2.replace("http://", "https://"), "--s2-ca-file", &tls.ca]);
+    assert!(out.contains("did not answer in TLS"), "{out}");
+    said.push(("relay with https:// to plain s2-lite".to_owned(), out));
+
+    // PostgreSQL: the wrong CA, a name the certificate lacks, require against a plain server.
+    let wrong = tls.pg.replace(
+        &format!("sslrootcert={}", std::env::var("TWOPLANE_PG_TLS_CA").unwrap()),
+        &format!("sslrootcert={}", tls.wrong_ca),
+    );
+    assert_ne!(wrong, tls.pg);
+    let out = relay_refuses(&["--pg", &wrong, "--s2", &tls.s2, "--s2-ca-file", &tls.ca]);
+    assert!(out.contains("TLS failed") && out.contains("UnknownIssuer"), "{out}");
+    said.push(("relay with the wrong PostgreSQL CA".to_owned(), out));
+    // The right address under a name the certificate lacks (hostaddr, as libpq spells it).
+    let renamed = format!("{}&hostaddr=127.0.0.1", tls.pg.replacen("@127.0.0.1:", "@wrong-name.invalid:", 1));
+    let out = relay_refuses(&["--pg", &renamed, "--s2", &tls.s2, "--s2-ca-file", &tls.ca]);
+    assert!(out.contains("TLS failed") && out.contains("not valid for name"), "{out}");
+    said.push(("relay with a name PostgreSQL's certificate lacks".to_owned(), out));
+    let sep = if plain_pg.contains('?') { '&' } else { '?' };
+    let out = relay_refuses(&["--pg", &format!("{plain_pg}{sep}sslmode=require"), "--s2", &plain_s2]);
+    assert!(out.contains("server does not support TLS"), "{out}");
+    said.push(("relay with sslmode=require against plain PostgreSQL".to_owned(), out));
+    common::secrets::assert_no_secrets_named(&said);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,10 +340,10 @@ async fn pg_to_redis_every_log_equals_the_record_after_kills_and_a_slot_drop() {
     };
     let store = RedisLog::connect(&url, RedisLogOptions::default()).await.expect("TWOPLANE_REDIS_URL");
     let connection = redis::Client::open(url.as_str()).unwrap().get_connection_manager().await.unwrap();
-    scenario("redis", &pg, ["--redis".to_owned(), url.clone()], &url, Logs::Redis(store, connection)).await;
+    scenario("redis", &pg, vec!["--redis".to_owned(), url.clone()], &url, Logs::Redis(store, connection)).await;
 }
 
-async fn scenario(kind: &str, pg: &str, log_args: [String; 2], log_url: &str, mut logs: Logs) {
+async fn scenario(kind: &str, pg: &str, log_args: Vec<String>, log_url: &str, mut logs: Logs) {
     let pg = pg.to_owned();
     let names = Names::new(kind);
     let seed = std::env::var("TWOPLANE_RELAY_E2E_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -231,8 +351,7 @@ async fn scenario(kind: &str, pg: &str, log_args: [String; 2], log_url: &str, mu
     });
     eprintln!("seed {seed} (TWOPLANE_RELAY_E2E_SEED), run {}", names.run);
 
-    let (db, connection) = tokio_postgres::connect(&pg, NoTls).await.expect("connect to PostgreSQL");
-    tokio::spawn(connection);
+    let db = connect(&pg).await;
     let level: String = db.query_one("SHOW wal_level", &[]).await.unwrap().get(0);
     assert_eq!(level, "logical", "PostgreSQL must run with wal_level=logical (scripts/pg.sh sets it)");
     db.batch_execute(&names.tables.ddl()).await.unwrap();
@@ -248,24 +367,24 @@ async fn scenario(kind: &str, pg: &str, log_args: [String; 2], log_url: &str, mu
     let status_port = free_port();
     let mut relay = RelayProcess {
         name: names.run.clone(),
-        args: vec![
-            "--pg".into(),
-            pg.clone(),
-            log_args[0].clone(),
-            log_args[1].clone(),
-            "--slot".into(),
-            names.slot.clone(),
-            "--publication".into(),
-            names.slot.clone(),
-            "--tenants-table".into(),
-            names.tables.tenants.clone(),
-            "--events-table".into(),
-            names.tables.events.clone(),
-            "--state-table".into(),
-            names.state.clone(),
-            "--status-listen".into(),
-            format!("127.0.0.1:{status_port}"),
-        ],
+        args: ["--pg".to_owned(), pg.clone()]
+            .into_iter()
+            .chain(log_args)
+            .chain([
+                "--slot".into(),
+                names.slot.clone(),
+                "--publication".into(),
+                names.slot.clone(),
+                "--tenants-table".into(),
+                names.tables.tenants.clone(),
+                "--events-table".into(),
+                names.tables.events.clone(),
+                "--state-table".into(),
+                names.state.clone(),
+                "--status-listen".into(),
+                format!("127.0.0.1:{status_port}"),
+            ])
+            .collect(),
         child: None,
         starts: 0,
     };
@@ -279,8 +398,7 @@ async fn scenario(kind: &str, pg: &str, log_args: [String; 2], log_url: &str, mu
         let tenants: Vec<String> = (0..TENANTS).map(|k| names.tenant(k)).collect();
         let pg = pg.clone();
         tokio::spawn(async move {
-            let (mut db, connection) = tokio_postgres::connect(&pg, NoTls).await.unwrap();
-            tokio::spawn(connection);
+            let mut db = connect(&pg).await;
             let insert = format!("INSERT INTO {events} (tenant_id, session_id, seq, generation, body) VALUES ($1, $2, $3, 1, $4::text::jsonb)");
             // Seeded per run and printed, so a failing run can be repeated with TWOPLANE_RELAY_E2E_SEED.
             let mut rng = Rng::new(seed);
@@ -322,6 +440,18 @@ async fn scenario(kind: &str, pg: &str, log_args: [String; 2], log_url: &str, mu
         wait_for(fraction).await;
         if status_seen.is_none() {
             status_seen = get_status(status_port);
+        }
+        if i == 0 && pg.contains("sslmode=verify-full") {
+            // The replication session itself is encrypted, not only the plain connections.
+            let ssl: Option<bool> = db
+                .query_opt(
+                    "SELECT s.ssl FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid) WHERE r.application_name = $1",
+                    &[&format!("twoplane-relay {}", names.slot)],
+                )
+                .await
+                .unwrap()
+                .map(|row| row.get(0));
+            assert_eq!(ssl, Some(true), "the relay's replication session over TLS");
         }
         relay.kill9();
         eprintln!("SIGKILL {} at {} rows", i + 1, committed.load(Ordering::SeqCst));

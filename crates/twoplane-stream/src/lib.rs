@@ -65,11 +65,8 @@ mod jitter;
 mod memory;
 mod options;
 mod pg_client;
-mod pg_endpoint;
-mod pg_tls;
 mod plane;
 mod postgres;
-mod redact;
 mod relay;
 mod relay_leg;
 mod relay_queue;
@@ -98,10 +95,8 @@ pub use options::{
     DEFAULT_RELAY_ATTACH_TIMEOUT_MS, DEFAULT_RETAIN_CHARS, DEFAULT_RETRY_BACKOFF_MS,
 };
 pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
-pub use pg_endpoint::{PgConnectError, PgEndpoint, PgFailure, SslMode};
 pub use plane::{DrainReport, Plane};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
-pub use redact::redact_url;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
@@ -112,6 +107,7 @@ pub use sweeper::{
     DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,
 };
 pub use target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
+pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 
 /// The core types a user of this crate needs, re-exported so versions cannot drift.
 pub use twoplane_core::sql::{StreamColumns, StreamTables};

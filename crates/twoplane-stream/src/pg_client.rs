@@ -15,7 +15,7 @@ use deadpool_postgres::{Connect, Manager, ManagerConfig, Object, Pool, PoolError
 use futures::future::BoxFuture;
 use tokio_postgres::{Client, Statement};
 
-use crate::pg_endpoint::{PgConnectError, PgEndpoint, PgFailure};
+use twoplane_pg::{PgConnectError, PgEndpoint, PgFailure};
 
 /// How many connections a pool holds at most when the caller does not say.
 pub const DEFAULT_PG_POOL_SIZE: usize = 4;

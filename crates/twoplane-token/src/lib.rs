@@ -19,7 +19,8 @@
 //! - [`mint`] writes the keys in the order above with no whitespace, so signers in other
 //!   languages that follow the format produce the same bytes (tests/vectors/token.json pins it).
 //!
-//! This crate is the one place the rule lives: `twoplane token`, the server's authorizer (the
+//! This crate is the one place the rule lives (the token format, and which bytes of a secret are
+//! the key: [`secret_key`]): `twoplane token`, the server's authorizer (the
 //! server re-exports it as `twoplane_server::token`), the reader's cancel route and the vector
 //! generator all call it. It is pure (no I/O, no clock but [`unix_now`]), so the `token_verify`
 //! fuzz target (fuzz/) runs it alone; [`scenarios`] holds what that target checks.
@@ -82,6 +83,14 @@ impl Denied {
             Denied::Expired => "expired",
         }
     }
+}
+
+/// The key a secret's bytes stand for: without trailing spaces, tabs, CRs and LFs (a file's final
+/// newline, or an editor's). Every loader of a secret applies this before [`mint`] or [`verify`];
+/// signers in other languages do the same (tests/vectors/token.json has secrets that end so).
+pub fn secret_key(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')).map_or(0, |i| i + 1);
+    &bytes[..end]
 }
 
 fn mac_for(secret: &[u8]) -> HmacSha256 {
@@ -260,6 +269,14 @@ pub mod scenarios {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_secret_key_leaves_trailing_blank_bytes_out() {
+        assert_eq!(super::secret_key(b"k3y \t\r\n"), b"k3y");
+        assert_eq!(super::secret_key(b" inner space\n\n"), b" inner space");
+        assert_eq!(super::secret_key(b"\r\n"), b"");
+        assert_eq!(super::secret_key(b"no\x0bvt"), b"no\x0bvt");
+    }
+
     use super::*;
 
     const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";

@@ -35,7 +35,9 @@ export function signStreamToken({ secret, streamId, expiresAt, ttlSeconds = 300,
   if (userId !== undefined && userId !== null && !wellFormed(userId)) {
     throw new TwoplaneError('invalid_argument', 'userId must be a well-formed string');
   }
-  // The server trims a secret's trailing spaces, tabs, CRs and LFs (a file's final newline).
+  // Which bytes of a secret are the key is twoplane-token's rule (`secret_key`: without trailing
+  // spaces, tabs, CRs and LFs); this is its JavaScript side, held to it by token.json, whose
+  // secrets end in such bytes.
   const key = typeof secret === 'string' ? secret.replace(/[ \t\r\n]+$/, '') : trimBytes(secret);
   const exp = expiresAt ?? Math.floor(Date.now() / 1000) + ttlSeconds;
   if (!Number.isSafeInteger(exp) || exp < 0 || exp > MAX_EXP) {

@@ -27,7 +27,7 @@ use std::time::Duration;
 use axum::Router;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
-use twoplane_stream::{Plane, PlaneError, StreamHandle};
+use twoplane_stream::{Plane, PlaneError, StreamHandle, StreamStatus};
 
 use crate::access::Access;
 use crate::store::Database;
@@ -59,26 +59,6 @@ impl Default for Limits {
     }
 }
 
-/// How a stream ended, as the API reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ended {
-    Complete,
-    Cancelled,
-    Error,
-    Interrupted,
-}
-
-impl Ended {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Ended::Complete => "complete",
-            Ended::Cancelled => "cancelled",
-            Ended::Error => "error",
-            Ended::Interrupted => "interrupted",
-        }
-    }
-}
-
 /// One stream opened through this API.
 pub(crate) struct Producing {
     pub id: String,
@@ -93,7 +73,7 @@ pub(crate) struct Producing {
     pub body_active: AtomicBool,
     touched: Mutex<Instant>,
     /// How the stream was sealed (the first seal wins) and when.
-    sealed: Mutex<Option<(Ended, Instant)>>,
+    sealed: Mutex<Option<(StreamStatus, Instant)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -119,22 +99,22 @@ impl Producing {
     }
 
     /// How the stream was sealed through this API, if it was.
-    pub fn ended(&self) -> Option<Ended> {
+    pub fn ended(&self) -> Option<StreamStatus> {
         lock(&self.sealed).map(|(e, _)| e)
     }
 
     /// Seal `complete` (or `cancelled` after a reader's cancel), or `error` with `message`. The
     /// first seal wins; a later call waits for it and reports it.
-    pub async fn seal(&self, error: Option<&str>) -> (Ended, Result<(), PlaneError>) {
+    pub async fn seal(&self, error: Option<&str>) -> (StreamStatus, Result<(), PlaneError>) {
         let ended = {
             let mut sealed = lock(&self.sealed);
             let ended = match (*sealed, error) {
                 (Some((ended, _)), _) => ended,
                 // Sealed by the plane itself (a drain at shutdown): its seal stands.
-                (None, _) if self.handle.is_sealed() => Ended::Interrupted,
-                (None, Some(_)) => Ended::Error,
-                (None, None) if self.handle.cancelled() => Ended::Cancelled,
-                (None, None) => Ended::Complete,
+                (None, _) if self.handle.is_sealed() => StreamStatus::Interrupted,
+                (None, Some(_)) => StreamStatus::Error,
+                (None, None) if self.handle.cancelled() => StreamStatus::Cancelled,
+                (None, None) => StreamStatus::Complete,
             };
             if sealed.is_none() {
                 *sealed = Some((ended, Instant::now()));
@@ -144,7 +124,7 @@ impl Producing {
         self.stop_watch.notify_one();
         // The plane keeps the first seal asked for and hands every caller its outcome.
         let outcome = match error {
-            Some(message) if ended == Ended::Error => self.handle.fail(message).await,
+            Some(message) if ended == StreamStatus::Error => self.handle.fail(message).await,
             _ => self.handle.close().await,
         };
         (ended, outcome)
@@ -214,7 +194,7 @@ impl Producers {
             });
             for p in gone {
                 tracing::warn!(stream_id = %p.id, seq = p.handle.seq(), "producer went quiet; sealing the stream interrupted");
-                *lock(&p.sealed) = Some((Ended::Interrupted, now));
+                *lock(&p.sealed) = Some((StreamStatus::Interrupted, now));
                 // The watcher's reference goes; the last one dropping the handle seals it
                 // `interrupted` (the plane's rule for a producer that disappeared).
                 p.stop_watch.notify_one();

@@ -46,14 +46,8 @@ pub(super) fn router(producers: Producers) -> Router {
         .route("/v1/streams/{id}/close", post(close))
         .route("/v1/streams/{id}/fail", post(fail))
         .route_layer(axum::middleware::from_fn_with_state(producers.access.clone(), access::require_producer));
-    let reader = Router::new()
-        .route("/v1/streams/{id}/cancel", post(cancel))
-        .route_layer(axum::middleware::from_fn(access::token_from_query));
     // Pages on allowed origins may cancel (the producer routes above never answer CORS).
-    let reader = match producers.access.allowed_origins.layer() {
-        Some(cors) => reader.layer(cors),
-        None => reader,
-    };
+    let reader = access::reader_routes(Router::new().route("/v1/streams/{id}/cancel", post(cancel)), &producers.access);
     producer.merge(reader).with_state(producers)
 }
 
@@ -305,12 +299,7 @@ async fn status(State(producers): State<Producers>, Path(id): Path<String>) -> R
 async fn cancel(State(producers): State<Producers>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     if let Err(denied) = producers.access.check_read(&headers, &id) {
         tracing::debug!(reason = denied.as_str(), "cancel refused");
-        return (
-            StatusCode::FORBIDDEN,
-            [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "forbidden\n",
-        )
-            .into_response();
+        return crate::http::forbidden();
     }
     match rows::request_cancel(&producers.db, &id).await {
         Ok(CancelOutcome::Requested) => {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 use twoplane_core::sql::{quote_ident, stream_chunk_table_ddl, Dialect, StreamTables};
-use twoplane_core::STREAM_STATUS_STREAMING;
+use twoplane_core::{StreamStatus, STREAM_STATUS_STREAMING};
 use twoplane_stream::{DurableTarget, PlaneError, SqliteTarget};
 
 use super::{check_columns, tables, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE};
@@ -59,8 +59,9 @@ impl SqliteStore {
 
     /// See [`super::Database::sweep_streaming`].
     pub(super) async fn sweep_streaming(&self) -> Result<usize, PlaneError> {
-        let sql = format!("UPDATE {} SET status = 'interrupted' WHERE status = ?1", quote_ident(MESSAGE_TABLE)?);
-        self.with_connection(move |conn| conn.execute(&sql, [STREAM_STATUS_STREAMING]).map_err(sqlite_err)).await
+        let sql = format!("UPDATE {} SET status = ?1 WHERE status = ?2", quote_ident(MESSAGE_TABLE)?);
+        let statuses = [StreamStatus::Interrupted.as_str(), STREAM_STATUS_STREAMING];
+        self.with_connection(move |conn| conn.execute(&sql, statuses).map_err(sqlite_err)).await
     }
 }
 

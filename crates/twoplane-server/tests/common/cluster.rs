@@ -147,6 +147,7 @@ impl Instance {
         let child = Command::new(BIN)
             .arg("serve")
             .args(args)
+            .args((!super::direct_sse()).then_some("--no-direct-sse"))
             .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             // Both streams into the log: the secrets check reads everything the process wrote.

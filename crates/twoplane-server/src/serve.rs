@@ -1,5 +1,6 @@
-//! `twoplane serve`: wire the database, the plane, the relay, the sweeper, the routes and the
-//! listener together.
+//! `twoplane serve`: wire the database, the plane, the live relay between instances (Redis:
+//! [`LiveRelayConfig`]; not the commit-log relay of `twoplane relay`, which is [`crate::relay`]),
+//! the sweeper, the routes and the listener together.
 //!
 //! Startup checks every piece of configuration before serving anything, so a bad `--db`, an
 //! unreachable `--pg` or `--redis`, or a port in use fails at once with one sentence
@@ -64,9 +65,10 @@ impl Store {
     }
 }
 
-/// The Redis relay between instances. `Debug` shows the URL redacted.
+/// The live relay between instances (Redis: frames of streams hosted elsewhere). `Debug` shows the
+/// URL redacted.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RelayConfig {
+pub struct LiveRelayConfig {
     pub url: String,
     pub topology: Topology,
     /// A relayed stream silent this long ends its readers with `stale` (the adapter's
@@ -79,9 +81,9 @@ pub struct RelayConfig {
     pub ca_file: Option<PathBuf>,
 }
 
-impl std::fmt::Debug for RelayConfig {
+impl std::fmt::Debug for LiveRelayConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RelayConfig")
+        f.debug_struct("LiveRelayConfig")
             .field("url", &redact_url(&self.url))
             .field("topology", &self.topology)
             .field("idle_ms", &self.idle_ms)
@@ -107,7 +109,7 @@ pub struct ServeConfig {
     pub package: PackageSource,
     pub keep_alive: Duration,
     /// The relay; `None`: readers of streams hosted elsewhere get `absent`.
-    pub relay: Option<RelayConfig>,
+    pub relay: Option<LiveRelayConfig>,
     /// This instance's host id (several instances only); `None`: [`default_host_id`].
     pub host_id: Option<String>,
     /// Lease time to live (several instances only); `None`: 15000.
@@ -125,6 +127,9 @@ pub struct ServeConfig {
     pub producer_limits: crate::producer::Limits,
     /// PostgreSQL connection settings that are not in the URL.
     pub postgres: PgSettings,
+    /// Whether a connection whose first request subscribes is answered by the direct SSE path
+    /// (`crate::sse_conn`); `false` serves every request through hyper.
+    pub direct_sse: bool,
 }
 
 /// PostgreSQL settings beside the URL (the URL's `sslmode` and `sslrootcert` say the rest).
@@ -163,6 +168,7 @@ impl ServeConfig {
             access: Access::default(),
             producer_limits: crate::producer::Limits::default(),
             postgres: PgSettings::default(),
+            direct_sse: true,
         }
     }
 
@@ -306,6 +312,7 @@ pub struct Running {
     sweeper: Option<SweeperHandle>,
     listener: tokio::net::TcpListener,
     router: Router,
+    http: HttpConfig,
 }
 
 /// Open the database, connect the relay, bind the listener, start the sweeper and build the
@@ -361,13 +368,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     };
     let sse = SseConfig { keep_alive: config.keep_alive, ..SseConfig::default() };
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
-    // Read tokens travel as `?token=` too (EventSource cannot set headers).
-    let sse_routes = sse_routes.route_layer(axum::middleware::from_fn(crate::access::token_from_query));
-    // Outside the token check: a preflight carries no token.
-    let sse_routes = match config.access.allowed_origins.layer() {
-        Some(cors) => sse_routes.layer(cors),
-        None => sse_routes,
-    };
+    let sse_routes = crate::access::reader_routes(sse_routes, &config.access);
     let producer_routes = crate::producer::routes(
         plane.clone(),
         db.clone(),
@@ -382,10 +383,14 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         }
         router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package, config.demo_pace));
     }
-    Ok(Running { addr, plane, stats, host_id, sweeper, listener, router })
+    let http = HttpConfig {
+        direct_sse_path: config.direct_sse.then(|| crate::http::STREAM_PATH.to_owned()),
+        ..HttpConfig::default()
+    };
+    Ok(Running { addr, plane, stats, host_id, sweeper, listener, router, http })
 }
 
-async fn connect_redis(relay: &RelayConfig, hook: RelayErrorHook) -> Result<Arc<dyn Relay>, ServeError> {
+async fn connect_redis(relay: &LiveRelayConfig, hook: RelayErrorHook) -> Result<Arc<dyn Relay>, ServeError> {
     let mut options = RedisRelayOptions { on_error: Some(hook), ..RedisRelayOptions::default() };
     if let Some(ms) = relay.idle_ms {
         options.idle_timeout_ms = ms;
@@ -453,7 +458,7 @@ impl Running {
                 }
             }
         };
-        server::serve(self.listener, self.router, HttpConfig::default(), drained)
+        server::serve(self.listener, self.router, self.http, drained)
             .await
             .map_err(|e| ServeError(format!("the server stopped: {e}")))
     }
@@ -489,7 +494,7 @@ mod tests {
     fn debug_output_hides_passwords() {
         let store = Store::Postgres("postgresql://u:hunter22@h/db".into());
         assert_eq!(format!("{store:?}"), "postgresql://u:***@h/db");
-        let relay = RelayConfig {
+        let relay = LiveRelayConfig {
             url: "redis://:hunter22@h/".into(),
             topology: Topology::Log,
             idle_ms: None,
@@ -499,10 +504,14 @@ mod tests {
         assert!(!format!("{relay:?}").contains("hunter22"));
         let command = crate::relay::RelayCommand {
             pg: "postgresql://u:hunter22@h/db".into(),
+            pg_ca_file: None,
             log: crate::relay::LogTarget::Redis("redis://:hunter22@h/".into()),
             source: Default::default(),
             status_listen: None,
         };
         assert!(!format!("{command:?}").contains("hunter22"));
+        // An S2 token may be the URL's user, which no password rule would hide.
+        let s2 = crate::relay::LogTarget::S2("https://hunter22@aws.s2.dev".into(), Default::default());
+        assert_eq!(format!("{s2:?}"), r#"S2("https://aws.s2.dev", S2Options { ca_file: None, basin_url: None })"#);
     }
 }

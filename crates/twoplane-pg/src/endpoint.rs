@@ -16,13 +16,14 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-pub use crate::pg_tls::SslMode;
+pub use crate::tls::SslMode;
 
 /// How long a connection attempt may wait for the server when the URL does not say.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +38,8 @@ pub struct PgEndpoint {
     ssl: SslMode,
     ca_file: Option<PathBuf>,
     tls: MakeRustlsConnect,
+    /// The same configuration as `tls`, for [`PgEndpoint::connect_stream`].
+    rustls: Arc<rustls::ClientConfig>,
     server: String,
 }
 
@@ -74,7 +77,7 @@ pub struct PgConnectError {
 }
 
 impl PgConnectError {
-    pub(crate) fn new(server: &str, failure: PgFailure, cause: String) -> PgConnectError {
+    pub fn new(server: &str, failure: PgFailure, cause: String) -> PgConnectError {
         PgConnectError { server: server.to_owned(), failure, cause }
     }
 
@@ -153,8 +156,9 @@ impl PgEndpoint {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
-        let tls = crate::pg_tls::client_config(ssl, ca_file.as_deref()).map_err(fail)?;
-        Ok(PgEndpoint { config, ssl, ca_file, tls: MakeRustlsConnect::new(tls), server })
+        let tls = crate::tls::client_config(ssl, ca_file.as_deref()).map_err(fail)?;
+        let rustls = Arc::new(tls.clone());
+        Ok(PgEndpoint { config, ssl, ca_file, tls: MakeRustlsConnect::new(tls), rustls, server })
     }
 
     pub fn config(&self) -> &tokio_postgres::Config {
@@ -174,6 +178,11 @@ impl PgEndpoint {
         self.tls.clone()
     }
 
+    /// The rustls configuration of this endpoint's mode.
+    pub(crate) fn rustls_config(&self) -> Arc<rustls::ClientConfig> {
+        self.rustls.clone()
+    }
+
     /// Hosts, ports, database and user, for messages.
     pub fn server(&self) -> &str {
         &self.server
@@ -187,7 +196,7 @@ impl PgEndpoint {
 
     /// [`connect`](PgEndpoint::connect) with the library's error and the driver task's handle
     /// (what a pool's connector returns). Every connection twoplane opens comes through here.
-    pub(crate) async fn open(
+    pub async fn open(
         &self,
         name: &'static str,
     ) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
@@ -312,12 +321,7 @@ fn classify(e: &tokio_postgres::Error) -> (PgFailure, String) {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            failure = match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => PgFailure::Refused,
-                std::io::ErrorKind::TimedOut => PgFailure::Unreachable,
-                _ if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => PgFailure::Tls,
-                _ => failure,
-            };
+            failure = io_failure(io).unwrap_or(failure);
         }
         if s.is::<rustls::Error>() {
             failure = PgFailure::Tls;
@@ -341,14 +345,29 @@ fn classify(e: &tokio_postgres::Error) -> (PgFailure, String) {
             failure = PgFailure::Auth;
         }
     }
-    let lead = match failure {
+    (failure, format!("{} ({text})", lead(failure)))
+}
+
+/// The class of an I/O error on the way to the server, when its kind tells one.
+pub(crate) fn io_failure(io: &std::io::Error) -> Option<PgFailure> {
+    match io.kind() {
+        std::io::ErrorKind::ConnectionRefused => Some(PgFailure::Refused),
+        std::io::ErrorKind::TimedOut => Some(PgFailure::Unreachable),
+        _ if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => Some(PgFailure::Tls),
+        _ => None,
+    }
+}
+
+/// The words a cause starts with, by class: what every connection failure message leads with,
+/// whichever client met it.
+pub(crate) fn lead(failure: PgFailure) -> &'static str {
+    match failure {
         PgFailure::Refused => "connection refused",
         PgFailure::Unreachable => "no answer",
         PgFailure::Tls => "TLS failed",
         PgFailure::Auth => "authentication failed",
         _ => "connection failed",
-    };
-    (failure, format!("{lead} ({text})"))
+    }
 }
 
 /// `text` with `secret` replaced by `***` (both as given and percent-encoded forms are unlikely

@@ -102,6 +102,13 @@ pub fn client_config(mode: SslMode, ca_file: Option<&Path>) -> Result<ClientConf
     Ok(builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth())
 }
 
+/// A configuration that checks everything (`verify-full`'s rules): the chain leads to the
+/// certificates of `ca_file` (PEM) or to the system's, and the certificate names the host. For
+/// any TLS client of twoplane's, PostgreSQL or not.
+pub fn verifying_client_config(ca_file: Option<&Path>) -> Result<ClientConfig, String> {
+    client_config(SslMode::VerifyFull, ca_file)
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Check {
     Nothing,

@@ -1,0 +1,221 @@
+//! The connection as a [`twoplane_stream::SseSink`]: how a stream's writer task writes a caught-up
+//! subscriber's events straight to its socket, and how the connection's task takes over again.
+//!
+//! Guarantees: bytes reach the socket in the order they were delivered, each batch as one chunk;
+//! what the socket does not take at once is kept (with every later batch behind it) and written
+//! by the connection's task, so a write from the writer task never waits and never overtakes;
+//! after a failed write the sink takes nothing more.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, Notify};
+use twoplane_stream::{Delivered, SseEvents, SseSink};
+
+use super::framing::{chunk, chunk_size_line, CRLF};
+use super::socket::{try_write_now, DirectWriter, Gone};
+use crate::http::SseStats;
+
+/// The connection as a [`SseSink`]: the stream's writer task writes each batch to the socket
+/// without waiting; what the socket does not take at once is kept, in order, and every later
+/// batch after it, until this connection's task has written it (after [`SseSink::resume`], or
+/// when the socket has room again).
+///
+/// The stream's writer task may still hold the sink for the pass it is finishing after the
+/// connection's task is done with it; [`ConnSink::released`] tells that task when the last
+/// holder let go, so it can take the socket back for the next request.
+pub(super) struct ConnSink {
+    /// The connection, through tokio: the connection's task writes with it, and it keeps
+    /// `direct`'s descriptor open while the sink lives.
+    socket: Arc<TcpStream>,
+    /// The same socket, for the writer task's writes (see [`DirectWriter`]).
+    direct: DirectWriter,
+    state: Mutex<SinkState>,
+    pub(super) resumed: Notify,
+    pub(super) stats: Arc<SseStats>,
+    /// Dropped with the sink, after `socket` (fields drop in order): its receiver then knows the
+    /// socket is the connection's alone again.
+    _released: oneshot::Sender<()>,
+}
+
+#[derive(Default)]
+struct SinkState {
+    /// Bytes not yet written, already framed as chunks; while there are any, new bytes join them.
+    kept: BytesMut,
+    /// A write failed: the connection is over.
+    failed: bool,
+}
+
+impl ConnSink {
+    /// A sink on `socket`, and what resolves once the last holder of the sink let go of it.
+    pub(super) fn new(socket: &Arc<TcpStream>, stats: Arc<SseStats>) -> (ConnSink, oneshot::Receiver<()>) {
+        let (released, on_release) = oneshot::channel();
+        let sink = ConnSink {
+            socket: socket.clone(),
+            direct: DirectWriter::of(socket),
+            state: Mutex::new(SinkState::default()),
+            resumed: Notify::new(),
+            stats,
+            _released: released,
+        };
+        (sink, on_release)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SinkState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write `parts` now, or keep what does not fit (behind anything already kept).
+    fn write_or_keep(&self, st: &mut SinkState, parts: &[&[u8]]) -> Delivered {
+        if st.failed {
+            return Delivered::Held;
+        }
+        let written = if st.kept.is_empty() {
+            match try_write_now(&self.direct, parts) {
+                Ok(n) => n,
+                Err(_) => {
+                    st.failed = true;
+                    return Delivered::Held;
+                }
+            }
+        } else {
+            0
+        };
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if written == total {
+            return Delivered::Written;
+        }
+        let mut skip = written;
+        for part in parts {
+            let from = skip.min(part.len());
+            st.kept.extend_from_slice(&part[from..]);
+            skip -= from;
+        }
+        Delivered::Held
+    }
+
+    /// A keep-alive comment from the connection's task, as one chunk.
+    pub(super) fn send(&self, bytes: &[u8]) -> Result<(), Gone> {
+        let mut size = [0u8; 18];
+        let mut st = self.lock();
+        self.write_or_keep(&mut st, &chunk(&mut size, bytes));
+        if st.failed {
+            Err(Gone)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(super) fn has_kept(&self) -> bool {
+        !self.lock().kept.is_empty()
+    }
+
+    /// Write as much of what was kept as the socket takes now. Through tokio, not `direct`: this
+    /// runs when tokio said the socket was writable, and only a write through tokio that meets
+    /// `EAGAIN` clears that, so the task waits for room instead of spinning.
+    pub(super) fn write_kept(&self) -> Result<(), Gone> {
+        let mut st = self.lock();
+        if st.failed {
+            return Err(Gone);
+        }
+        match try_write_now(&*self.socket, &[&st.kept]) {
+            Ok(n) => {
+                st.kept.advance(n);
+                Ok(())
+            }
+            Err(_) => {
+                st.failed = true;
+                Err(Gone)
+            }
+        }
+    }
+
+    /// Everything kept, for the connection's task to write now that it writes alone.
+    pub(super) fn take_kept(&self) -> Result<Bytes, Gone> {
+        let mut st = self.lock();
+        if st.failed {
+            return Err(Gone);
+        }
+        Ok(st.kept.split().freeze())
+    }
+}
+
+impl SseSink for ConnSink {
+    fn deliver(&self, events: &SseEvents) -> Delivered {
+        self.stats.frames.fetch_add(events.frames(), Ordering::Relaxed);
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        let mut size = [0u8; 18];
+        let mut st = self.lock();
+        // One chunk: its size line, the log's own event bytes, its CRLF, in one vectored write.
+        let delivered = if events.frames() == 1 {
+            let event = events.events().next().map_or(&[][..], |e| &e[..]);
+            self.write_or_keep(&mut st, &chunk(&mut size, event))
+        } else {
+            let mut parts = Vec::with_capacity(events.frames() as usize + 2);
+            parts.push(chunk_size_line(&mut size, events.len()));
+            parts.extend(events.events().map(|e| &e[..]));
+            parts.push(CRLF);
+            self.write_or_keep(&mut st, &parts)
+        };
+        if delivered == Delivered::Held && !st.failed {
+            self.stats.holds.fetch_add(1, Ordering::Relaxed);
+        }
+        delivered
+    }
+
+    fn resume(&self) {
+        self.resumed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A socket whose peer reads nothing, filled through the sink's direct writer until the
+    /// kernel refuses more, with bytes kept: the connection's task, woken as writable, writes the
+    /// kept bytes through tokio, and after that tokio knows the socket is full, so the task's
+    /// next wait for room really waits (written around tokio, the task would spin: tokio's stale
+    /// readiness would wake it again at once).
+    #[tokio::test]
+    async fn after_writing_kept_bytes_into_a_full_socket_the_task_waits_for_room() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let socket = Arc::new(server);
+        let (sink, _released) = ConnSink::new(&socket, Arc::new(SseStats::default()));
+        let block = vec![b'x'; 64 * 1024];
+        let mut filled = 0;
+        while try_write_now(&sink.direct, &[&block]).unwrap() == block.len() {
+            filled += block.len();
+            assert!(filled < 1 << 30, "the socket never filled");
+        }
+        sink.lock().kept.extend_from_slice(b"kept bytes");
+        // tokio never saw the kernel refuse a write, so it still says writable.
+        tokio::time::timeout(Duration::from_secs(1), socket.writable()).await.expect("stale readiness").unwrap();
+        sink.write_kept().unwrap();
+        assert!(sink.has_kept(), "the full socket took none of it");
+        let waited = tokio::time::timeout(Duration::from_millis(100), socket.writable()).await;
+        assert!(waited.is_err(), "writable at once: the task would spin");
+        drop(client);
+    }
+
+    #[tokio::test]
+    async fn the_release_is_told_once_the_last_holder_lets_go() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let socket = Arc::new(server);
+        let (sink, mut released) = ConnSink::new(&socket, Arc::new(SseStats::default()));
+        let sink = Arc::new(sink);
+        let writer_copy = sink.clone();
+        drop(sink);
+        assert!(released.try_recv().is_err_and(|e| e == oneshot::error::TryRecvError::Empty));
+        drop(writer_copy);
+        assert_eq!(released.try_recv(), Err(oneshot::error::TryRecvError::Closed));
+        assert!(Arc::try_unwrap(socket).is_ok(), "the sink let go of the socket before telling");
+    }
+}
