@@ -49,8 +49,8 @@
 //!
 //! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`, `retry.rs`,
 //! `jitter.rs`, `error.rs`), the durable targets (`target.rs` and its implementations, with
-//! `verdict.rs` for the SQL targets' shared decisions) and the PostgreSQL client they use, and
-//! the [`Sweeper`].
+//! `verdict.rs` for the SQL targets' shared decisions) and the PostgreSQL pool they use (the URL,
+//! its TLS and its errors are the `twoplane-pg` crate's), and the [`Sweeper`].
 
 mod auth;
 mod callback;
