@@ -1,7 +1,10 @@
 //! One shard of a stream's fan-out: a frame log and its subscribers' cursors. A stream spreads
-//! its subscribers over a few shards (live.rs), each under its own lock, and publishes every
-//! frame to each shard in use; everything below holds within a shard, and across shards each
-//! subscriber still sees the same frames in the same order.
+//! its subscribers over a few shards (`hosted/shards.rs`), each under its own lock, and
+//! publishes every frame to each shard in use; everything below holds within a shard, and
+//! across shards each subscriber still sees the same frames in the same order.
+//!
+//! It is plain storage: no tokio, no stream, no subscription. The hosted stream drives it under
+//! the shard's lock and acts on what it returns ([`Wakes`], [`Delivery`], [`Drained`]) after.
 //!
 //! Each produced frame is stored once in a log shared by every subscriber, as an `Arc<Frame>`
 //! and, once any subscriber wants it as server-sent events, as its encoded SSE bytes
@@ -31,8 +34,8 @@
 //!   attached, in order, then nothing after its terminal frame.
 //! - Terminal frames (`end`, a fenced producer's `stale`) bypass the cap: they are the last thing
 //!   a subscriber gets.
-//! - Direct delivery (see `direct.rs`): a slot handed to a sink is never woken; a change marks it
-//!   due with its writer (one of the stream's writer tasks, fixed per slot: `key % writers`,
+//! - Direct delivery (see `hosted/writers.rs`): a slot handed to a sink is never woken; a
+//!   change marks it due with its writer (one of the stream's writer tasks, fixed per slot: `key % writers`,
 //!   each serving its share of every shard) and names that writer to be woken instead, once
 //!   per change however many of its slots became due ([`Wakes::writers`]); the writer takes due
 //!   slots' owed events a group at a time ([`FanOut::take_due`]). A slot is handed over only
@@ -45,10 +48,9 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use bytes::Bytes;
-use twoplane_core::sse::encode_event_into;
 use twoplane_core::Frame;
 
-use crate::direct::{SseEvents, SseSink};
+use crate::sse::{encode, SseEvents, SseSink};
 
 /// At most this many replay frames precede the log for a live stream (open, chunk, durable).
 const REPLAY_ALLOWANCE: usize = 3;
@@ -679,13 +681,6 @@ fn release_replay(slot: &mut Slot) {
     }
 }
 
-/// One frame as one SSE event (the core's encoder), in an allocation of exactly its size.
-pub(crate) fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
-    scratch.clear();
-    encode_event_into(scratch, frame);
-    Bytes::copy_from_slice(scratch.as_bytes())
-}
-
 /// A write being assembled: one event is passed on as the shared bytes themselves; more are
 /// copied into one buffer, or (for direct delivery) kept apart as the shared bytes.
 #[derive(Default)]
@@ -739,12 +734,14 @@ impl Batch {
 
     fn finish_apart(self, terminal: bool) -> Option<SseEvents> {
         let first = self.single?;
-        Some(SseEvents { first, rest: self.rest, len: self.len, terminal })
+        Some(SseEvents::new(first, self.rest, self.len, terminal))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use twoplane_core::sse::encode_event_into;
+
     use super::*;
 
     fn chunk(i: u64) -> Arc<Frame> {

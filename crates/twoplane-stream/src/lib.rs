@@ -23,18 +23,44 @@
 //! Frames are handed out as `Arc<Frame>` ([`Subscription::next`]): one allocation per produced
 //! frame, shared by every subscriber. A server that owns its sockets can instead hand a
 //! caught-up subscription to an [`SseSink`] ([`Subscription::deliver_to`]): the stream's writer
-//! tasks then write its events without waking its task per frame (see `direct.rs`).
+//! tasks then write its events without waking its task per frame (see `hosted/writers.rs`).
+//!
+//! ## The tree
+//!
+//! The live side is layered like tokio's channels (public handles over a shared state over
+//! storage that knows no handle); each layer uses only those below it, and
+//! `scripts/check-module-cycles.py` (run by `scripts/test-lint.sh`) keeps the crate free of
+//! import circles. From the bottom:
+//! - `sse.rs`: the SSE types a server receives ([`SseBatch`], [`SseEvents`], [`SseSink`],
+//!   [`Delivered`]) and the one encoding of frames into events.
+//! - `fanout.rs`: one fan-out shard: a frame log and its subscribers' cursors, plain storage
+//!   (no tokio, no stream).
+//! - `relay.rs`: the [`Relay`] seam; `relay_queue.rs`: the bounded queue between a relay reader
+//!   task and its subscriber; `relay_leg.rs`: the subscribe-miss leg that dials the relay and
+//!   fills that queue.
+//! - `hosted/`: one hosted stream, split by concern (`text`, `waiters`, `policy`, `lifecycle`
+//!   under its lock in `state`; `shards` and `writers` beside it; `stream` the whole; `produce`,
+//!   `checkpoint` and `join` what it does). It knows no plane and no subscription: its
+//!   checkpoint driver returns when the stream is to be evicted, and a join is a value.
+//! - `subscription.rs`: [`Subscription`], one handle over a fixed replay, a hosted stream's
+//!   reader, or a relay queue.
+//! - `handle.rs`: [`StreamHandle`], the producer's handle; `plane.rs`: [`Plane`], which hosts
+//!   the streams, turns joins and relay queues into subscriptions, and evicts.
+//!
+//! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`, `retry.rs`,
+//! `jitter.rs`, `error.rs`), the durable targets (`target.rs` and its implementations, with
+//! `verdict.rs` for the SQL targets' shared decisions) and the PostgreSQL pool they use (the URL,
+//! its TLS and its errors are the `twoplane-pg` crate's), and the [`Sweeper`].
 
 mod auth;
 mod callback;
-mod checkpoint;
-mod direct;
 mod error;
 mod fanout;
 #[cfg(feature = "testing")]
 mod faulty;
+mod handle;
+mod hosted;
 mod jitter;
-mod live;
 #[cfg(feature = "testing")]
 mod memory;
 mod options;
@@ -43,9 +69,11 @@ mod plane;
 mod postgres;
 mod relay;
 mod relay_leg;
+mod relay_queue;
 mod report;
 mod retry;
 mod sqlite;
+mod sse;
 mod subscription;
 mod sweeper;
 mod target;
@@ -53,12 +81,12 @@ mod verdict;
 
 pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
 pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
-pub use direct::{Delivered, SseEvents, SseSink};
 pub use error::{PlaneError, PlaneErrorKind};
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.
 #[cfg(feature = "testing")]
 pub use faulty::{Fault, FaultOp, FaultyTarget};
+pub use handle::StreamHandle;
 #[cfg(feature = "testing")]
 pub use memory::{MemoryRow, MemoryTarget, MemoryWrite};
 pub use options::{
@@ -67,12 +95,13 @@ pub use options::{
     DEFAULT_RELAY_ATTACH_TIMEOUT_MS, DEFAULT_RETAIN_CHARS, DEFAULT_RETRY_BACKOFF_MS,
 };
 pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
-pub use plane::{DrainReport, Plane, StreamHandle};
+pub use plane::{DrainReport, Plane};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
-pub use subscription::{SseBatch, Subscription};
+pub use sse::{Delivered, SseBatch, SseEvents, SseSink};
+pub use subscription::Subscription;
 pub use sweeper::{
     Sweeper, SweeperHandle, SweeperOptions, SweptHook, DEFAULT_HOST_LEASE_TABLE, DEFAULT_LEASE_RETENTION_MS,
     DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,

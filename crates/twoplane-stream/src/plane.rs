@@ -9,21 +9,24 @@
 //!   the relay (bounded, conformed), otherwise `absent`.
 //! - `drain` seals every live stream `interrupted` and refuses new streams from then on, then
 //!   waits (bounded) for the relay to write out the `end` frames it queued.
-//! - A sealed stream stays joinable for `linger_ms`, then is evicted.
+//! - A sealed stream stays joinable for `linger_ms`, then is evicted: the plane spawns each
+//!   stream's checkpoint driver and removes the stream from its map when the driver returns
+//!   (unless a newer stream took the id), so the stream needs no pointer back to the plane.
+//! - The plane alone turns what a stream's join or the relay leg returned into a
+//!   [`Subscription`].
 
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
-use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::{FutureExt, Stream, StreamExt};
-use twoplane_core::{StreamStatus, Text};
+use futures::FutureExt;
 
 use crate::auth::AuthRequest;
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::live::{FlushWait, LiveStream, Seal};
+use crate::handle::StreamHandle;
+use crate::hosted::{wait_seal, LiveStream, Seal};
 use crate::options::{Config, PlaneOptions};
 use crate::relay_leg;
 use crate::subscription::Subscription;
@@ -35,7 +38,7 @@ pub struct Plane {
     shared: Arc<PlaneShared>,
 }
 
-pub(crate) struct PlaneShared {
+struct PlaneShared {
     cfg: Arc<Config>,
     live: Mutex<HashMap<String, Arc<LiveStream>>>,
     /// Ids with an `open` in flight, so two opens of one id in one process cannot both win.
@@ -50,7 +53,7 @@ impl PlaneShared {
 
     /// Remove `stream` from the map if it is still the entry for its id (a newer stream with
     /// the same id may have replaced it).
-    pub(crate) fn evict(&self, stream: &Arc<LiveStream>) {
+    fn evict(&self, stream: &Arc<LiveStream>) {
         let mut live = self.live();
         if live.get(&stream.id).is_some_and(|s| Arc::ptr_eq(s, stream)) {
             live.remove(&stream.id);
@@ -146,14 +149,23 @@ impl Plane {
         }
         let _reservation = OpeningGuard { shared, id: stream_id.to_owned() };
         self.open_in_store(stream_id).await?;
-        let stream = LiveStream::new(stream_id, shared.cfg.clone(), Arc::downgrade(shared));
+        let stream = LiveStream::new(stream_id, shared.cfg.clone());
         shared.live().insert(stream_id.to_owned(), stream.clone());
-        tokio::spawn(stream.clone().drive());
-        let handle = StreamHandle { stream };
+        // The driver returns when the stream is to leave the map; a plane already dropped has
+        // no map to leave.
+        let plane = Arc::downgrade(shared);
+        let driven = stream.clone();
+        tokio::spawn(async move {
+            driven.clone().drive().await;
+            if let Some(plane) = plane.upgrade() {
+                plane.evict(&driven);
+            }
+        });
+        let handle = StreamHandle::new(stream);
         if shared.draining.load(Ordering::SeqCst) {
             // A drain began while the store was being opened: this stream is sealed with the
             // rest rather than left streaming.
-            let _ = handle.seal(Seal { status: StreamStatus::Interrupted, error: None }).await;
+            let _ = handle.seal(Seal::interrupted()).await;
             return Err(draining());
         }
         Ok(handle)
@@ -201,9 +213,9 @@ impl Plane {
         }
         let hosted = self.shared.live().get(stream_id).cloned();
         if let Some(stream) = hosted {
-            return Ok(stream.subscribe(from));
+            return Ok(Subscription::joined(stream.join(from)));
         }
-        Ok(relay_leg::attach(cfg, stream_id, from).await.unwrap_or_else(Subscription::absent))
+        Ok(relay_leg::attach(cfg, stream_id, from).await.map_or_else(Subscription::absent, Subscription::relayed))
     }
 
     /// Seal every live stream `interrupted` and take no new ones. Wire it to SIGTERM.
@@ -211,8 +223,8 @@ impl Plane {
         self.shared.draining.store(true, Ordering::SeqCst);
         let streams: Vec<Arc<LiveStream>> = self.shared.live().values().cloned().collect();
         let seals = streams.into_iter().map(|stream| async move {
-            let rx = stream.request_seal(Seal { status: StreamStatus::Interrupted, error: None });
-            (stream.id.clone(), await_seal(rx).await)
+            let rx = stream.request_seal(Seal::interrupted());
+            (stream.id.clone(), wait_seal(rx).await)
         });
         let mut report = DrainReport::default();
         for (id, outcome) in futures::future::join_all(seals).await {
@@ -278,123 +290,4 @@ fn draining() -> PlaneError {
 
 fn already_open(stream_id: &str) -> PlaneError {
     PlaneError::new(PlaneErrorKind::AlreadyOpen, format!("stream {stream_id} is already open on this plane"))
-}
-
-async fn await_seal(mut rx: tokio::sync::watch::Receiver<Option<Result<(), PlaneError>>>) -> Result<(), PlaneError> {
-    match rx.wait_for(|v| v.is_some()).await {
-        Ok(v) => v.clone().unwrap_or(Ok(())),
-        Err(_) => Err(PlaneError::new(PlaneErrorKind::Shutdown, "the plane stopped before the seal finished")),
-    }
-}
-
-/// The producer's handle on one stream. Dropping it without a seal seals the stream
-/// `interrupted` (a producer that died must not leave readers waiting).
-pub struct StreamHandle {
-    stream: Arc<LiveStream>,
-}
-
-impl StreamHandle {
-    pub fn stream_id(&self) -> &str {
-        &self.stream.id
-    }
-
-    /// Produced code units.
-    pub fn seq(&self) -> u64 {
-        self.stream.seq()
-    }
-
-    /// Code units the store confirmed; never more than [`StreamHandle::seq`].
-    pub fn durable_seq(&self) -> u64 {
-        self.stream.durable_seq()
-    }
-
-    /// Whether a reader cancelled: a checkpoint read the store's cancel flag back, or
-    /// [`Plane::cancel`] was called here.
-    pub fn cancelled(&self) -> bool {
-        self.stream.cancelled()
-    }
-
-    /// Whether a seal was requested (by `close`, `fail`, `drain` or a dropped handle).
-    pub fn is_sealed(&self) -> bool {
-        self.stream.is_sealing_or_ended()
-    }
-
-    /// Append a delta: fanned out to subscribers now, checkpointed on policy.
-    pub fn push(&self, text: &str) -> Result<(), PlaneError> {
-        self.stream.push(Text::from(text))
-    }
-
-    /// Append raw UTF-16 code units (text that came from JavaScript: a delta may end in half a
-    /// surrogate pair, and unpaired surrogates are kept as they are).
-    pub fn push_units(&self, units: &[u16]) -> Result<(), PlaneError> {
-        self.stream.push(Text::from_slice(units))
-    }
-
-    /// Resolve once the store holds everything produced so far (the ordering primitive), with
-    /// the durable length; rejected when that text did not land.
-    pub async fn flush(&self) -> Result<u64, PlaneError> {
-        let rx = match self.stream.flush_waiter()? {
-            FlushWait::Done(durable) => return Ok(durable),
-            FlushWait::Pending(rx) => rx,
-        };
-        self.stream.kick.notify_one();
-        rx.await.unwrap_or_else(|_| Err(PlaneError::new(PlaneErrorKind::Shutdown, "the plane stopped")))
-    }
-
-    /// Push every delta of `deltas`, stopping early (and dropping the source, which aborts the
-    /// request behind it) once a reader cancels (see [`StreamHandle::cancelled`]).
-    pub async fn pump<S>(&self, deltas: S) -> Result<(), PlaneError>
-    where
-        S: Stream,
-        S::Item: AsRef<str>,
-    {
-        let mut deltas = pin!(deltas);
-        loop {
-            let cancelled = self.stream.cancel_signal.notified();
-            let mut cancelled = pin!(cancelled);
-            cancelled.as_mut().enable();
-            if self.cancelled() {
-                return Ok(());
-            }
-            tokio::select! {
-                biased;
-                _ = &mut cancelled => return Ok(()),
-                next = deltas.next() => match next {
-                    None => return Ok(()),
-                    Some(delta) => self.push(delta.as_ref())?,
-                },
-            }
-        }
-    }
-
-    /// Seal `complete`, or `cancelled` when a reader asked the producer to stop. Resolves when
-    /// the seal landed; rejected (the stream still ends) when it did not.
-    pub async fn close(&self) -> Result<(), PlaneError> {
-        let status = if self.cancelled() { StreamStatus::Cancelled } else { StreamStatus::Complete };
-        self.seal(Seal { status, error: None }).await
-    }
-
-    /// Seal `error` with `error` as the message.
-    pub async fn fail(&self, error: &str) -> Result<(), PlaneError> {
-        self.seal(Seal { status: StreamStatus::Error, error: Some(error.to_owned()) }).await
-    }
-
-    async fn seal(&self, seal: Seal) -> Result<(), PlaneError> {
-        await_seal(self.stream.request_seal(seal)).await
-    }
-}
-
-impl Drop for StreamHandle {
-    fn drop(&mut self) {
-        if !self.stream.is_sealing_or_ended() {
-            tracing::debug!(stream_id = %self.stream.id, "stream handle dropped unsealed: sealing it interrupted");
-            drop(self.stream.request_seal(Seal { status: StreamStatus::Interrupted, error: None }));
-        }
-    }
-}
-
-impl std::fmt::Debug for StreamHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamHandle").field("stream_id", &self.stream.id).finish()
-    }
 }

@@ -6,6 +6,9 @@
 //! (then a `stale`), turns a failing or panicking source into one `stale`, reports every
 //! problem to the relay hook, and drops the source as soon as the subscription is dropped or
 //! finished.
+//!
+//! It returns the queue it feeds, not a subscription: the plane wraps it into one, so this leg
+//! sits below `subscription.rs` and knows nothing of hosted streams.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -16,11 +19,12 @@ use twoplane_core::Text;
 
 use crate::options::Config;
 use crate::relay::{FrameSource, RelayFailure, RelayPhase};
+use crate::relay_queue::{Offer, RelayQueue};
 use crate::report;
-use crate::subscription::{Offer, RelayQueue, Subscription};
 
-/// Ask the relay for `stream_id` from `from`; `None` means answer `absent`.
-pub(crate) async fn attach(cfg: &Arc<Config>, stream_id: &str, from: u64) -> Option<Subscription> {
+/// Ask the relay for `stream_id` from `from`: the queue its reader task fills, or `None`
+/// (answer `absent`).
+pub(crate) async fn attach(cfg: &Arc<Config>, stream_id: &str, from: u64) -> Option<Arc<RelayQueue>> {
     let relay = cfg.relay.as_ref().filter(|_| cfg.topology.attach)?;
     let dial = AssertUnwindSafe(relay.attach(stream_id, from)).catch_unwind();
     let failure = |msg: String| {
@@ -40,7 +44,7 @@ pub(crate) async fn attach(cfg: &Arc<Config>, stream_id: &str, from: u64) -> Opt
         Ok(Ok(Ok(Some(source)))) => {
             let queue = RelayQueue::new(cfg.max_queued_frames);
             tokio::spawn(read_source(cfg.clone(), stream_id.to_owned(), from, source, queue.clone()));
-            Some(Subscription::relayed(queue))
+            Some(queue)
         }
     }
 }

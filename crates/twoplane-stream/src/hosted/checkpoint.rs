@@ -12,7 +12,9 @@
 //!   and the rest is written at once: no waiter is failed on a store that answered.
 //! - A seal requested while a round is in flight or backing off supersedes it at once: the
 //!   seal writes the whole body, which also repairs whatever the stalled round missed.
-//! - After the seal the stream stays joinable for `linger`, then leaves the plane's map.
+//! - After the seal the stream stays joinable for `linger`; then `drive` returns, which is the
+//!   stream's "evict me": whoever spawned the driver (the plane) removes it from its map. The
+//!   stream itself holds no pointer back to the plane.
 //! - Fencing: when the store refuses a checkpoint or the seal with `fenced` (a sweeper released
 //!   the row: docs/contract.md §6), the stream stops at once. Its subscribers and the relay get
 //!   `stale` (go to the database, whose row the sweep left consistent), every waiter and every
@@ -26,8 +28,12 @@ use std::sync::Arc;
 use tokio::time::{sleep, sleep_until, Instant};
 use twoplane_core::{Frame, Text};
 
+use super::lifecycle::Seal;
+use super::policy::interval_deadline;
+use super::state::State;
+use super::stream::{Effects, LiveStream};
+use super::waiters::shortfall;
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::live::{shortfall, writable_end, Effects, LiveStream, Seal};
 use crate::report;
 use crate::target::{AppendAck, AppendRequest, CloseRequest};
 
@@ -45,6 +51,8 @@ enum Step {
 }
 
 impl LiveStream {
+    /// Run the stream's checkpoints until it is sealed (or fenced) and has lingered; returns
+    /// when the stream is to leave the plane's map.
     pub(crate) async fn drive(self: Arc<Self>) {
         loop {
             match self.next_step() {
@@ -55,34 +63,28 @@ impl LiveStream {
                 Step::Append(slice) => self.append_round(slice).await,
                 Step::Wait(deadline) => self.wait(deadline).await,
             }
-            if self.lock().fenced.is_some() {
+            if self.lock().life.fenced().is_some() {
                 break;
             }
         }
-        if self.lock().fenced.is_none() {
+        if self.lock().life.fenced().is_none() {
             sleep(self.cfg.linger).await;
-        }
-        if let Some(plane) = self.plane.upgrade() {
-            plane.evict(&self);
         }
     }
 
     fn next_step(&self) -> Step {
         let mut st = self.lock();
-        if st.sealing.is_some() {
+        if st.life.is_sealing() {
             return Step::Seal;
         }
-        let end = writable_end(&st);
-        let behind = end.saturating_sub(st.durable);
-        if behind > 0 && (st.forced || (!st.stalled && behind >= self.cfg.chars)) {
-            st.forced = false;
-            st.stalled = false;
-            st.deadline = None;
-            let (a, b) = ((st.durable - st.buf_from) as usize, (end - st.buf_from) as usize);
-            return Step::Append(Slice { from: st.durable, to: end, text: st.buf[a..b].to_vec() });
+        let end = st.writable_end();
+        let durable = st.durable.seq();
+        let behind = end.saturating_sub(durable);
+        if st.policy.start_round(behind, self.cfg.chars) {
+            return Step::Append(Slice { from: durable, to: end, text: st.text.range(durable, end).to_vec() });
         }
-        st.forced = false;
-        if end < st.seq {
+        let seq = st.text.seq();
+        if end < seq {
             // The text ends in half a surrogate pair: a flush for it cannot be honoured until
             // the partner arrives (or the seal writes the text whole), so it is told so now
             // rather than left hanging.
@@ -91,16 +93,13 @@ impl LiveStream {
                 format!(
                     "stream {}: the produced text ends inside a surrogate pair; {} of {} code units are durable \
                      until its other half is pushed",
-                    self.id, st.durable, st.seq
+                    self.id, durable, seq
                 ),
             );
-            let (lo, hi) = (st.durable.max(end), st.seq);
-            self.reject_waiters_between(&mut st, lo, hi, &err);
+            st.durable.reject_between(durable.max(end), seq, &err);
         }
-        if end > st.durable && st.deadline.is_none() {
-            st.deadline = Some(self.interval_deadline(&st));
-        }
-        Step::Wait(st.deadline)
+        let State { policy, durable: waiters, .. } = &mut *st;
+        Step::Wait(policy.wait_until(end > durable, || interval_deadline(&self.cfg, &self.id, waiters.attempts())))
     }
 
     async fn wait(&self, deadline: Option<Instant>) {
@@ -111,12 +110,7 @@ impl LiveStream {
                 tokio::select! {
                     _ = kicked => {}
                     _ = sleep_until(at) => {
-                        let mut st = self.lock();
-                        if st.deadline == Some(at) {
-                            st.deadline = None;
-                            st.forced = true;
-                            st.stalled = false;
-                        }
+                        self.lock().policy.fired(at);
                     }
                 }
             }
@@ -124,7 +118,7 @@ impl LiveStream {
     }
 
     fn seal_requested(&self) -> bool {
-        self.lock().sealing.is_some()
+        self.lock().life.is_sealing()
     }
 
     /// Run `fut` unless a seal is requested first (`None`: superseded; `fut` is dropped, which
@@ -148,11 +142,7 @@ impl LiveStream {
         // The number of the attempt last sent, so a failure answers only the waiters it carried.
         let sent = AtomicU64::new(0);
         let attempt = |_| {
-            let number = {
-                let mut st = self.lock();
-                st.attempts += 1;
-                st.attempts
-            };
+            let number = self.lock().durable.next_attempt();
             sent.store(number, Ordering::Relaxed);
             let request = AppendRequest {
                 stream_id: &self.id,
@@ -178,8 +168,7 @@ impl LiveStream {
         let mut failure = None;
         {
             let mut st = self.lock();
-            if ack.cancel_requested && !st.cancelled {
-                st.cancelled = true;
+            if ack.cancel_requested && st.life.mark_cancelled() {
                 fx.cancelled = true;
             }
             let confirmed = if ack.durable_seq > slice.to {
@@ -191,18 +180,19 @@ impl LiveStream {
                 ack.durable_seq
             };
             self.advance(&mut st, confirmed, &mut fx);
-            if st.durable < slice.to && st.durable > slice.from {
+            let durable = st.durable.seq();
+            if durable < slice.to && durable > slice.from {
                 // The store was already past this slice's start (an earlier write landed but its
                 // acknowledgement was lost, and the read-back failed), so the guard skipped it.
                 // Its answer says exactly where it stands and it answered: write the rest from
                 // there at once, and keep the waiters for that round rather than failing a
                 // flush on a store that is healthy now.
-                st.forced = true;
-            } else if st.durable < slice.to {
+                st.policy.force();
+            } else if durable < slice.to {
                 // The store confirmed no progress at all: stall and tell the waiters.
                 let err = PlaneError::store(format!(
                     "stream {}: the store confirmed {} of {}; re-covering from there",
-                    self.id, st.durable, slice.to
+                    self.id, durable, slice.to
                 ));
                 self.stall(&mut st, slice.to, sent, &err);
                 failure = Some(err);
@@ -232,7 +222,7 @@ impl LiveStream {
             if let Some(t) = truth {
                 self.advance(&mut st, t.min(slice.to), &mut fx);
             }
-            landed = st.durable >= slice.to;
+            landed = st.durable.seq() >= slice.to;
             if !landed {
                 self.stall(&mut st, slice.to, sent, &err);
             }
@@ -249,25 +239,20 @@ impl LiveStream {
     /// slow to the interval. A waiter that registered after that attempt was sent (while the
     /// round was backing off or reading the store back) never had an attempt of its own, so it
     /// keeps waiting and gets one at once.
-    fn stall(&self, st: &mut crate::live::State, up_to: u64, sent: u64, err: &PlaneError) {
-        let late = self.reject_waiters_sent(st, up_to, sent, err);
-        st.stalled = true;
-        if late {
-            st.forced = true;
-        }
-        if writable_end(st) > st.durable {
-            st.deadline = Some(self.interval_deadline(st));
-        }
+    fn stall(&self, st: &mut State, up_to: u64, sent: u64, err: &PlaneError) {
+        let late = st.durable.reject_sent(up_to, sent, err);
+        let waiting = st.writable_end() > st.durable.seq();
+        let State { policy, durable, .. } = st;
+        policy.stall(late, waiting, || interval_deadline(&self.cfg, &self.id, durable.attempts()));
     }
 
     /// The seal: compaction (or the callback's close) with retries, then `end` to everyone.
     async fn seal_round(&self) {
         let (seal, from, seq, body, body_from) = {
             let mut st = self.lock();
-            st.deadline = None;
-            let seal =
-                st.sealing.clone().unwrap_or(Seal { status: twoplane_core::StreamStatus::Interrupted, error: None });
-            (seal, st.durable, st.seq, st.buf.clone(), st.buf_from)
+            st.policy.disarm();
+            let seal = st.life.seal().cloned().unwrap_or_else(Seal::interrupted);
+            (seal, st.durable.seq(), st.text.seq(), st.text.held().to_vec(), st.text.floor())
         };
         let close = |_| {
             self.cfg.target.close(CloseRequest {
@@ -299,15 +284,14 @@ impl LiveStream {
             let result = match outcome {
                 Ok(()) => {
                     // The compaction wrote the whole body: everything produced is durable.
-                    st.durable = st.seq;
+                    let produced = st.text.seq();
+                    st.durable.raise_to(produced);
                     Ok(())
                 }
                 Err(cause) => {
                     if let Some(t) = truth {
-                        let capped = t.min(st.seq);
-                        if capped > st.durable {
-                            st.durable = capped;
-                        }
+                        let capped = t.min(st.text.seq());
+                        st.durable.raise_to(capped);
                     }
                     report::checkpoint_error(&self.cfg, &self.id, from, seq, &cause);
                     Err(PlaneError::new(
@@ -315,41 +299,34 @@ impl LiveStream {
                         format!(
                             "stream {}: the seal did not land; {} of {} code units are durable ({})",
                             self.id,
-                            st.durable,
-                            st.seq,
+                            st.durable.seq(),
+                            st.text.seq(),
                             cause.message()
                         ),
                     )
                     .with_source(cause))
                 }
             };
-            st.ended = true;
-            st.deadline = None;
+            st.policy.disarm();
             let end = Arc::new(Frame::End {
-                seq: st.durable,
+                seq: st.durable.seq(),
                 status: seal.status,
                 error: seal.error.as_deref().map(Text::from),
             });
-            st.end_frame = Some(end.clone());
+            st.life.end(end.clone());
             if self.cfg.topology.publish {
                 if let Some(e) = self.publish_relay(&end) {
                     fx.relay_errors.push(e);
                 }
             }
             self.finish_subscribers(&mut st, end, &mut fx.wake);
-            self.resolve_waiters(&mut st);
-            let err = shortfall(&self.id, st.durable, st.seq);
-            self.reject_waiters(&mut st, u64::MAX, &err);
+            st.durable.resolve();
+            let err = shortfall(&self.id, st.durable.seq(), st.text.seq());
+            st.durable.reject_up_to(u64::MAX, &err);
             result
         };
         self.apply(fx);
         self.publish_seal_outcome(result);
-    }
-
-    /// The next interval deadline: the interval plus this round's jitter (`jitter.rs`), the
-    /// round being the number of append attempts so far.
-    pub(crate) fn interval_deadline(&self, st: &crate::live::State) -> Instant {
-        Instant::now() + self.cfg.interval + self.cfg.jitter.draw(&self.id, st.attempts)
     }
 
     /// The store fenced this producer off: stop the stream (see the module guarantees).
@@ -357,23 +334,21 @@ impl LiveStream {
         let mut fx = Effects::default();
         {
             let mut st = self.lock();
-            if st.ended {
+            if st.life.is_ended() {
                 return;
             }
-            st.ended = true;
-            st.fenced = Some(err.clone());
-            st.deadline = None;
+            st.policy.disarm();
             // `stale`, not `end`: this process no longer knows what the row holds (the sweep
             // decided it), so it sends every reader to the database instead of claiming a length.
-            let stale = Arc::new(Frame::Stale { floor_seq: st.buf_from, durable_seq: st.durable });
-            st.end_frame = Some(stale.clone());
+            let stale = Arc::new(Frame::Stale { floor_seq: st.text.floor(), durable_seq: st.durable.seq() });
+            st.life.fence(err.clone(), stale.clone());
             if self.cfg.topology.publish {
                 if let Some(e) = self.publish_relay(&stale) {
                     fx.relay_errors.push(e);
                 }
             }
             self.finish_subscribers(&mut st, stale, &mut fx.wake);
-            self.reject_waiters(&mut st, u64::MAX, &err);
+            st.durable.reject_up_to(u64::MAX, &err);
         }
         self.apply(fx);
         tracing::warn!(stream_id = %self.id, error = %err, "the store fenced this producer off; the stream stopped");

@@ -1,0 +1,135 @@
+//! The producer's handle on one hosted stream: push text, flush, pump a source, seal.
+//!
+//! Guarantees:
+//! - Every call goes to the one hosted stream (`hosted/`), whose guarantees it inherits:
+//!   pushes fan out at once in order, flushes and seals are honest (they resolve only when the
+//!   text landed).
+//! - `pump` stops at once when a reader cancels, dropping the source (which aborts the request
+//!   behind it).
+//! - Dropping the handle without a seal seals the stream `interrupted`: a producer that died
+//!   must not leave readers waiting.
+
+use std::pin::pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use twoplane_core::{StreamStatus, Text};
+
+use crate::error::{PlaneError, PlaneErrorKind};
+use crate::hosted::{wait_seal, FlushWait, LiveStream, Seal};
+
+/// The producer's handle on one stream. Dropping it without a seal seals the stream
+/// `interrupted` (a producer that died must not leave readers waiting).
+pub struct StreamHandle {
+    stream: Arc<LiveStream>,
+}
+
+impl StreamHandle {
+    pub(crate) fn new(stream: Arc<LiveStream>) -> StreamHandle {
+        StreamHandle { stream }
+    }
+
+    pub fn stream_id(&self) -> &str {
+        &self.stream.id
+    }
+
+    /// Produced code units.
+    pub fn seq(&self) -> u64 {
+        self.stream.seq()
+    }
+
+    /// Code units the store confirmed; never more than [`StreamHandle::seq`].
+    pub fn durable_seq(&self) -> u64 {
+        self.stream.durable_seq()
+    }
+
+    /// Whether a reader cancelled: a checkpoint read the store's cancel flag back, or
+    /// [`crate::Plane::cancel`] was called here.
+    pub fn cancelled(&self) -> bool {
+        self.stream.cancelled()
+    }
+
+    /// Whether a seal was requested (by `close`, `fail`, `drain` or a dropped handle).
+    pub fn is_sealed(&self) -> bool {
+        self.stream.is_sealing_or_ended()
+    }
+
+    /// Append a delta: fanned out to subscribers now, checkpointed on policy.
+    pub fn push(&self, text: &str) -> Result<(), PlaneError> {
+        self.stream.push(Text::from(text))
+    }
+
+    /// Append raw UTF-16 code units (text that came from JavaScript: a delta may end in half a
+    /// surrogate pair, and unpaired surrogates are kept as they are).
+    pub fn push_units(&self, units: &[u16]) -> Result<(), PlaneError> {
+        self.stream.push(Text::from_slice(units))
+    }
+
+    /// Resolve once the store holds everything produced so far (the ordering primitive), with
+    /// the durable length; rejected when that text did not land.
+    pub async fn flush(&self) -> Result<u64, PlaneError> {
+        let rx = match self.stream.flush_waiter()? {
+            FlushWait::Done(durable) => return Ok(durable),
+            FlushWait::Pending(rx) => rx,
+        };
+        self.stream.kick.notify_one();
+        rx.await.unwrap_or_else(|_| Err(PlaneError::new(PlaneErrorKind::Shutdown, "the plane stopped")))
+    }
+
+    /// Push every delta of `deltas`, stopping early (and dropping the source, which aborts the
+    /// request behind it) once a reader cancels (see [`StreamHandle::cancelled`]).
+    pub async fn pump<S>(&self, deltas: S) -> Result<(), PlaneError>
+    where
+        S: Stream,
+        S::Item: AsRef<str>,
+    {
+        let mut deltas = pin!(deltas);
+        loop {
+            let cancelled = self.stream.cancel_signal.notified();
+            let mut cancelled = pin!(cancelled);
+            cancelled.as_mut().enable();
+            if self.cancelled() {
+                return Ok(());
+            }
+            tokio::select! {
+                biased;
+                _ = &mut cancelled => return Ok(()),
+                next = deltas.next() => match next {
+                    None => return Ok(()),
+                    Some(delta) => self.push(delta.as_ref())?,
+                },
+            }
+        }
+    }
+
+    /// Seal `complete`, or `cancelled` when a reader asked the producer to stop. Resolves when
+    /// the seal landed; rejected (the stream still ends) when it did not.
+    pub async fn close(&self) -> Result<(), PlaneError> {
+        let status = if self.cancelled() { StreamStatus::Cancelled } else { StreamStatus::Complete };
+        self.seal(Seal { status, error: None }).await
+    }
+
+    /// Seal `error` with `error` as the message.
+    pub async fn fail(&self, error: &str) -> Result<(), PlaneError> {
+        self.seal(Seal { status: StreamStatus::Error, error: Some(error.to_owned()) }).await
+    }
+
+    pub(crate) async fn seal(&self, seal: Seal) -> Result<(), PlaneError> {
+        wait_seal(self.stream.request_seal(seal)).await
+    }
+}
+
+impl Drop for StreamHandle {
+    fn drop(&mut self) {
+        if !self.stream.is_sealing_or_ended() {
+            tracing::debug!(stream_id = %self.stream.id, "stream handle dropped unsealed: sealing it interrupted");
+            drop(self.stream.request_seal(Seal::interrupted()));
+        }
+    }
+}
+
+impl std::fmt::Debug for StreamHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamHandle").field("stream_id", &self.stream.id).finish()
+    }
+}

@@ -1,0 +1,227 @@
+//! Joining one hosted stream, and the cursor a live joiner reads it with.
+//!
+//! Owns: the atomic join ([`LiveStream::join`]) and [`Reader`], a subscriber's cursor on its
+//! shard with what it took but has not handed out yet. The join returns a value ([`Join`]), not
+//! a subscription: the plane wraps it into one, so the stream knows nothing of the public
+//! handles above it.
+//!
+//! Guarantees:
+//! - A join is one snapshot under the stream's lock: `open`, one coalesced `chunk`, `durable`
+//!   when the store is past the join offset and `end` when sealed, then every later frame, with
+//!   nothing missed or doubled in between (contract S). A join below the text still held is one
+//!   bare `stale`; a join of an ended stream is its replay and nothing after.
+//! - A reader takes every frame available (up to [`LOCAL_BATCH`]) under one lock of its shard
+//!   and parks in the same step; until that shard's change counter moves it can tell it has
+//!   nothing new, and wait again, without that lock. So a push costs each waiting reader one
+//!   wake-up and one lock, however many frames it then takes.
+//! - Its SSE batches are the bytes its shard's log encoded once for every reader
+//!   (`fanout.rs`), byte for byte what encoding each frame would give.
+//! - Dropping a reader detaches it from its shard at once (and wakes its writer task when it was
+//!   that writer's last handed-over subscriber, so the writer can end).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use twoplane_core::{Frame, Text};
+
+use super::shards::SubKey;
+use super::stream::LiveStream;
+use super::writers::Writers;
+use crate::fanout::Drained;
+use crate::sse::{encode_batch, SseBatch, SseSink};
+
+/// At most this many frames of a hosted stream are taken per lock for `next`/`try_next`.
+pub(crate) const LOCAL_BATCH: usize = 64;
+
+/// What a join gives: frames known now and nothing after, or a live reader.
+pub(crate) enum Join {
+    /// A bare `stale` (the offset is no longer held), or the whole replay of an ended stream.
+    Fixed(Vec<Arc<Frame>>),
+    Live(Reader),
+}
+
+impl LiveStream {
+    /// The atomic join from `from` (see the module guarantees).
+    pub fn join(self: &Arc<Self>, from: u64) -> Join {
+        let mut st = self.lock();
+        let seq = st.text.seq();
+        let durable = st.durable.seq();
+        let at = from.min(seq);
+        if at < st.text.floor() {
+            return Join::Fixed(vec![Arc::new(Frame::Stale { floor_seq: st.text.floor(), durable_seq: durable })]);
+        }
+        let ended = st.life.is_ended();
+        let mut replay = VecDeque::with_capacity(4);
+        replay.push_back(Arc::new(Frame::Open {
+            stream_id: self.id_text.clone(),
+            from: at,
+            seq,
+            durable_seq: durable,
+            ended,
+        }));
+        if seq > at {
+            let text = Text::from_slice(st.text.since(at));
+            replay.push_back(Arc::new(Frame::Chunk { from: at, seq, text }));
+        }
+        if durable > at {
+            replay.push_back(Arc::new(Frame::Durable { seq: durable }));
+        }
+        if ended {
+            if let Some(end) = st.life.end_frame() {
+                replay.push_back(end.clone());
+            }
+            return Join::Fixed(replay.into());
+        }
+        let (key, changes) = self.shards.attach(&mut st.shards, self.cfg.max_queued_frames, replay);
+        drop(st);
+        Join::Live(Reader {
+            stream: self.clone(),
+            key,
+            changes,
+            caught_up_at: None,
+            armed: None,
+            taken: VecDeque::new(),
+            done: false,
+        })
+    }
+}
+
+/// A cursor on a hosted stream's shard, with what it took but has not handed out yet.
+pub(crate) struct Reader {
+    stream: Arc<LiveStream>,
+    key: SubKey,
+    /// Its shard's change counter (see `fanout.rs`).
+    changes: Arc<AtomicU64>,
+    /// The counter when this cursor last took everything available.
+    caught_up_at: Option<u64>,
+    /// The waker the slot holds, while it is parked there.
+    armed: Option<Waker>,
+    /// Frames taken under the lock, not yet handed out. Empty (no allocation) while idle.
+    taken: VecDeque<Arc<Frame>>,
+    done: bool,
+}
+
+impl Reader {
+    /// Nothing can have arrived since this cursor caught up and parked with a waker that wakes
+    /// the task polling now: it can wait without the lock.
+    fn quiet(&self, cx: &Context<'_>) -> bool {
+        self.armed.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+            && self.caught_up_at == Some(self.changes.load(Ordering::Acquire))
+    }
+
+    /// Whether taking the lock could yield anything (the counter moved, or a batch limit left
+    /// frames behind).
+    fn may_have_more(&self) -> bool {
+        !self.done && self.caught_up_at != Some(self.changes.load(Ordering::Acquire))
+    }
+
+    fn note(&mut self, d: Drained, parked_with: Option<&Waker>) {
+        self.done = d.done;
+        self.caught_up_at = d.caught_up_at;
+        if !d.parked {
+            self.armed = None;
+        } else if let Some(w) = parked_with {
+            if !self.armed.as_ref().is_some_and(|a| a.will_wake(w)) {
+                self.armed = Some(w.clone());
+            }
+        }
+        // Otherwise the slot still holds the waker this cursor last armed it with.
+    }
+
+    /// Take what is available under one lock: the first frame is returned, the rest kept.
+    fn refill(&mut self, park: Option<&Waker>) -> Option<Arc<Frame>> {
+        let mut first = None;
+        let taken = &mut self.taken;
+        let mut out = |f| match first {
+            None => first = Some(f),
+            Some(_) => taken.push_back(f),
+        };
+        let d = self.stream.shards.drain(self.key, LOCAL_BATCH, &mut out, park);
+        self.note(d, park);
+        first
+    }
+
+    pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
+        if let Some(f) = self.pop() {
+            return Poll::Ready(Some(f));
+        }
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if self.quiet(cx) {
+            return Poll::Pending;
+        }
+        match self.refill(Some(cx.waker())) {
+            Some(f) => Poll::Ready(Some(f)),
+            None if self.done => Poll::Ready(None),
+            None => Poll::Pending,
+        }
+    }
+
+    pub fn try_next(&mut self) -> Option<Arc<Frame>> {
+        if let Some(f) = self.pop() {
+            return Some(f);
+        }
+        if self.may_have_more() {
+            return self.refill(None);
+        }
+        None
+    }
+
+    /// The next frame already taken. An idle subscriber keeps no buffer: the one that held a
+    /// batch goes when it empties.
+    fn pop(&mut self) -> Option<Arc<Frame>> {
+        let f = self.taken.pop_front()?;
+        if self.taken.is_empty() {
+            self.taken = VecDeque::new();
+        }
+        Some(f)
+    }
+
+    pub fn poll_sse(&mut self, cx: &mut Context<'_>, max_bytes: usize) -> Poll<Option<SseBatch>> {
+        if !self.taken.is_empty() {
+            // Frames a caller took with `next` but did not use: they go first, encoded here.
+            let taken = &mut self.taken;
+            return Poll::Ready(encode_batch(&mut || taken.pop_front(), max_bytes));
+        }
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if self.quiet(cx) {
+            return Poll::Pending;
+        }
+        let got = self.stream.shards.drain_sse(self.key, max_bytes, Some(cx.waker()));
+        self.note(got.state, Some(cx.waker()));
+        match got.bytes {
+            Some(bytes) => Poll::Ready(Some(SseBatch { bytes, frames: got.frames, terminal: got.state.done })),
+            None if self.done => Poll::Ready(None),
+            None => Poll::Pending,
+        }
+    }
+
+    /// Hand this reader's events to `sink` (see `Subscription::deliver_to`): only when it owes
+    /// nothing right now; `false` and nothing changes otherwise.
+    pub fn deliver_to(&mut self, sink: Arc<dyn SseSink>, max_bytes: usize) -> bool {
+        if self.done || !self.taken.is_empty() {
+            return false;
+        }
+        if !Writers::attach_sink(&self.stream, self.key, sink, max_bytes) {
+            return false;
+        }
+        // The slot no longer holds this cursor's waker, and the counter says nothing about what
+        // the writer took: the next poll after `resume` takes the lock.
+        self.armed = None;
+        self.caught_up_at = None;
+        true
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some(writer) = self.stream.shards.detach(self.key) {
+            self.stream.writers.wake(writer);
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The state of one hosted stream under its lock, split by concern; each part owns its fields
+//! and keeps its own rules (see its file). Everything that changes more than one part at once
+//! (a push, a checkpoint's answer, the seal) happens under the one lock, so it is atomic.
+
+use super::lifecycle::Lifecycle;
+use super::policy::Policy;
+use super::shards::ShardUse;
+use super::text::Produced;
+use super::waiters::Durable;
+
+pub(crate) struct State {
+    /// The produced text (`text.rs`).
+    pub text: Produced,
+    /// The durable length and the flushes waiting for it (`waiters.rs`).
+    pub durable: Durable,
+    /// When the next checkpoint round is due (`policy.rs`).
+    pub policy: Policy,
+    /// Live, sealing, ended, fenced; a reader's cancel (`lifecycle.rs`).
+    pub life: Lifecycle,
+    /// Which fan-out shards are in use (`shards.rs`).
+    pub shards: ShardUse,
+}
+
+impl State {
+    pub fn new() -> State {
+        State {
+            text: Produced::new(),
+            durable: Durable::new(),
+            policy: Policy::new(),
+            life: Lifecycle::new(),
+            shards: ShardUse::new(),
+        }
+    }
+
+    /// The end of the text a checkpoint may write now (the whole text once a seal was asked
+    /// for; see [`Produced::writable_end`]).
+    pub fn writable_end(&self) -> u64 {
+        self.text.writable_end(self.durable.seq(), self.life.is_sealing())
+    }
+}
