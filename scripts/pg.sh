@@ -122,11 +122,8 @@ start() {
             make_certificates
             tls_opts="-c ssl=on -c ssl_cert_file=$BASE/tls/server.pem -c ssl_key_file=$BASE/tls/server.key"
         fi
-        local port="$FIRST_PORT"
-        while port_busy "$port"; do
-            port=$((port + 1))
-            if (( port > FIRST_PORT + 50 )); then log "no free port near $FIRST_PORT"; exit 1; fi
-        done
+        local port
+        port="$(free_port_from "$FIRST_PORT")"
         echo "$port" >"$BASE/port"
         log "starting PostgreSQL ($BIN) on 127.0.0.1:$port"
         as_owner "$BIN/pg_ctl" -D "$DATA" -l "$BASE/server.log" -w -t 60 \

@@ -18,6 +18,17 @@ sys.exit(1)
 PY
 }
 
+# free_port_from FIRST: the first port from FIRST on (at most 50 further) that port_busy finds
+# free; fails, saying so, when there is none.
+free_port_from() {
+    local port="$1"
+    while port_busy "$port"; do
+        port=$((port + 1))
+        if (( port > $1 + 50 )); then echo "no free port near $1" >&2; return 1; fi
+    done
+    echo "$port"
+}
+
 # A server these scripts start outlives them, and would keep every descriptor it inherited: a
 # lock a caller holds (`flock LOCKFILE scripts/test-plane.sh` holds it on a descriptor the
 # script inherits) would then stay held by PostgreSQL or Redis until they stop, and the next

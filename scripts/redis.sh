@@ -134,15 +134,6 @@ exports() {
     fi
 }
 
-free_port_from() {
-    local port="$1"
-    while port_busy "$port"; do
-        port=$((port + 1))
-        if (( port > $1 + 50 )); then log "no free port near $1"; exit 1; fi
-    done
-    echo "$port"
-}
-
 start() {
     ensure_installed
     mkdir -p "$BASE"

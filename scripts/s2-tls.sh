@@ -52,11 +52,8 @@ start() {
         return
     fi
     stop_quietly
-    local port="$FIRST_PORT"
-    while port_busy "$port"; do
-        port=$((port + 1))
-        if (( port > FIRST_PORT + 50 )); then log "no free port near $FIRST_PORT"; exit 1; fi
-    done
+    local port
+    port="$(free_port_from "$FIRST_PORT")"
     echo "$port" >"$PORTFILE"
     cat >"$BASE/stunnel.conf" <<EOF
 pid = $PIDFILE

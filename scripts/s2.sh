@@ -79,11 +79,8 @@ start() {
         echo "export TWOPLANE_S2_URL=$(url)"
         return
     fi
-    local port="$FIRST_PORT"
-    while port_busy "$port"; do
-        port=$((port + 1))
-        if (( port > FIRST_PORT + 50 )); then log "no free port near $FIRST_PORT"; exit 1; fi
-    done
+    local port
+    port="$(free_port_from "$FIRST_PORT")"
     echo "$port" >"$PORTFILE"
     log "starting s2-lite on port $port (in-memory)"
     # setsid: the server outlives this script and is not hit by the caller's Ctrl-C.
