@@ -127,7 +127,10 @@ pub async fn serve(
                 First::Sse(request, rest) => {
                     let close = sse_conn::wants_close(request.headers());
                     let Ok(response) = router.clone().oneshot(*request).await;
+                    // A copy: `rest` shares the buffer the head was read into, which must not
+                    // live as long as the subscription does.
                     let mut pending = BytesMut::from(&rest[..]);
+                    drop(rest);
                     match sse_conn::write_response(stream, response, &mut pending).await {
                         Served::Done(_) if close => return,
                         Served::Done(returned) => {
