@@ -100,6 +100,11 @@ impl Access {
         if self.open_reads && self.read_secret.is_some() {
             return Err("--open-reads and a read-token secret contradict each other: give one of them".into());
         }
+        if self.read_secret.is_none() && self.allowed_origins == AllowedOrigins::Any {
+            return Err("--allow-origin '*' without a read-token secret would let every web page read every stream \
+                        and cancel it: add --read-token-secret-file FILE, or name the origins"
+                .into());
+        }
         if !is_loopback(listen.ip()) && self.read_secret.is_none() && !self.open_reads {
             return Err(format!(
                 "--listen {listen} is not a loopback address, and without a read-token secret anyone who can reach it \
@@ -185,11 +190,36 @@ impl Authorizer for ReadAuthorizer {
 /// `EventSource` cannot set headers), and, outside that check (a preflight carries no token),
 /// CORS for the allowed origins.
 pub fn reader_routes<S: Clone + Send + Sync + 'static>(routes: axum::Router<S>, access: &Access) -> axum::Router<S> {
-    let routes = routes.route_layer(axum::middleware::from_fn(token_from_query));
+    let routes = routes
+        .route_layer(axum::middleware::from_fn_with_state(Arc::new(access.clone()), guard_open_reads))
+        .route_layer(axum::middleware::from_fn(token_from_query));
     match access.allowed_origins.layer() {
         Some(cors) => routes.layer(cors),
         None => routes,
     }
+}
+
+/// Middleware for reader routes without a read-token secret: what a web page could send is
+/// refused (crate::browser). A cancel (a change, which a page can post without a preflight) from
+/// a page that is neither on this machine nor on an allowed origin, always. A read only when its
+/// `Host` names another machine (a rebound domain), and only while reads are open because the
+/// server listens on loopback: a page on another origin cannot read the answer anyway (no CORS
+/// header names it), and `--open-reads` opens reads to every client on purpose, under whatever
+/// name it is reached.
+async fn guard_open_reads(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    if access.read_secret.is_none() {
+        let risk = crate::browser::page_risk(request.headers(), &access.allowed_origins, false);
+        let refused = match risk {
+            _ if request.method() != axum::http::Method::GET => risk.is_some(),
+            Some(crate::browser::PageRisk::ForeignHost) => !access.open_reads,
+            _ => false,
+        };
+        if refused {
+            tracing::debug!(kind = risk.map(|r| r.kind()), "a request a web page could have sent was refused");
+            return crate::http::forbidden();
+        }
+    }
+    next.run(request).await
 }
 
 /// Middleware for reader routes: a `token` query parameter becomes the `Authorization: Bearer`
@@ -228,6 +258,13 @@ pub async fn require_producer(State(access): State<Arc<Access>>, request: Reques
                     "no producer secret is configured, so the producer API answers loopback clients only",
                 );
             }
+            // Trust rests on the peer being this machine, which every page in a browser on it
+            // is too. The producer API answers no page, so no origin is allowed here.
+            let path = request.uri().path();
+            let json_body = path.ends_with("/open") || path.ends_with("/fail");
+            if let Some(risk) = crate::browser::page_risk(request.headers(), &AllowedOrigins::SameOrigin, json_body) {
+                return refuse(risk.kind(), risk.message());
+            }
             true
         }
     };
@@ -237,9 +274,13 @@ pub async fn require_producer(State(access): State<Arc<Access>>, request: Reques
     next.run(request).await
 }
 
-fn refuse(kind: &'static str, message: &'static str) -> Response {
+fn refuse(kind: &'static str, message: &str) -> Response {
     let body = serde_json::json!({ "kind": kind, "message": message });
-    let status = if kind == "unauthorized" { StatusCode::UNAUTHORIZED } else { StatusCode::FORBIDDEN };
+    let status = match kind {
+        "unauthorized" => StatusCode::UNAUTHORIZED,
+        "simple_content_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        _ => StatusCode::FORBIDDEN,
+    };
     (status, axum::Json(body)).into_response()
 }
 

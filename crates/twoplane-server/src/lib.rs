@@ -17,11 +17,14 @@
 //! - [`producer`]: the producer API (`/v1/streams/...`): applications in any language produce
 //!   streams over HTTP.
 //! - [`access`] and [`token`]: the producer secret, the signed read tokens, loopback rules
+//!   ([`browser`]: what a web page on this machine could send, refused where trust rests on
+//!   loopback)
 //!   ([`token`] is the `twoplane-token` crate: the rule is pure and fuzzed on its own); [`cors`]:
 //!   which other origins' pages may read.
 
 pub mod access;
 pub mod assets;
+pub mod browser;
 pub mod cors;
 pub mod demo;
 mod error_text;

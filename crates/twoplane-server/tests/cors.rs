@@ -54,7 +54,10 @@ async fn request(addr: SocketAddr, method: &str, target: &str, headers: &[(&str,
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
     tokio::spawn(conn);
-    let mut request = hyper::Request::builder().method(method).uri(target).header("host", addr.to_string());
+    let mut request = hyper::Request::builder().method(method).uri(target);
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        request = request.header("host", addr.to_string());
+    }
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
@@ -157,11 +160,54 @@ async fn without_allow_origin_no_cors_header_is_sent() {
 
 #[tokio::test]
 async fn with_a_star_every_origin_may_read() {
-    let server = start(allowing(&["*"])).await;
+    // With read tokens: '*' with open reads is refused at start (every page could read and
+    // cancel every stream), see `a_star_needs_read_tokens`.
+    let access = Access { read_secret: Some(Secret::new(READ_SECRET.as_bytes(), "test").unwrap()), ..allowing(&["*"]) };
+    let server = start(access).await;
+    let claims = twoplane_server::token::Claims {
+        stream_id: "m-1".into(),
+        expires_at: twoplane_server::token::unix_now() + 60,
+        user_id: None,
+    };
+    let target = format!("{SUBSCRIBE}&token={}", twoplane_server::token::mint(READ_SECRET.as_bytes(), &claims));
     for origin in [PAGE, "http://localhost:3000", "tauri://localhost"] {
-        let head = request(server.addr, "GET", SUBSCRIBE, &[("origin", origin)]).await;
+        let head = request(server.addr, "GET", &target, &[("origin", origin)]).await;
         assert_eq!(head.status, 200);
         assert_eq!(head.get("access-control-allow-origin"), Some("*"), "{origin}");
         assert_eq!(head.get("access-control-allow-credentials"), None);
     }
+}
+
+#[test]
+fn a_star_needs_read_tokens() {
+    let err = allowing(&["*"]).check_listen("127.0.0.1:8787".parse().unwrap()).unwrap_err();
+    assert!(err.contains("--allow-origin '*'") && err.contains("--read-token-secret-file"), "{err}");
+    let tokens = Access { read_secret: Some(Secret::new(READ_SECRET.as_bytes(), "test").unwrap()), ..allowing(&["*"]) };
+    assert!(tokens.check_listen("127.0.0.1:8787".parse().unwrap()).is_ok());
+}
+
+/// Loopback trust is not a page's: with no secrets, a page on another site cannot cancel (a
+/// no-cors POST), nor create or append through the producer API, and a rebound domain (a foreign
+/// `Host`) reads nothing; a program on this machine still does all of it.
+#[tokio::test]
+async fn pages_on_other_sites_cannot_use_the_loopback_default() {
+    let server = start(Access::default()).await;
+    let evil = [("origin", "https://evil.example"), ("sec-fetch-site", "cross-site")];
+    let head = request(server.addr, "POST", "/v1/streams/m-1/cancel", &evil).await;
+    assert_eq!(head.status, 403, "a cross-site cancel");
+    for path in ["/v1/streams/m-1/open", "/v1/streams/m-1/append?offset=0"] {
+        let head = request(server.addr, "POST", path, &evil).await;
+        assert_eq!(head.status, 403, "a cross-site {path}");
+    }
+    let head = request(server.addr, "POST", "/v1/streams/m-1/open", &[("content-type", "text/plain")]).await;
+    assert_eq!(head.status, 415, "a JSON route with a body a page may send without a preflight");
+    let head = request(server.addr, "GET", SUBSCRIBE, &[("host", "rebound.example:8787")]).await;
+    assert_eq!(head.status, 403, "a rebound domain's read");
+    let head = request(server.addr, "GET", "/v1/streams/m-1", &[("host", "rebound.example:8787")]).await;
+    assert_eq!(head.status, 403, "a rebound domain's status read");
+    // A program: no Origin, the address it connected to as Host.
+    let head = request(server.addr, "POST", "/v1/streams/m-1/cancel", &[]).await;
+    assert_eq!(head.status, 404, "a program's cancel reaches the handler (no such stream)");
+    let head = request(server.addr, "GET", "/v1/streams/m-1", &[]).await;
+    assert_eq!(head.status, 404, "a program's status read reaches the handler");
 }
