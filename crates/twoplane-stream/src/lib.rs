@@ -30,11 +30,13 @@ mod callback;
 mod checkpoint;
 mod direct;
 mod error;
+mod exec;
 mod fanout;
 #[cfg(feature = "testing")]
 mod faulty;
 mod jitter;
 mod live;
+mod lock;
 #[cfg(feature = "testing")]
 mod memory;
 mod options;
@@ -55,6 +57,10 @@ pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
 pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
 pub use direct::{Delivered, SseEvents, SseSink};
 pub use error::{PlaneError, PlaneErrorKind};
+pub use exec::{
+    pg_cell, pg_cells, pg_int, prepare_all, sqlite_execute, sqlite_params, sqlite_rows, Bind, Cell, Executor, PgExec, Rows,
+    SqliteShared,
+};
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.
 #[cfg(feature = "testing")]
