@@ -319,7 +319,8 @@ impl Executor {
     pub async fn execute(&self, statement: Statement, context: &'static str) -> Result<u64, PlaneError> {
         match self {
             Executor::Sqlite(db) => {
-                db.run(move |conn| sqlite_execute(conn, &statement).map(|n| n as u64).map_err(sqlite_err(context))).await
+                db.run(move |conn| sqlite_execute(conn, &statement).map(|n| n as u64).map_err(sqlite_err(context)))
+                    .await
             }
             Executor::Postgres(pg) => {
                 let mut session = Executor::session(pg).await?;
@@ -361,7 +362,9 @@ impl Executor {
     /// Run the query `statement`.
     pub async fn query(&self, statement: Statement, context: &'static str) -> Result<Rows, PlaneError> {
         match self {
-            Executor::Sqlite(db) => db.run(move |conn| sqlite_rows(conn, &statement).map_err(sqlite_err(context))).await,
+            Executor::Sqlite(db) => {
+                db.run(move |conn| sqlite_rows(conn, &statement).map_err(sqlite_err(context))).await
+            }
             Executor::Postgres(pg) => {
                 let mut session = Executor::session(pg).await?;
                 let prepared = session.prepare_cached(&statement.sql).await.map_err(pg_err(context))?;
@@ -373,7 +376,11 @@ impl Executor {
 
     /// Run the queries `statements` in one read-only transaction that sees one snapshot; returns
     /// each one's rows.
-    pub async fn read_snapshot(&self, statements: Vec<Statement>, context: &'static str) -> Result<Vec<Rows>, PlaneError> {
+    pub async fn read_snapshot(
+        &self,
+        statements: Vec<Statement>,
+        context: &'static str,
+    ) -> Result<Vec<Rows>, PlaneError> {
         match self {
             Executor::Sqlite(db) => {
                 db.run(move |conn| {

@@ -58,8 +58,8 @@ pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
 pub use direct::{Delivered, SseEvents, SseSink};
 pub use error::{PlaneError, PlaneErrorKind};
 pub use exec::{
-    pg_cell, pg_cells, pg_int, prepare_all, sqlite_execute, sqlite_params, sqlite_rows, Bind, Cell, Executor, PgExec, Rows,
-    SqliteShared,
+    pg_cell, pg_cells, pg_int, prepare_all, sqlite_execute, sqlite_params, sqlite_rows, Bind, Cell, Executor, PgExec,
+    Rows, SqliteShared,
 };
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.

@@ -17,8 +17,7 @@ use crate::error::PlaneError;
 use crate::exec::{pg_cell, pg_int, prepare_all, PgExec};
 use crate::pg_client::{PgClient, PgSession};
 use crate::target::{
-    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps,
-    TargetMode,
+    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode,
 };
 use crate::verdict;
 

@@ -18,8 +18,7 @@ use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, Statement, 
 use crate::error::PlaneError;
 use crate::exec::{sqlite_execute, Cell, SqliteShared};
 use crate::target::{
-    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps,
-    TargetMode,
+    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode,
 };
 use crate::verdict;
 

@@ -214,7 +214,9 @@ impl Sweeper {
                         if attempt > 0 {
                             tracing::debug!(attempt, "creating the lease table failed; retrying");
                         }
-                        self.inner.db.execute(Statement { sql: ddl.clone(), params: Vec::new() }, "creating the lease table")
+                        self.inner
+                            .db
+                            .execute(Statement { sql: ddl.clone(), params: Vec::new() }, "creating the lease table")
                     },
                     |_| true,
                 )
