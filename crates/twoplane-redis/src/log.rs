@@ -39,6 +39,7 @@ use twoplane_stream::{FrameSource, Relay, RelayError, RelayTopology};
 use crate::cursor::{Cursor, Step};
 use crate::envelope::{decode_entry, Envelope, FRAME_FIELD, GEN_FIELD};
 use crate::error::RedisRelayError;
+use crate::lock::lock;
 use crate::options::{LogOptions, RedisRelayOptions};
 use crate::publisher::{connect, Encode, Outgoing, Publisher};
 use crate::source::{self, Emitter};
@@ -364,11 +365,7 @@ struct Following {
 
 impl Following {
     fn reason(&self, key: &str) -> String {
-        self.reason
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .unwrap_or_else(|| format!("stopped following {key}"))
+        lock(&self.reason).clone().unwrap_or_else(|| format!("stopped following {key}"))
     }
 }
 
@@ -382,7 +379,7 @@ impl Drop for Following {
 
 impl Tail {
     fn lock(&self) -> std::sync::MutexGuard<'_, TailState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     fn follow(self: &Arc<Self>, key: String, last: EntryId) -> Following {
@@ -500,7 +497,7 @@ impl Tail {
                 match f.tx.try_send(batch.clone()) {
                     Ok(()) => f.last = newest,
                     Err(mpsc::error::TrySendError::Full(_)) => {
-                        *f.reason.lock().unwrap_or_else(|e| e.into_inner()) =
+                        *lock(&f.reason) =
                             Some(format!("the reader fell behind the log {} (its buffer is full)", f.key));
                         cut.push(*id);
                     }

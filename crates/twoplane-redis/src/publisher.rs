@@ -28,6 +28,7 @@ use twoplane_stream::{redact_url, RelayError, RelayErrorHook, RelayErrorInfo, Re
 
 use crate::envelope::new_generation;
 use crate::error::RedisRelayError;
+use crate::lock::lock;
 use crate::options::RedisRelayOptions;
 
 /// Frames written per pipeline at most.
@@ -87,7 +88,7 @@ impl Publisher {
         // then fits in the queue: a dropped `end` must still close its generation, or a later
         // production of the same id would continue it.
         let (gen, fresh) = {
-            let mut gens = self.gens.lock().unwrap_or_else(|e| e.into_inner());
+            let mut gens = lock(&self.gens);
             let found = gens.get(stream_id).cloned();
             let (gen, fresh) = match found {
                 Some(gen) => (gen, false),

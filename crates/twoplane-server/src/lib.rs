@@ -24,6 +24,7 @@ pub mod cors;
 pub mod demo;
 mod error_text;
 pub mod http;
+mod lock;
 pub mod producer;
 pub mod relay;
 pub mod server;

@@ -21,7 +21,7 @@ mod rows;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use twoplane_stream::{Plane, PlaneError, StreamHandle, StreamStatus};
 
 use crate::access::Access;
+use crate::lock::lock;
 use crate::store::Database;
 
 pub use errors::ApiError;
@@ -74,10 +75,6 @@ pub(crate) struct Producing {
     touched: Mutex<Instant>,
     /// How the stream was sealed (the first seal wins) and when.
     sealed: Mutex<Option<(StreamStatus, Instant)>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Producing {
