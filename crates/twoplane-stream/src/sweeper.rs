@@ -47,7 +47,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use tokio::sync::watch;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, Statement, StreamTables};
 
 pub use twoplane_core::sql::DEFAULT_HOST_LEASE_TABLE;
@@ -284,12 +284,12 @@ impl Sweeper {
         }
         self.heartbeat().await?;
         self.sweep_and_report().await;
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(self.clone().run(stop_rx));
-        Ok(SweeperHandle { sweeper: self, stop_tx, task })
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(self.clone().run(stop.clone()));
+        Ok(SweeperHandle { sweeper: self, stop: stop.drop_guard(), task })
     }
 
-    async fn run(self, mut stop: watch::Receiver<bool>) {
+    async fn run(self, stop: CancellationToken) {
         let o = &self.inner.options;
         let interval = Duration::from_millis(o.interval_ms);
         let ttl = Duration::from_millis(o.lease_ttl_ms);
@@ -298,8 +298,8 @@ impl Sweeper {
         let mut pruned = Instant::now();
         loop {
             tokio::select! {
-                // A send of `true`, or the handle dropped: stop either way.
-                _ = stop.changed() => return,
+                // Stopped, or the handle dropped (its guard cancels): stop either way.
+                () = stop.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}
             }
             match self.heartbeat().await {
@@ -365,7 +365,8 @@ impl std::fmt::Debug for Sweeper {
 /// on its own); [`SweeperHandle::stop`] can give it up at once.
 pub struct SweeperHandle {
     sweeper: Sweeper,
-    stop_tx: watch::Sender<bool>,
+    /// Cancels the task's token when the handle is stopped or dropped.
+    stop: DropGuard,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -377,10 +378,11 @@ impl SweeperHandle {
     /// Stop renewing and sweeping; with `release`, give the lease up too (do that after the plane
     /// drained, so nothing of this host is left streaming).
     pub async fn stop(self, release: bool) -> Result<(), PlaneError> {
-        let _ = self.stop_tx.send(true);
-        let _ = self.task.await;
+        let SweeperHandle { sweeper, stop, task } = self;
+        drop(stop);
+        let _ = task.await;
         if release {
-            self.sweeper.release().await?;
+            sweeper.release().await?;
         }
         Ok(())
     }
