@@ -34,7 +34,7 @@ use redis::{AsyncConnectionConfig, RetryMethod, Value};
 use tokio::sync::mpsc;
 use twoplane_core::json::encode_frame;
 use twoplane_core::Frame;
-use twoplane_stream::{FrameSource, Relay, RelayError, RelayTopology};
+use twoplane_stream::{Backoff, FrameSource, Relay, RelayError, RelayTopology};
 
 use crate::cursor::{Cursor, Step};
 use crate::envelope::{decode_entry, Envelope, FRAME_FIELD, GEN_FIELD};
@@ -43,6 +43,9 @@ use crate::lock::lock;
 use crate::options::{LogOptions, RedisRelayOptions};
 use crate::publisher::{connect, Encode, Outgoing, Publisher};
 use crate::source::{self, Emitter};
+
+/// The log tail's reconnect: 50 ms, doubling, at most 2 s apart, for as long as anyone follows.
+const RECONNECT: Backoff = Backoff::new(Duration::from_millis(50), u32::MAX).with_cap(Duration::from_secs(2));
 
 /// Entries read per `XRANGE` page and per key per `XREAD`.
 const PAGE: usize = 512;
@@ -423,7 +426,8 @@ impl Tail {
     /// The tail task: runs while anyone follows.
     async fn run(self: Arc<Self>) {
         let mut conn: Option<(MultiplexedConnection, i64)> = None;
-        let mut delay = Duration::from_millis(50);
+        // Failures since the last connection that worked: the reconnect waits RECONNECT of it.
+        let mut failures = 0u32;
         loop {
             let positions: Vec<(String, EntryId)> = {
                 let mut st = self.lock();
@@ -441,14 +445,14 @@ impl Tail {
             if conn.is_none() {
                 match self.dial().await {
                     Ok(c) => {
-                        delay = Duration::from_millis(50);
+                        failures = 0;
                         conn = Some(c);
                     }
                     Err(e) => {
                         // Followers keep their positions; each one's idle timeout bounds the wait.
                         tracing::warn!(error = %e, "the log tail cannot reach Redis; retrying");
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
+                        failures += 1;
+                        tokio::time::sleep(RECONNECT.delay(failures)).await;
                         continue;
                     }
                 }
@@ -472,8 +476,8 @@ impl Tail {
                 Err(e) => {
                     tracing::warn!(error = %e, "the log tail lost its Redis connection; resuming after a reconnect");
                     conn = None;
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
+                    failures += 1;
+                    tokio::time::sleep(RECONNECT.delay(failures)).await;
                 }
             }
         }

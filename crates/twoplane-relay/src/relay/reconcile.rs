@@ -53,6 +53,8 @@ pub(super) async fn run(shared: Arc<Shared>, epoch: u64, activation: u64) {
                     _ = tokio::time::sleep(delay) => {}
                     _ = stop.wait_for(|stop| *stop) => return,
                 }
+                // Doubling up to retry_max by hand, not twoplane_stream::Backoff: this crate is the
+                // relay process and does not depend on the plane (its SQLite, pool and SSE code).
                 delay = (delay * 2).min(shared.options.retry_max);
             }
         }
