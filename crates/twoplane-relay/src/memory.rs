@@ -495,17 +495,17 @@ impl MemorySource {
 #[async_trait]
 impl ChangeSource for MemorySource {
     async fn run(&mut self, link: SourceLink) {
-        let SourceLink { events, mut acknowledged, mut reconciled, mut stop } = link;
+        let SourceLink { events, mut acknowledged, mut reconciled, stop } = link;
         let mut activation = 0;
         loop {
-            if *stop.borrow() {
+            if stop.is_cancelled() {
                 return;
             }
             let Some((id, fresh, replay, mut deliveries)) = self.record.attach() else {
                 // Another reader holds the slot.
                 tokio::select! {
                     _ = tokio::time::sleep(self.retry_every) => continue,
-                    _ = stopped(&mut stop) => return,
+                    () = stop.cancelled() => return,
                 }
             };
             activation += 1;
@@ -523,7 +523,7 @@ impl ChangeSource for MemorySource {
                     return;
                 }
                 tokio::select! {
-                    _ = stopped(&mut stop) => {
+                    () = stop.cancelled() => {
                         self.record.detach(id);
                         return;
                     }
@@ -555,15 +555,10 @@ impl ChangeSource for MemorySource {
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.retry_every) => {}
-                _ = stopped(&mut stop) => return,
+                () = stop.cancelled() => return,
             }
         }
     }
-}
-
-/// Resolves once `stop` turns true (or its sender is gone).
-async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stop| *stop).await;
 }
 
 #[derive(Default)]

@@ -292,9 +292,8 @@ fn settle_obsolete(shared: &Shared, key: &SessionKey, generation: u64) {
 }
 
 async fn sleep_unless_stopped(shared: &Shared, delay: Duration) {
-    let mut stop = shared.stop.subscribe();
     tokio::select! {
         _ = tokio::time::sleep(delay) => {}
-        _ = stop.wait_for(|stop| *stop) => {}
+        () = shared.stop.cancelled() => {}
     }
 }
