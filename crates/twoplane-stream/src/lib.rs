@@ -17,6 +17,10 @@
 //! - No write cuts a surrogate pair; no code unit is replaced, dropped or reordered.
 //! - Flushes and seals are honest: they resolve only when the text landed.
 //!
+//! Every statement of the core's SQL, the plane's and its users', runs through one executor
+//! ([`Executor`] and the per-connection functions beside it, in `exec.rs`): one way to bind a
+//! parameter, read a cell, and keep SQLite off the runtime's threads.
+//!
 //! Several instances sharing one database run a [`Sweeper`] each: a liveness lease per host, and a
 //! sweep that marks `interrupted` the streams of hosts whose lease expired.
 //!

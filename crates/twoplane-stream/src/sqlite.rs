@@ -1,7 +1,8 @@
 //! Mapped tables on SQLite: the embedded default.
 //!
 //! Guarantees: the database runs in WAL mode (readers never block the checkpoint writer); every
-//! checkpoint and every seal is one transaction built from the core's [`MappedSql`]; an append
+//! checkpoint and every seal is one transaction built from the core's [`MappedSql`] and run
+//! through the crate's executor (`exec.rs`, on a connection shared with [`SqliteShared`]); an append
 //! is confirmed only by reading the row's length back after the commit; blocking calls run on
 //! tokio's blocking pool, never on a runtime worker. Text with a lone surrogate is refused
 //! before it reaches SQLite (which would store it mangled).
