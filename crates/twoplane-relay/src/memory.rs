@@ -17,12 +17,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
+use crate::lock::lock;
 use crate::names::BasinName;
 use crate::types::{
     Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, Lsn, RecordError, RecordReader, RecordRow,
@@ -37,10 +38,6 @@ type FastHash = foldhash::fast::RandomState;
 type TenantRows = HashMap<Arc<str>, Vec<RecordRow>, FastHash>;
 /// A basin's streams and their records.
 type Streams = HashMap<String, Vec<Arc<str>>, FastHash>;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// What the slot tells its reader.
 enum Delivery {

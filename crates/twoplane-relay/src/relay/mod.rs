@@ -25,6 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::lock::lock;
 use tracing::{debug, info, warn};
 
 use crate::options::{RelayOptions, RelayStatus};
@@ -55,9 +57,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic elsewhere must not wedge the relay's bookkeeping: the state stays consistent
-        // between statements, so a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
     /// Waits until `ready` holds for the state (checked under the lock after every change).
@@ -118,7 +118,7 @@ impl Shared {
                 info!(activation, fresh, "relay holds the change source");
                 if fresh {
                     let task = tokio::spawn(reconcile::run(self.clone(), epoch, activation));
-                    let mut tasks = self.reconciles.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let mut tasks = lock(&self.reconciles);
                     tasks.retain(|task| !task.is_finished());
                     tasks.push(task);
                 }
@@ -259,7 +259,7 @@ impl Relay {
         let _ = self.source.await;
         let _ = self.driver.await;
         self.shared.wait_until(|state| state.pumps == 0).await;
-        let reconciles = std::mem::take(&mut *self.shared.reconciles.lock().unwrap_or_else(|p| p.into_inner()));
+        let reconciles = std::mem::take(&mut *lock(&self.shared.reconciles));
         for task in reconciles {
             let _ = task.await;
         }
