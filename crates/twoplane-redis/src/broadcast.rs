@@ -30,6 +30,7 @@ use twoplane_stream::{FrameSource, Relay, RelayError, RelayTopology};
 use crate::cursor::{Cursor, Step};
 use crate::envelope::{decode_message, encode_message};
 use crate::error::RedisRelayError;
+use crate::lock::lock;
 use crate::options::RedisRelayOptions;
 use crate::publisher::{connect, Encode, Outgoing, Publisher};
 use crate::source::{self, Emitter};
@@ -187,11 +188,7 @@ struct Route {
 
 impl Route {
     fn reason(&self) -> String {
-        self.reason
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .unwrap_or_else(|| format!("the pub/sub route for {} closed", self.channel))
+        lock(&self.reason).clone().unwrap_or_else(|| format!("the pub/sub route for {} closed", self.channel))
     }
 }
 
@@ -205,12 +202,12 @@ impl Drop for Route {
 
 impl HubConn {
     fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Slot>>> {
-        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.routes)
     }
 }
 
 fn cut(slot: Slot, why: String) {
-    *slot.reason.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    *lock(&slot.reason) = Some(why);
     drop(slot.tx);
 }
 

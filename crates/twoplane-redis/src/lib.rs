@@ -40,6 +40,7 @@ mod broadcast;
 mod cursor;
 mod envelope;
 mod error;
+mod lock;
 mod log;
 mod options;
 mod publisher;

@@ -34,14 +34,18 @@ use redis::{AsyncConnectionConfig, RetryMethod, Value};
 use tokio::sync::mpsc;
 use twoplane_core::json::encode_frame;
 use twoplane_core::Frame;
-use twoplane_stream::{FrameSource, Relay, RelayError, RelayTopology};
+use twoplane_stream::{Backoff, FrameSource, Relay, RelayError, RelayTopology};
 
 use crate::cursor::{Cursor, Step};
 use crate::envelope::{decode_entry, Envelope, FRAME_FIELD, GEN_FIELD};
 use crate::error::RedisRelayError;
+use crate::lock::lock;
 use crate::options::{LogOptions, RedisRelayOptions};
 use crate::publisher::{connect, Encode, Outgoing, Publisher};
 use crate::source::{self, Emitter};
+
+/// The log tail's reconnect: 50 ms, doubling, at most 2 s apart, for as long as anyone follows.
+const RECONNECT: Backoff = Backoff::new(Duration::from_millis(50), u32::MAX).with_cap(Duration::from_secs(2));
 
 /// Entries read per `XRANGE` page and per key per `XREAD`.
 const PAGE: usize = 512;
@@ -364,11 +368,7 @@ struct Following {
 
 impl Following {
     fn reason(&self, key: &str) -> String {
-        self.reason
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .unwrap_or_else(|| format!("stopped following {key}"))
+        lock(&self.reason).clone().unwrap_or_else(|| format!("stopped following {key}"))
     }
 }
 
@@ -382,7 +382,7 @@ impl Drop for Following {
 
 impl Tail {
     fn lock(&self) -> std::sync::MutexGuard<'_, TailState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     fn follow(self: &Arc<Self>, key: String, last: EntryId) -> Following {
@@ -426,7 +426,8 @@ impl Tail {
     /// The tail task: runs while anyone follows.
     async fn run(self: Arc<Self>) {
         let mut conn: Option<(MultiplexedConnection, i64)> = None;
-        let mut delay = Duration::from_millis(50);
+        // Failures since the last connection that worked: the reconnect waits RECONNECT of it.
+        let mut failures = 0u32;
         loop {
             let positions: Vec<(String, EntryId)> = {
                 let mut st = self.lock();
@@ -444,14 +445,14 @@ impl Tail {
             if conn.is_none() {
                 match self.dial().await {
                     Ok(c) => {
-                        delay = Duration::from_millis(50);
+                        failures = 0;
                         conn = Some(c);
                     }
                     Err(e) => {
                         // Followers keep their positions; each one's idle timeout bounds the wait.
                         tracing::warn!(error = %e, "the log tail cannot reach Redis; retrying");
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
+                        failures += 1;
+                        tokio::time::sleep(RECONNECT.delay(failures)).await;
                         continue;
                     }
                 }
@@ -475,8 +476,8 @@ impl Tail {
                 Err(e) => {
                     tracing::warn!(error = %e, "the log tail lost its Redis connection; resuming after a reconnect");
                     conn = None;
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
+                    failures += 1;
+                    tokio::time::sleep(RECONNECT.delay(failures)).await;
                 }
             }
         }
@@ -500,7 +501,7 @@ impl Tail {
                 match f.tx.try_send(batch.clone()) {
                     Ok(()) => f.last = newest,
                     Err(mpsc::error::TrySendError::Full(_)) => {
-                        *f.reason.lock().unwrap_or_else(|e| e.into_inner()) =
+                        *lock(&f.reason) =
                             Some(format!("the reader fell behind the log {} (its buffer is full)", f.key));
                         cut.push(*id);
                     }

@@ -24,11 +24,16 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RetryMethod;
 use tokio::sync::{mpsc, oneshot};
 use twoplane_core::Frame;
-use twoplane_stream::{redact_url, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
+use twoplane_stream::{redact_url, Backoff, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
 
 use crate::envelope::new_generation;
 use crate::error::RedisRelayError;
+use crate::lock::lock;
 use crate::options::RedisRelayOptions;
+
+/// A failed write's retries: 50 ms, doubling, at most 1 s apart, until the retry budget
+/// (`retry_for`) would be overrun.
+const WRITE_RETRY: Backoff = Backoff::new(Duration::from_millis(50), u32::MAX).with_cap(Duration::from_secs(1));
 
 /// Frames written per pipeline at most.
 const BATCH: usize = 512;
@@ -87,7 +92,7 @@ impl Publisher {
         // then fits in the queue: a dropped `end` must still close its generation, or a later
         // production of the same id would continue it.
         let (gen, fresh) = {
-            let mut gens = self.gens.lock().unwrap_or_else(|e| e.into_inner());
+            let mut gens = lock(&self.gens);
             let found = gens.get(stream_id).cloned();
             let (gen, fresh) = match found {
                 Some(gen) => (gen, false),
@@ -172,7 +177,6 @@ impl Writer {
 
     async fn write(&mut self, pipe: &redis::Pipeline) -> Result<(), RedisRelayError> {
         let started = Instant::now();
-        let mut delay = Duration::from_millis(50);
         let mut attempts = 0u32;
         loop {
             attempts += 1;
@@ -186,6 +190,7 @@ impl Writer {
                 Err(e) => e,
             };
             let transient = !matches!(err.retry_method(), RetryMethod::NoRetry);
+            let delay = WRITE_RETRY.delay(attempts);
             if !transient || started.elapsed() + delay > self.retry_for {
                 return Err(RedisRelayError::redis(
                     format!("writing to Redis failed after {attempts} attempt(s); those frames were dropped"),
@@ -194,7 +199,6 @@ impl Writer {
             }
             tracing::debug!(error = %err, attempts, "a Redis write failed; retrying");
             tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(1));
         }
     }
 

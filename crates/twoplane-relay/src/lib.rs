@@ -16,6 +16,7 @@
 //! - [`relay`]: the core: [`Relay::start`]`(source, record, log, options)` on a tokio runtime,
 //!   then `status()`, `idle()` and `stop()`.
 
+mod lock;
 pub mod memory;
 pub mod names;
 pub mod options;

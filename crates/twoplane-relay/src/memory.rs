@@ -17,12 +17,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
+use crate::lock::lock;
 use crate::names::BasinName;
 use crate::types::{
     Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, Lsn, RecordError, RecordReader, RecordRow,
@@ -37,10 +38,6 @@ type FastHash = foldhash::fast::RandomState;
 type TenantRows = HashMap<Arc<str>, Vec<RecordRow>, FastHash>;
 /// A basin's streams and their records.
 type Streams = HashMap<String, Vec<Arc<str>>, FastHash>;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// What the slot tells its reader.
 enum Delivery {
@@ -495,17 +492,17 @@ impl MemorySource {
 #[async_trait]
 impl ChangeSource for MemorySource {
     async fn run(&mut self, link: SourceLink) {
-        let SourceLink { events, mut acknowledged, mut reconciled, mut stop } = link;
+        let SourceLink { events, mut acknowledged, mut reconciled, stop } = link;
         let mut activation = 0;
         loop {
-            if *stop.borrow() {
+            if stop.is_cancelled() {
                 return;
             }
             let Some((id, fresh, replay, mut deliveries)) = self.record.attach() else {
                 // Another reader holds the slot.
                 tokio::select! {
                     _ = tokio::time::sleep(self.retry_every) => continue,
-                    _ = stopped(&mut stop) => return,
+                    () = stop.cancelled() => return,
                 }
             };
             activation += 1;
@@ -523,7 +520,7 @@ impl ChangeSource for MemorySource {
                     return;
                 }
                 tokio::select! {
-                    _ = stopped(&mut stop) => {
+                    () = stop.cancelled() => {
                         self.record.detach(id);
                         return;
                     }
@@ -555,15 +552,10 @@ impl ChangeSource for MemorySource {
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.retry_every) => {}
-                _ = stopped(&mut stop) => return,
+                () = stop.cancelled() => return,
             }
         }
     }
-}
-
-/// Resolves once `stop` turns true (or its sender is gone).
-async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stop| *stop).await;
 }
 
 #[derive(Default)]

@@ -266,11 +266,11 @@ impl PgSource {
         let mut relations: HashMap<u32, Option<Columns>> = HashMap::new();
         // Rows of the transaction being received (None between transactions).
         let mut tx: Option<Vec<RecordRow>> = None;
-        let mut stop = link.stop.clone();
+        let stop = link.stop.clone();
         loop {
             tokio::select! {
                 biased;
-                _ = async { stop.wait_for(|stop| *stop).await.map(|_| ()) } => {
+                () = stop.cancelled() => {
                     client.stop();
                     let _ = tokio::time::timeout(Duration::from_secs(5), client.shutdown()).await;
                     return Ok(Ended::Stopped);

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 use crate::names::BasinName;
 
@@ -112,31 +113,32 @@ pub enum SourceEvent {
 /// The two-way link between the relay and its change source.
 ///
 /// The source pushes [`SourceEvent`]s into `events` (bounded: a slow relay slows the source) and
-/// follows three watches the relay writes:
+/// follows what the relay writes (two watches and a stop token):
 /// - `acknowledged`: every transaction ending at or before this position is in its logs. The
 ///   source confirms it to its server, forward only (a value at or below its confirmed position
 ///   is ignored); it may forget what it retains up to there.
 /// - `reconciled`: the latest activation whose reconciliation completed. When it equals the
 ///   source's current activation, the source clears its reconcile-pending flag (durably, so a
 ///   crash before this point makes the next process reconcile again). Other values are ignored.
-/// - `stop`: becomes true when the relay stops; the source releases what it holds and returns.
+/// - `stop`: cancelled when the relay stops; the source releases what it holds and returns.
 #[derive(Debug)]
 pub struct SourceLink {
     pub events: mpsc::Sender<SourceEvent>,
     pub acknowledged: watch::Receiver<Lsn>,
     pub reconciled: watch::Receiver<u64>,
-    pub stop: watch::Receiver<bool>,
+    pub stop: CancellationToken,
 }
 
 impl SourceLink {
     /// True once the relay asked the source to stop.
     pub fn is_stopped(&self) -> bool {
-        *self.stop.borrow()
+        self.stop.is_cancelled()
     }
 
-    /// Resolves once the relay asks the source to stop (or the relay is gone).
+    /// Resolves once the relay asks the source to stop (or the relay is gone: it cancels the
+    /// token when dropped).
     pub async fn stopped(&mut self) {
-        let _ = self.stop.wait_for(|stop| *stop).await;
+        self.stop.cancelled().await
     }
 
     /// Sends an event; false when the relay is gone (the source should return).

@@ -104,7 +104,9 @@ struct Link {
     events: mpsc::Receiver<SourceEvent>,
     ack: watch::Sender<Lsn>,
     reconciled: watch::Sender<u64>,
-    stop: watch::Sender<bool>,
+    stop: tokio_util::sync::CancellationToken,
+    /// Stops the source when the link is dropped, as the relay does.
+    _stop_on_drop: tokio_util::sync::DropGuard,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -112,10 +114,10 @@ fn run_source(mut source: PgSource) -> Link {
     let (events_tx, events) = mpsc::channel(64);
     let (ack, acknowledged) = watch::channel(Lsn::ZERO);
     let (reconciled, reconciled_rx) = watch::channel(0);
-    let (stop, stop_rx) = watch::channel(false);
-    let link = SourceLink { events: events_tx, acknowledged, reconciled: reconciled_rx, stop: stop_rx };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let link = SourceLink { events: events_tx, acknowledged, reconciled: reconciled_rx, stop: stop.clone() };
     let task = tokio::spawn(async move { source.run(link).await });
-    Link { events, ack, reconciled, stop, task }
+    Link { events, ack, reconciled, _stop_on_drop: stop.clone().drop_guard(), stop, task }
 }
 
 async fn next(link: &mut Link) -> SourceEvent {
@@ -166,7 +168,7 @@ async fn the_source_is_fresh_once_held_by_one_and_replays_what_was_not_acknowled
     let state = format!("SELECT reconcile_pending FROM \"{run}_state\" WHERE slot_name = $1");
     assert!(!db.query_one(&state, &[&run]).await.unwrap().get::<_, bool>(0), "the flag was not cleared");
     assert!(b.events.try_recv().is_err(), "the second process became active while the first held the slot");
-    a.stop.send_replace(true);
+    a.stop.cancel();
     a.task.await.unwrap();
 
     // The second takes over, not fresh, and gets the unacknowledged transaction again (only it).
@@ -175,7 +177,7 @@ async fn the_source_is_fresh_once_held_by_one_and_replays_what_was_not_acknowled
     assert_eq!(replayed, tx2);
     // Acknowledging backwards is ignored (the slot only moves forward).
     b.ack.send_replace(Lsn(1));
-    b.stop.send_replace(true);
+    b.stop.cancel();
     b.task.await.unwrap();
     let confirmed: String = db
         .query_one("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", &[&run])

@@ -29,6 +29,7 @@ pub mod cors;
 pub mod demo;
 mod error_text;
 pub mod http;
+mod lock;
 pub mod producer;
 pub mod relay;
 pub mod serve;

@@ -79,15 +79,12 @@ async fn subscribe(stream: Arc<Stream>, me: usize, model: Model) -> u64 {
         match model {
             Model::Wake => {}
             Model::Shared => {
-                let frame = stream.latest.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let frame = lock(&stream.latest).clone();
                 std::hint::black_box(frame);
             }
             Model::Mailbox => {
                 // Swap buffers rather than take: no allocation per frame on either side.
-                std::mem::swap(
-                    &mut taken,
-                    &mut *stream.subscribers[me].mailbox.lock().unwrap_or_else(|e| e.into_inner()),
-                );
+                std::mem::swap(&mut taken, &mut *lock(&stream.subscribers[me].mailbox));
                 std::hint::black_box(&taken);
                 taken.clear();
             }
@@ -120,10 +117,10 @@ async fn run(subscribers: usize, model: Model, print: bool) -> Option<f64> {
             let f = frame(i);
             match model {
                 Model::Wake => {}
-                Model::Shared => *producer.latest.lock().unwrap_or_else(|e| e.into_inner()) = f.clone(),
+                Model::Shared => *lock(&producer.latest) = f.clone(),
                 Model::Mailbox => {
                     for s in &producer.subscribers {
-                        s.mailbox.lock().unwrap_or_else(|e| e.into_inner()).push(f.clone());
+                        lock(&s.mailbox).push(f.clone());
                     }
                 }
             }
@@ -173,4 +170,10 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// A mutex locked, poisoned or not: a benchmark's counters stay usable after a panicking task,
+/// which fails the run on its own.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

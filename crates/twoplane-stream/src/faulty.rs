@@ -55,7 +55,7 @@ impl FaultyTarget {
     }
 
     fn lock(&self) -> MutexGuard<'_, FaultState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock::lock(&self.state)
     }
 
     /// Queue `fault` for the next call of `op` that has no earlier fault queued.

@@ -17,6 +17,10 @@
 //! - No write cuts a surrogate pair; no code unit is replaced, dropped or reordered.
 //! - Flushes and seals are honest: they resolve only when the text landed.
 //!
+//! Every statement of the core's SQL, the plane's and its users', runs through one executor
+//! ([`Executor`] and the per-connection functions beside it, in `exec.rs`): one way to bind a
+//! parameter, read a cell, and keep SQLite off the runtime's threads.
+//!
 //! Several instances sharing one database run a [`Sweeper`] each: a liveness lease per host, and a
 //! sweep that marks `interrupted` the streams of hosts whose lease expired.
 //!
@@ -49,18 +53,22 @@
 //!
 //! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`, `retry.rs`,
 //! `jitter.rs`, `error.rs`), the durable targets (`target.rs` and its implementations, with
-//! `verdict.rs` for the SQL targets' shared decisions) and the PostgreSQL pool they use (the URL,
-//! its TLS and its errors are the `twoplane-pg` crate's), and the [`Sweeper`].
+//! `verdict.rs` for the SQL targets' shared decisions), `exec.rs` (the one way a core statement
+//! runs on SQLite or PostgreSQL, for the targets, the sweeper and the server alike), the
+//! PostgreSQL pool they use (the URL, its TLS and its errors are the `twoplane-pg` crate's),
+//! `lock.rs` (taking a mutex, poisoned or not), and the [`Sweeper`].
 
 mod auth;
 mod callback;
 mod error;
+mod exec;
 mod fanout;
 #[cfg(feature = "testing")]
 mod faulty;
 mod handle;
 mod hosted;
 mod jitter;
+mod lock;
 #[cfg(feature = "testing")]
 mod memory;
 mod options;
@@ -82,6 +90,10 @@ mod verdict;
 pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
 pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
 pub use error::{PlaneError, PlaneErrorKind};
+pub use exec::{
+    pg_cell, pg_cells, pg_int, prepare_all, sqlite_execute, sqlite_params, sqlite_rows, Bind, Cell, Executor, PgExec,
+    Rows, SqliteShared,
+};
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.
 #[cfg(feature = "testing")]

@@ -97,7 +97,7 @@ impl MemoryTarget {
     }
 
     fn lock(&self) -> MutexGuard<'_, MemoryState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock::lock(&self.state)
     }
 
     /// What the application's own mutator does before a stream opens: write the message row.

@@ -3,22 +3,21 @@
 //! Guarantees: every checkpoint and every seal is one transaction built from the core's
 //! [`MappedSql`]; an append is confirmed only by reading the row's length back after the
 //! commit; a dropped connection is re-established on the next call (the statements are
-//! idempotent, so whatever was in flight is simply retried). Integer parameters adapt to the
-//! column's width (`smallint`, `integer`, `bigint`), because the message table is the
-//! application's and its `seq` column need not be `bigint`. Text with a lone surrogate is
+//! idempotent, so whatever was in flight is simply retried). The statements run through the
+//! crate's executor (`exec.rs`: prepared once per connection, parameters bound by reference and
+//! adapted to the column's width, since the message table is the application's and its `seq`
+//! column need not be `bigint`). Text with a lone surrogate is
 //! refused before it reaches the server (which rejects it as invalid UTF-8).
 
 use async_trait::async_trait;
-use bytes::BytesMut;
-use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::Row;
-use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, SqlValue, Statement, StreamTables};
+use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, Statement, StreamTables};
 
 use crate::error::PlaneError;
+use crate::exec::{pg_cell, pg_int, prepare_all, PgExec};
 use crate::pg_client::{PgClient, PgSession};
 use crate::target::{
-    text_is_truthy, utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps,
-    TargetMode,
+    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode,
 };
 use crate::verdict;
 
@@ -37,55 +36,9 @@ fn db_err<E: std::error::Error + Send + Sync + 'static>(context: &str) -> impl F
     move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
 }
 
-/// A parameter that binds to whichever text or integer type the server inferred.
-#[derive(Debug)]
-pub(crate) struct PgParam(pub(crate) SqlValue);
-
-impl ToSql for PgParam {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match &self.0 {
-            SqlValue::Null => Ok(IsNull::Yes),
-            SqlValue::Text(s) => s.as_str().to_sql(ty, out),
-            SqlValue::Int(i) => match *ty {
-                Type::INT8 => i.to_sql(ty, out),
-                Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
-                Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
-                _ => i.to_string().as_str().to_sql(ty, out),
-            },
-        }
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        <&str as ToSql>::accepts(ty) || matches!(*ty, Type::INT2 | Type::INT4 | Type::INT8)
-    }
-
-    to_sql_checked!();
-}
-
-pub(crate) fn params(statement: &Statement) -> Vec<PgParam> {
-    statement.params.iter().cloned().map(PgParam).collect()
-}
-
-pub(crate) fn as_dyn(params: &[PgParam]) -> Vec<&(dyn ToSql + Sync)> {
-    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
-}
-
-/// An integer cell of any width.
-pub(crate) fn int_cell(row: &Row, idx: usize) -> Result<Option<i64>, tokio_postgres::Error> {
-    match *row.columns()[idx].type_() {
-        Type::INT4 => Ok(row.try_get::<_, Option<i32>>(idx)?.map(i64::from)),
-        Type::INT2 => Ok(row.try_get::<_, Option<i16>>(idx)?.map(i64::from)),
-        _ => row.try_get::<_, Option<i64>>(idx),
-    }
-}
-
 /// JavaScript-style truthiness of the cancel cell.
 fn truthy_cell(row: &Row, idx: usize) -> Result<bool, tokio_postgres::Error> {
-    match *row.columns()[idx].type_() {
-        Type::BOOL => Ok(row.try_get::<_, Option<bool>>(idx)?.unwrap_or(false)),
-        Type::INT2 | Type::INT4 | Type::INT8 => Ok(int_cell(row, idx)?.is_some_and(|v| v != 0)),
-        _ => Ok(row.try_get::<_, Option<String>>(idx)?.is_some_and(|s| text_is_truthy(&s))),
-    }
+    pg_cell(row, idx).map(|cell| cell.truthy())
 }
 
 /// The statements of one call, on the connection it holds.
@@ -93,14 +46,10 @@ struct PgConn<'a>(&'a mut PgSession);
 
 impl PgConn<'_> {
     async fn transact(&mut self, statements: &[Statement], context: &str) -> Result<(), PlaneError> {
-        let mut prepared = Vec::with_capacity(statements.len());
-        for s in statements {
-            prepared.push(self.0.prepare_cached(&s.sql).await.map_err(db_err("preparing a statement"))?);
-        }
+        let prepared = prepare_all(self.0, statements, "preparing a statement").await?;
         let tx = self.0.client_mut().transaction().await.map_err(db_err(context))?;
         for (s, p) in statements.iter().zip(&prepared) {
-            let bound = params(s);
-            tx.execute(p, &as_dyn(&bound)).await.map_err(db_err(context))?;
+            tx.run(p, &s.params).await.map_err(db_err(context))?;
         }
         tx.commit().await.map_err(db_err(context))
     }
@@ -116,21 +65,18 @@ impl PgConn<'_> {
         let p1 = self.0.prepare_cached(&first.sql).await.map_err(db_err("preparing a statement"))?;
         let p2 = self.0.prepare_cached(&second.sql).await.map_err(db_err("preparing a statement"))?;
         let tx = self.0.client_mut().transaction().await.map_err(db_err(context))?;
-        let bound = params(first);
-        if tx.execute(&p1, &as_dyn(&bound)).await.map_err(db_err(context))? != 1 {
+        if tx.run(&p1, &first.params).await.map_err(db_err(context))? != 1 {
             tx.rollback().await.map_err(db_err(context))?;
             return Ok(false);
         }
-        let bound = params(second);
-        tx.execute(&p2, &as_dyn(&bound)).await.map_err(db_err(context))?;
+        tx.run(&p2, &second.params).await.map_err(db_err(context))?;
         tx.commit().await.map_err(db_err(context))?;
         Ok(true)
     }
 
     async fn query_opt(&mut self, sql: &str, id: &str, context: &str) -> Result<Option<Row>, PlaneError> {
         let statement = self.0.prepare_cached(sql).await.map_err(db_err("preparing a statement"))?;
-        let bound = [PgParam(SqlValue::Text(id.to_owned()))];
-        self.0.client().query_opt(&statement, &as_dyn(&bound)).await.map_err(db_err(context))
+        self.0.client().query_opt(&statement, &[&id]).await.map_err(db_err(context))
     }
 
     /// The read-back (column order: seq, cancel when mapped, status, host when mapped): the
@@ -147,7 +93,7 @@ impl PgConn<'_> {
                 None,
             ));
         };
-        let seq = int_cell(&r, 0).map_err(db_err("reading the length column"))?;
+        let seq = pg_int(&r, 0).map_err(db_err("reading the length column"))?;
         let cancel =
             if sql.has_cancel() { truthy_cell(&r, 1).map_err(db_err("reading the cancel column"))? } else { false };
         let status_at = if sql.has_cancel() { 2 } else { 1 };
@@ -216,7 +162,7 @@ impl DurableTarget for PostgresTarget {
         let row = match row {
             None => None,
             Some(r) => Some((
-                int_cell(&r, 0).map_err(db_err("reading the length column"))?,
+                pg_int(&r, 0).map_err(db_err("reading the length column"))?,
                 r.try_get::<_, Option<String>>(1).map_err(db_err("reading the status column"))?,
             )),
         };

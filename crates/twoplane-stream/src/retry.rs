@@ -1,8 +1,10 @@
 //! Retry with doubling backoff, the one schedule every store call of this crate follows.
 //!
 //! Guarantees: an operation runs at most `retries + 1` times; retry `n` (1-based) waits
-//! `base * 2^(n-1)` first (the factor stops growing at 2^20, so no delay overflows); an error the
-//! caller calls final is returned at once, and after the last retry the last error is returned.
+//! `base * 2^(n-1)` first, never more than the cap when one is set ([`Backoff::with_cap`]; the
+//! factor stops growing at 2^20, so no delay overflows); an error the caller calls final is
+//! returned at once, and after the last retry the last error is returned. Loops that retry until
+//! they are stopped (a reconnect) count their failures and wait [`Backoff::delay`] of the count.
 //! Callers that must give up early (a seal superseding a checkpoint) drop the future: nothing
 //! here holds state beyond the loop.
 
@@ -14,16 +16,23 @@ use std::time::Duration;
 pub struct Backoff {
     pub base: Duration,
     pub retries: u32,
+    /// The longest wait; `Duration::MAX` (no cap) unless set.
+    pub cap: Duration,
 }
 
 impl Backoff {
     pub const fn new(base: Duration, retries: u32) -> Backoff {
-        Backoff { base, retries }
+        Backoff { base, retries, cap: Duration::MAX }
     }
 
-    /// The wait before retry number `attempt` (1-based): base, 2x, 4x, ...
+    /// The same schedule, its waits capped at `cap`.
+    pub const fn with_cap(self, cap: Duration) -> Backoff {
+        Backoff { cap, ..self }
+    }
+
+    /// The wait before retry number `attempt` (1-based): base, 2x, 4x, ..., at most the cap.
     pub fn delay(&self, attempt: u32) -> Duration {
-        self.base.saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
+        self.base.saturating_mul(1u32 << attempt.saturating_sub(1).min(20)).min(self.cap)
     }
 
     /// Run `op` (given the attempt number, 0 for the first) until it succeeds, fails with an
@@ -64,6 +73,14 @@ mod tests {
         assert_eq!(b.delay(0), Duration::from_millis(50));
         assert_eq!(b.delay(21), b.delay(40), "the factor stops at 2^20");
         assert_eq!(Backoff::new(Duration::MAX, 1).delay(5), Duration::MAX);
+    }
+
+    #[test]
+    fn a_cap_stops_the_doubling() {
+        let b = Backoff::new(Duration::from_millis(50), u32::MAX).with_cap(Duration::from_millis(300));
+        let ms: Vec<u128> = (1..=6).map(|n| b.delay(n).as_millis()).collect();
+        assert_eq!(ms, [50, 100, 200, 300, 300, 300]);
+        assert_eq!(b.delay(u32::MAX), Duration::from_millis(300));
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,29 +1,30 @@
 //! Mapped tables on SQLite: the embedded default.
 //!
 //! Guarantees: the database runs in WAL mode (readers never block the checkpoint writer); every
-//! checkpoint and every seal is one transaction built from the core's [`MappedSql`]; an append
+//! checkpoint and every seal is one transaction built from the core's [`MappedSql`] and run
+//! through the crate's executor (`exec.rs`, on a connection shared with [`SqliteShared`]); an append
 //! is confirmed only by reading the row's length back after the commit; blocking calls run on
 //! tokio's blocking pool, never on a runtime worker. Text with a lone surrogate is refused
 //! before it reaches SQLite (which would store it mangled).
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
-use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, SqlValue, Statement, StreamTables};
+use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, Statement, StreamTables};
 
 use crate::error::PlaneError;
+use crate::exec::{sqlite_execute, Cell, SqliteShared};
 use crate::target::{
-    text_is_truthy, utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps,
-    TargetMode,
+    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode,
 };
 use crate::verdict;
 
 pub struct SqliteTarget {
-    conn: Arc<Mutex<Connection>>,
+    conn: SqliteShared,
     sql: Arc<MappedSql>,
     tables: StreamTables,
 }
@@ -49,7 +50,7 @@ impl SqliteTarget {
     pub fn from_connection(conn: Connection, tables: &StreamTables) -> Result<SqliteTarget, PlaneError> {
         conn.busy_timeout(Duration::from_secs(5)).map_err(db_err("setting the busy timeout"))?;
         let sql = MappedSql::new(tables, Dialect::Sqlite)?;
-        Ok(SqliteTarget { conn: Arc::new(Mutex::new(conn)), sql: Arc::new(sql), tables: tables.clone() })
+        Ok(SqliteTarget { conn: SqliteShared::new(conn), sql: Arc::new(sql), tables: tables.clone() })
     }
 
     /// Create the chunk table and its index if they do not exist (the core's DDL).
@@ -71,13 +72,13 @@ impl SqliteTarget {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, PlaneError> + Send + 'static,
     {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(|e| e.into_inner());
-            f(&mut guard)
-        })
-        .await
-        .map_err(|e| PlaneError::store("sqlite: the blocking task failed").with_source(e))?
+        self.conn.run(f).await
+    }
+
+    /// The connection, shared: statements of the application's own run on it through the
+    /// crate's executor, serialized with the plane's writes.
+    pub fn shared(&self) -> SqliteShared {
+        self.conn.clone()
     }
 
     fn sql(&self) -> Arc<MappedSql> {
@@ -85,19 +86,8 @@ impl SqliteTarget {
     }
 }
 
-fn bind(params: &[SqlValue]) -> Vec<Value> {
-    params
-        .iter()
-        .map(|p| match p {
-            SqlValue::Text(s) => Value::Text(s.clone()),
-            SqlValue::Int(i) => Value::Integer(*i),
-            SqlValue::Null => Value::Null,
-        })
-        .collect()
-}
-
 fn run(conn: &Connection, statement: &Statement, context: &str) -> Result<usize, PlaneError> {
-    conn.execute(&statement.sql, rusqlite::params_from_iter(bind(&statement.params))).map_err(db_err(context))
+    sqlite_execute(conn, statement).map_err(db_err(context))
 }
 
 /// Run statements as one transaction (whatever each one changed).
@@ -107,16 +97,6 @@ fn transact(conn: &mut Connection, statements: &[Statement], context: &str) -> R
         run(&tx, statement, context)?;
     }
     tx.commit().map_err(db_err(context))
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Integer(i) => *i != 0,
-        Value::Real(f) => *f != 0.0 && !f.is_nan(),
-        Value::Text(s) => text_is_truthy(s),
-        Value::Blob(_) => true,
-    }
 }
 
 /// The read-back: the row's length and cancel flag (when mapped), and its status and host (when
@@ -141,7 +121,7 @@ fn read_back(conn: &Connection, sql: &MappedSql, stream_id: &str) -> Result<Opti
     conn.query_row(&sql.probe_state(), [stream_id], |r| {
         Ok(ReadBack {
             seq: r.get(0)?,
-            cancel: if has_cancel { truthy(&r.get::<_, Value>(1)?) } else { false },
+            cancel: if has_cancel { Cell::from(r.get::<_, Value>(1)?).truthy() } else { false },
             status: r.get(status_at)?,
             host: if has_host { r.get(status_at + 1)? } else { None },
         })

@@ -43,21 +43,18 @@
 //! with `stale`, and readers everywhere converge on the store's `interrupted` row.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::types::Value;
 use rusqlite::Connection;
-use tokio::sync::watch;
-use tokio_postgres::types::Type;
-use tokio_postgres::Row;
-use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, SqlValue, Statement, StreamTables};
+use tokio_util::sync::{CancellationToken, DropGuard};
+use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, Statement, StreamTables};
 
 pub use twoplane_core::sql::DEFAULT_HOST_LEASE_TABLE;
 
 use crate::error::PlaneError;
+use crate::exec::{Executor, Rows, SqliteShared};
 use crate::pg_client::PgClient;
-use crate::postgres::{as_dyn, int_cell, params};
 use crate::retry::Backoff;
 
 /// Default lease time to live: 15 s.
@@ -153,18 +150,16 @@ pub struct Sweeper {
 }
 
 struct Inner {
-    db: Db,
+    /// Its own connection: a sweep must not queue behind the plane's checkpoints, nor they
+    /// behind it.
+    db: Executor,
     lease: HostLeaseSql,
     mapped: MappedSql,
     options: SweeperOptions,
 }
 
-enum Db {
-    /// Its own connection: a sweep must not queue behind the plane's checkpoints, nor they
-    /// behind it.
-    Postgres(Box<PgClient>),
-    Sqlite(Arc<Mutex<Connection>>),
-}
+/// What an error of a lease statement says it was doing.
+const LEASE_WORK: &str = "running a lease statement";
 
 /// Creating the lease table: two retries, 50 ms then 100 ms apart, whatever the error (a twin
 /// instance creating it at the same moment is the usual one).
@@ -186,7 +181,7 @@ impl Sweeper {
     ) -> Result<Sweeper, PlaneError> {
         let (lease, mapped) = statements(tables, &options, Dialect::Postgres)?;
         drop(db.lock().await.map_err(pg_err("connecting"))?);
-        Ok(Sweeper { inner: Arc::new(Inner { db: Db::Postgres(Box::new(db)), lease, mapped, options }) })
+        Ok(Sweeper { inner: Arc::new(Inner { db: Executor::Postgres(Box::new(db)), lease, mapped, options }) })
     }
 
     /// A sweeper on a SQLite database file (its own connection; several processes on one machine
@@ -199,7 +194,7 @@ impl Sweeper {
         let (lease, mapped) = statements(tables, &options, Dialect::Sqlite)?;
         let conn = Connection::open(path).map_err(sqlite_err("opening the database"))?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite_err("setting the busy timeout"))?;
-        let db = Db::Sqlite(Arc::new(Mutex::new(conn)));
+        let db = Executor::Sqlite(SqliteShared::new(conn));
         Ok(Sweeper { inner: Arc::new(Inner { db, lease, mapped, options }) })
     }
 
@@ -219,7 +214,9 @@ impl Sweeper {
                         if attempt > 0 {
                             tracing::debug!(attempt, "creating the lease table failed; retrying");
                         }
-                        self.inner.db.execute(Statement { sql: ddl.clone(), params: Vec::new() })
+                        self.inner
+                            .db
+                            .execute(Statement { sql: ddl.clone(), params: Vec::new() }, "creating the lease table")
                     },
                     |_| true,
                 )
@@ -231,13 +228,13 @@ impl Sweeper {
     /// Renew (or take) this host's lease for `lease_ttl_ms`.
     pub async fn heartbeat(&self) -> Result<(), PlaneError> {
         let o = &self.inner.options;
-        self.inner.db.execute(self.inner.lease.heartbeat(&o.host_id, o.lease_ttl_ms)).await.map(drop)
+        self.inner.db.execute(self.inner.lease.heartbeat(&o.host_id, o.lease_ttl_ms), LEASE_WORK).await.map(drop)
     }
 
     /// Mark `interrupted` the `streaming` rows of every host whose lease expired; returns their
     /// keys.
     pub async fn sweep(&self) -> Result<Vec<String>, PlaneError> {
-        self.inner.db.query_keys(self.inner.lease.sweep_expired()).await
+        keys(self.inner.db.query(self.inner.lease.sweep_expired(), "sweeping").await?)
     }
 
     /// With [`SweeperOptions::release_hostless_after_ms`] set: put every host-less `streaming`
@@ -250,14 +247,15 @@ impl Sweeper {
         };
         let marker = hostless_marker(&self.inner.options.host_id);
         let [rows, lease] = self.inner.lease.adopt_hostless(&marker, grace_ms);
-        self.inner.db.transact(rows, lease).await
+        let changed = self.inner.db.transact(vec![rows, lease], "adopting host-less rows").await?;
+        Ok(changed[0])
     }
 
     /// Mark `interrupted` the rows this host id holds as `streaming` (what [`Sweeper::start`] does
     /// first, by default); returns how many changed. Only safe while this process hosts nothing.
     pub async fn release_leftovers(&self) -> Result<u64, PlaneError> {
         match self.inner.mapped.sweep_interrupted(&self.inner.options.host_id) {
-            Some(statement) => self.inner.db.execute(statement).await,
+            Some(statement) => self.inner.db.execute(statement, LEASE_WORK).await,
             None => Ok(0),
         }
     }
@@ -265,12 +263,12 @@ impl Sweeper {
     /// Give the lease up (after the plane drained): the next sweep anywhere releases whatever
     /// this host still holds.
     pub async fn release(&self) -> Result<(), PlaneError> {
-        self.inner.db.execute(self.inner.lease.release(&self.inner.options.host_id)).await.map(drop)
+        self.inner.db.execute(self.inner.lease.release(&self.inner.options.host_id), LEASE_WORK).await.map(drop)
     }
 
     /// Delete lease rows of hosts long dead (see [`SweeperOptions::retention_ms`]).
     pub async fn prune(&self) -> Result<u64, PlaneError> {
-        self.inner.db.execute(self.inner.lease.prune(self.inner.options.retention_ms)).await
+        self.inner.db.execute(self.inner.lease.prune(self.inner.options.retention_ms), LEASE_WORK).await
     }
 
     /// Create the lease table, release this host id's leftovers (unless turned off), take the
@@ -286,12 +284,12 @@ impl Sweeper {
         }
         self.heartbeat().await?;
         self.sweep_and_report().await;
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(self.clone().run(stop_rx));
-        Ok(SweeperHandle { sweeper: self, stop_tx, task })
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(self.clone().run(stop.clone()));
+        Ok(SweeperHandle { sweeper: self, stop: stop.drop_guard(), task })
     }
 
-    async fn run(self, mut stop: watch::Receiver<bool>) {
+    async fn run(self, stop: CancellationToken) {
         let o = &self.inner.options;
         let interval = Duration::from_millis(o.interval_ms);
         let ttl = Duration::from_millis(o.lease_ttl_ms);
@@ -300,8 +298,8 @@ impl Sweeper {
         let mut pruned = Instant::now();
         loop {
             tokio::select! {
-                // A send of `true`, or the handle dropped: stop either way.
-                _ = stop.changed() => return,
+                // Stopped, or the handle dropped (its guard cancels): stop either way.
+                () = stop.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}
             }
             match self.heartbeat().await {
@@ -367,7 +365,8 @@ impl std::fmt::Debug for Sweeper {
 /// on its own); [`SweeperHandle::stop`] can give it up at once.
 pub struct SweeperHandle {
     sweeper: Sweeper,
-    stop_tx: watch::Sender<bool>,
+    /// Cancels the task's token when the handle is stopped or dropped.
+    stop: DropGuard,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -379,10 +378,11 @@ impl SweeperHandle {
     /// Stop renewing and sweeping; with `release`, give the lease up too (do that after the plane
     /// drained, so nothing of this host is left streaming).
     pub async fn stop(self, release: bool) -> Result<(), PlaneError> {
-        let _ = self.stop_tx.send(true);
-        let _ = self.task.await;
+        let SweeperHandle { sweeper, stop, task } = self;
+        drop(stop);
+        let _ = task.await;
         if release {
-            self.sweeper.release().await?;
+            sweeper.release().await?;
         }
         Ok(())
     }
@@ -417,136 +417,13 @@ fn pg_err<E: std::error::Error + Send + Sync + 'static>(context: &str) -> impl F
     move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
 }
 
-impl Db {
-    async fn execute(&self, statement: Statement) -> Result<u64, PlaneError> {
-        match self {
-            Db::Postgres(pg) => {
-                let session = pg.lock().await.map_err(pg_err("connecting"))?;
-                let bound = params(&statement);
-                session
-                    .client()
-                    .execute(statement.sql.as_str(), &as_dyn(&bound))
-                    .await
-                    .map_err(pg_err("running a lease statement"))
-            }
-            Db::Sqlite(conn) => {
-                let conn = conn.clone();
-                blocking(move || {
-                    let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                    let n = conn
-                        .execute(&statement.sql, rusqlite::params_from_iter(bind(&statement.params)))
-                        .map_err(sqlite_err("running a lease statement"))?;
-                    Ok(n as u64)
-                })
-                .await
-            }
-        }
-    }
-
-    /// Run `first`, then `second`, in one transaction; returns what `first` changed.
-    async fn transact(&self, first: Statement, second: Statement) -> Result<u64, PlaneError> {
-        match self {
-            Db::Postgres(pg) => {
-                let mut session = pg.lock().await.map_err(pg_err("connecting"))?;
-                let tx = session.client_mut().transaction().await.map_err(pg_err("adopting host-less rows"))?;
-                let bound = params(&first);
-                let n =
-                    tx.execute(first.sql.as_str(), &as_dyn(&bound)).await.map_err(pg_err("adopting host-less rows"))?;
-                let bound = params(&second);
-                tx.execute(second.sql.as_str(), &as_dyn(&bound)).await.map_err(pg_err("adopting host-less rows"))?;
-                tx.commit().await.map_err(pg_err("adopting host-less rows"))?;
-                Ok(n)
-            }
-            Db::Sqlite(conn) => {
-                let conn = conn.clone();
-                blocking(move || {
-                    let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                    let tx = conn.transaction().map_err(sqlite_err("adopting host-less rows"))?;
-                    let n = tx
-                        .execute(&first.sql, rusqlite::params_from_iter(bind(&first.params)))
-                        .map_err(sqlite_err("adopting host-less rows"))?;
-                    tx.execute(&second.sql, rusqlite::params_from_iter(bind(&second.params)))
-                        .map_err(sqlite_err("adopting host-less rows"))?;
-                    tx.commit().map_err(sqlite_err("adopting host-less rows"))?;
-                    Ok(n as u64)
-                })
-                .await
-            }
-        }
-    }
-
-    async fn query_keys(&self, statement: Statement) -> Result<Vec<String>, PlaneError> {
-        match self {
-            Db::Postgres(pg) => {
-                let session = pg.lock().await.map_err(pg_err("connecting"))?;
-                let bound = params(&statement);
-                let rows = session
-                    .client()
-                    .query(statement.sql.as_str(), &as_dyn(&bound))
-                    .await
-                    .map_err(pg_err("sweeping"))?;
-                rows.iter().map(pg_key).collect()
-            }
-            Db::Sqlite(conn) => {
-                let conn = conn.clone();
-                blocking(move || {
-                    let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                    let mut stmt = conn.prepare(&statement.sql).map_err(sqlite_err("sweeping"))?;
-                    let rows = stmt
-                        .query_map(rusqlite::params_from_iter(bind(&statement.params)), |r| r.get::<_, Value>(0))
-                        .map_err(sqlite_err("sweeping"))?;
-                    let mut keys = Vec::new();
-                    for row in rows {
-                        keys.push(sqlite_key(row.map_err(sqlite_err("sweeping"))?));
-                    }
-                    Ok(keys)
-                })
-                .await
-            }
-        }
-    }
-}
-
-async fn blocking<R: Send + 'static>(
-    f: impl FnOnce() -> Result<R, PlaneError> + Send + 'static,
-) -> Result<R, PlaneError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| PlaneError::store("sqlite: the blocking task failed").with_source(e))?
-}
-
-fn bind(params: &[SqlValue]) -> Vec<Value> {
-    params
-        .iter()
-        .map(|p| match p {
-            SqlValue::Text(s) => Value::Text(s.clone()),
-            SqlValue::Int(i) => Value::Integer(*i),
-            SqlValue::Null => Value::Null,
+/// The released rows' keys as text, whatever the application's key column type (text or
+/// integer).
+fn keys(rows: Rows) -> Result<Vec<String>, PlaneError> {
+    rows.into_iter()
+        .map(|row| match row.into_iter().next() {
+            Some(key) => Ok(key.into_key()),
+            None => Err(PlaneError::store("the sweep returned a row without its key")),
         })
         .collect()
-}
-
-/// A released row's key as text, whatever the application's key column type (text or integer).
-fn pg_key(row: &Row) -> Result<String, PlaneError> {
-    let Some(column) = row.columns().first() else {
-        return Err(PlaneError::store("postgres: the sweep returned a row without its key"));
-    };
-    match *column.type_() {
-        Type::INT2 | Type::INT4 | Type::INT8 => {
-            Ok(int_cell(row, 0).map_err(pg_err("reading a released key"))?.map(|v| v.to_string()).unwrap_or_default())
-        }
-        _ => {
-            row.try_get::<_, Option<String>>(0).map(Option::unwrap_or_default).map_err(pg_err("reading a released key"))
-        }
-    }
-}
-
-fn sqlite_key(v: Value) -> String {
-    match v {
-        Value::Text(s) => s,
-        Value::Integer(i) => i.to_string(),
-        Value::Real(f) => f.to_string(),
-        Value::Null => String::new(),
-        Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
-    }
 }

@@ -24,6 +24,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::lock::lock;
 use tracing::{debug, info, warn};
 
 use crate::options::{RelayOptions, RelayStatus};
@@ -39,7 +42,11 @@ pub(crate) struct Shared {
     options: RelayOptions,
     acknowledged: watch::Sender<Lsn>,
     reconciled: watch::Sender<u64>,
-    stop: watch::Sender<bool>,
+    /// Cancelled by `stop`: the source, the driver, backoff waits and reconciliations end on it.
+    stop: CancellationToken,
+    /// Cancels `stop` when the relay's shared state goes, so a source never outlives it (what
+    /// a dropped watch sender did before).
+    _stop_on_drop: DropGuard,
     /// Woken when what waiters wait for may have come true: idle, a reconciliation's rows all
     /// settled, no pump left, an activation or loss, stop.
     changed: Notify,
@@ -50,9 +57,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic elsewhere must not wedge the relay's bookkeeping: the state stays consistent
-        // between statements, so a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
     /// Waits until `ready` holds for the state (checked under the lock after every change).
@@ -113,7 +118,7 @@ impl Shared {
                 info!(activation, fresh, "relay holds the change source");
                 if fresh {
                     let task = tokio::spawn(reconcile::run(self.clone(), epoch, activation));
-                    let mut tasks = self.reconciles.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let mut tasks = lock(&self.reconciles);
                     tasks.retain(|task| !task.is_finished());
                     tasks.push(task);
                 }
@@ -175,7 +180,7 @@ impl Relay {
         let (events_tx, mut events) = mpsc::channel(options.source_queue.max(1));
         let (acknowledged, acknowledged_rx) = watch::channel(Lsn::ZERO);
         let (reconciled, reconciled_rx) = watch::channel(0);
-        let (stop, stop_rx) = watch::channel(false);
+        let stop = CancellationToken::new();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new()),
             record,
@@ -183,16 +188,16 @@ impl Relay {
             options,
             acknowledged,
             reconciled,
-            stop,
+            stop: stop.clone(),
+            _stop_on_drop: stop.clone().drop_guard(),
             changed: Notify::new(),
             basins: Basins::default(),
             reconciles: Mutex::new(Vec::new()),
         });
-        let link =
-            SourceLink { events: events_tx, acknowledged: acknowledged_rx, reconciled: reconciled_rx, stop: stop_rx };
+        let link = SourceLink { events: events_tx, acknowledged: acknowledged_rx, reconciled: reconciled_rx, stop };
         let source = tokio::spawn(async move { source.run(link).await });
         let driven = shared.clone();
-        let mut stopping = shared.stop.subscribe();
+        let stopping = shared.stop.clone();
         let driver = tokio::spawn(async move {
             let max_pending = driven.options.max_pending_rows.max(1);
             loop {
@@ -203,7 +208,7 @@ impl Relay {
                 }
                 tokio::select! {
                     biased;
-                    _ = stopping.wait_for(|stop| *stop) => break,
+                    () = stopping.cancelled() => break,
                     event = events.recv() => match event {
                         Some(event) => driven.on_event(event),
                         None => break,
@@ -248,13 +253,13 @@ impl Relay {
                 }
             }
         }
-        self.shared.stop.send_replace(true);
+        self.shared.stop.cancel();
         // Wakes the driver if it waits for room (backpressure), and every other waiter.
         self.shared.changed.notify_waiters();
         let _ = self.source.await;
         let _ = self.driver.await;
         self.shared.wait_until(|state| state.pumps == 0).await;
-        let reconciles = std::mem::take(&mut *self.shared.reconciles.lock().unwrap_or_else(|p| p.into_inner()));
+        let reconciles = std::mem::take(&mut *lock(&self.shared.reconciles));
         for task in reconciles {
             let _ = task.await;
         }

@@ -96,6 +96,8 @@ pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
                 let missing_basin = matches!(failure, Failure::Log(LogError::BasinMissing(_))) && ensured.is_ok();
                 if !(missing_basin && failures == 1) {
                     sleep_unless_stopped(&shared, delay).await;
+                    // Doubling up to retry_max by hand, not twoplane_stream::Backoff: this crate is the
+                    // relay process and does not depend on the plane (its SQLite, pool and SSE code).
                     delay = (delay * 2).min(shared.options.retry_max);
                 }
             }
@@ -290,9 +292,8 @@ fn settle_obsolete(shared: &Shared, key: &SessionKey, generation: u64) {
 }
 
 async fn sleep_unless_stopped(shared: &Shared, delay: Duration) {
-    let mut stop = shared.stop.subscribe();
     tokio::select! {
         _ = tokio::time::sleep(delay) => {}
-        _ = stop.wait_for(|stop| *stop) => {}
+        () = shared.stop.cancelled() => {}
     }
 }

@@ -48,11 +48,12 @@ pub(super) async fn run(shared: Arc<Shared>, epoch: u64, activation: u64) {
             Err(error) => {
                 warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "relay reconciliation failed; retrying");
                 shared.lock().last_error = Some(error);
-                let mut stop = shared.stop.subscribe();
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
-                    _ = stop.wait_for(|stop| *stop) => return,
+                    () = shared.stop.cancelled() => return,
                 }
+                // Doubling up to retry_max by hand, not twoplane_stream::Backoff: this crate is the
+                // relay process and does not depend on the plane (its SQLite, pool and SSE code).
                 delay = (delay * 2).min(shared.options.retry_max);
             }
         }

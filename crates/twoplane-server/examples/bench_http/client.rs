@@ -254,7 +254,7 @@ async fn run_conn(addr: SocketAddr, stream_id: String, shared: Arc<Shared>, whol
     }
     shared.finished.fetch_add(1, Ordering::Relaxed);
     if !conn.lat.is_empty() {
-        shared.latencies.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&conn.lat);
+        lock(&shared.latencies).extend_from_slice(&conn.lat);
     }
 }
 
@@ -324,7 +324,7 @@ pub fn main(args: &[String]) {
             eprintln!("bench client: deadline reached with connections still open");
         }
         reporter.abort();
-        let mut lat = std::mem::take(&mut *shared.latencies.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut lat = std::mem::take(&mut *lock(&shared.latencies));
         lat.sort_unstable();
         // SAFETY: getrusage fills the struct we own.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -360,4 +360,10 @@ fn raise_nofile() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
+}
+
+/// A mutex locked, poisoned or not: a benchmark's counters stay usable after a panicking task,
+/// which fails the run on its own.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -36,7 +36,8 @@ use twoplane_stream::{Plane, StreamHandle};
 use crate::assets::PackageSource;
 use crate::store::Database;
 
-pub use db::{DemoDb, MessageView};
+pub use crate::store::MessageView;
+pub use db::DemoDb;
 
 /// Prompts longer than this are refused (the page caps its input lower).
 const MAX_PROMPT_CHARS: usize = 2000;

@@ -21,15 +21,17 @@ mod rows;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use twoplane_stream::{Plane, PlaneError, StreamHandle, StreamStatus};
 
 use crate::access::Access;
+use crate::lock::lock;
 use crate::store::Database;
 
 pub use errors::ApiError;
@@ -65,19 +67,18 @@ pub(crate) struct Producing {
     pub handle: StreamHandle,
     /// Held across an offset check and its push, so appends to one stream are serialized.
     pub order: Mutex<()>,
-    /// Turns true when the plane reports a reader's cancel (a streaming body ends on it).
+    /// Turns true when the plane reports a reader's cancel (a streaming body ends on it). Still a
+    /// watch because `routes::body` subscribes to it; a `CancellationToken` (`is_cancelled`,
+    /// `cancelled`) says the same and is the crate's stop signal, so that reader should move to
+    /// one and this field with it.
     pub cancel: watch::Sender<bool>,
     /// Stops the cancel watcher once the stream is sealed.
-    stop_watch: Notify,
+    stop_watch: CancellationToken,
     /// A streaming body is being read right now.
     pub body_active: AtomicBool,
     touched: Mutex<Instant>,
     /// How the stream was sealed (the first seal wins) and when.
     sealed: Mutex<Option<(StreamStatus, Instant)>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Producing {
@@ -87,7 +88,7 @@ impl Producing {
             handle,
             order: Mutex::new(()),
             cancel: watch::channel(false).0,
-            stop_watch: Notify::new(),
+            stop_watch: CancellationToken::new(),
             body_active: AtomicBool::new(false),
             touched: Mutex::new(Instant::now()),
             sealed: Mutex::new(None),
@@ -121,7 +122,7 @@ impl Producing {
             }
             ended
         };
-        self.stop_watch.notify_one();
+        self.stop_watch.cancel();
         // The plane keeps the first seal asked for and hands every caller its outcome.
         let outcome = match error {
             Some(message) if ended == StreamStatus::Error => self.handle.fail(message).await,
@@ -145,7 +146,7 @@ impl Producing {
                     let _ = self.seal(None).await;
                 }
             }
-            () = self.stop_watch.notified() => {}
+            () = self.stop_watch.cancelled() => {}
         }
     }
 }
@@ -197,7 +198,7 @@ impl Producers {
                 *lock(&p.sealed) = Some((StreamStatus::Interrupted, now));
                 // The watcher's reference goes; the last one dropping the handle seals it
                 // `interrupted` (the plane's rule for a producer that disappeared).
-                p.stop_watch.notify_one();
+                p.stop_watch.cancel();
             }
         }
     }

@@ -30,7 +30,7 @@ use super::errors::ApiError;
 use super::rows::{self, CancelOutcome};
 use super::{Producers, Producing};
 use crate::access;
-use crate::demo::DemoDb;
+use crate::store::messages;
 
 type Reply = Result<Response, ApiError>;
 
@@ -286,7 +286,7 @@ async fn status(State(producers): State<Producers>, Path(id): Path<String>) -> R
             "ended": p.ended().map(|e| e.as_str()),
         })
     });
-    let stored = DemoDb::new(producers.db.clone()).message(id.clone()).await.map_err(|e| ApiError::store(&e))?;
+    let stored = messages::one(&producers.db, &id).await.map_err(|e| ApiError::store(&e))?;
     if live.is_none() && stored.is_none() {
         return Err(ApiError::unknown_stream(&id));
     }

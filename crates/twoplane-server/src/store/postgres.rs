@@ -10,10 +10,12 @@
 use std::sync::Arc;
 
 use tokio_postgres::Client;
-use twoplane_core::sql::{quote_ident, StreamTables};
-use twoplane_stream::{DurableTarget, PgClient, PgEndpoint, PgSession, PlaneError, PostgresTarget, PG_SCHEMA_LOCK_KEY};
+use twoplane_core::sql::{quote_ident, Dialect, SqlValue, StreamTables};
+use twoplane_stream::{
+    DurableTarget, Executor, PgClient, PgEndpoint, PgExec, PgSession, PlaneError, PostgresTarget, PG_SCHEMA_LOCK_KEY,
+};
 
-use super::{check_columns, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
+use super::names::{check_columns, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
 use crate::error_text::{cause, pg_cause};
 
 /// The PostgreSQL backend of [`super::Database`].
@@ -50,6 +52,11 @@ impl PostgresStore {
     pub async fn session(&self) -> Result<PgSession, PlaneError> {
         self.client.lock().await.map_err(|e| PlaneError::store("postgres").with_source(e))
     }
+
+    /// The executor of the server's own statements: the server's pool.
+    pub fn executor(&self) -> Executor {
+        Executor::Postgres(Box::new(self.client.clone()))
+    }
 }
 
 /// The message table on PostgreSQL. `position` orders it (PostgreSQL has no rowid). The chunk
@@ -67,14 +74,15 @@ async fn create_schema(client: &mut Client) -> Result<(), String> {
     ))
     .await
     .map_err(|e| pg_cause(&e))?;
-    let rows = tx
-        .query(
+    let columns_of = tx
+        .prepare(&format!(
             "SELECT column_name::text FROM information_schema.columns \
-             WHERE table_schema = current_schema() AND table_name = $1",
-            &[&MESSAGE_TABLE],
-        )
+             WHERE table_schema = current_schema() AND table_name = {}",
+            Dialect::Postgres.placeholder(1)
+        ))
         .await
         .map_err(|e| pg_cause(&e))?;
+    let rows = tx.rows(&columns_of, &[SqlValue::Text(MESSAGE_TABLE.to_owned())]).await.map_err(|e| pg_cause(&e))?;
     let columns: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
     check_columns(&columns).map_err(|e| e.message().to_owned())?;
     if !columns.iter().any(|c| c == POSITION_COLUMN) {
@@ -91,9 +99,4 @@ async fn create_schema(client: &mut Client) -> Result<(), String> {
             .map_err(|e| pg_cause(&e))?;
     }
     tx.commit().await.map_err(|e| pg_cause(&e))
-}
-
-/// A PostgreSQL failure as a plane store error (the cause kept as its source).
-pub fn pg_err(e: tokio_postgres::Error) -> PlaneError {
-    PlaneError::store("postgres").with_source(e)
 }

@@ -10,10 +10,9 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 use twoplane_core::sql::{quote_ident, stream_chunk_table_ddl, Dialect, StreamTables};
-use twoplane_core::{StreamStatus, STREAM_STATUS_STREAMING};
-use twoplane_stream::{DurableTarget, PlaneError, SqliteTarget};
+use twoplane_stream::{DurableTarget, Executor, PlaneError, SqliteTarget};
 
-use super::{check_columns, tables, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE};
+use super::names::{check_columns, tables, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE};
 use crate::error_text::cause;
 
 /// The SQLite backend of [`super::Database`].
@@ -57,11 +56,10 @@ impl SqliteStore {
         self.target.with_connection(f).await
     }
 
-    /// See [`super::Database::sweep_streaming`].
-    pub(super) async fn sweep_streaming(&self) -> Result<usize, PlaneError> {
-        let sql = format!("UPDATE {} SET status = ?1 WHERE status = ?2", quote_ident(MESSAGE_TABLE)?);
-        let statuses = [StreamStatus::Interrupted.as_str(), STREAM_STATUS_STREAMING];
-        self.with_connection(move |conn| conn.execute(&sql, statuses).map_err(sqlite_err)).await
+    /// The executor of the server's own statements: the plane's connection, so they are
+    /// serialized with the checkpoints.
+    pub fn executor(&self) -> Executor {
+        Executor::Sqlite(self.target.shared())
     }
 }
 
@@ -100,65 +98,6 @@ fn create_schema(conn: &mut Connection) -> Result<(), PlaneError> {
 }
 
 /// A SQLite failure as a plane store error (the cause kept as its source).
-pub fn sqlite_err(e: rusqlite::Error) -> PlaneError {
+fn sqlite_err(e: rusqlite::Error) -> PlaneError {
     PlaneError::store("sqlite").with_source(e)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::store::Database;
-
-    #[tokio::test]
-    async fn an_old_table_gains_its_host_column() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.execute_batch(
-                "CREATE TABLE messages (id TEXT PRIMARY KEY, role TEXT, body TEXT NOT NULL DEFAULT '', \
-                 status TEXT, seq INTEGER NOT NULL DEFAULT 0)",
-            )
-            .unwrap();
-        }
-        Database::open_sqlite(&path, true).await.unwrap();
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        let host: i64 = conn
-            .query_row("SELECT count(*) FROM pragma_table_info('messages') WHERE name = 'host'", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(host, 1);
-        drop(conn);
-        // Opening it again (a second instance) finds the column and changes nothing.
-        Database::open_sqlite(&path, true).await.unwrap();
-    }
-
-    #[tokio::test]
-    async fn a_foreign_message_table_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("foreign.db");
-        {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.execute_batch("CREATE TABLE messages (id TEXT PRIMARY KEY, text TEXT)").unwrap();
-        }
-        let err = Database::open(&path).await.err().unwrap();
-        assert!(err.contains("lacks the column(s) role, body, status, seq"), "{err}");
-    }
-
-    #[tokio::test]
-    async fn a_restart_marks_leftover_streams_interrupted() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sweep.db");
-        let db = Database::open(&path).await.unwrap();
-        {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.execute_batch(
-                "INSERT INTO messages (id, role, status) VALUES ('a', 'assistant', 'streaming'), \
-                 ('b', 'assistant', 'complete')",
-            )
-            .unwrap();
-        }
-        assert_eq!(db.sweep_streaming().await.unwrap(), 1);
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        let status: String = conn.query_row("SELECT status FROM messages WHERE id = 'a'", [], |r| r.get(0)).unwrap();
-        assert_eq!(status, "interrupted");
-    }
 }
