@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# Lints the whole workspace: no import cycle among the plane's modules, clippy with warnings as
-# errors on every target, and links that stay inside the repository.
+# Lints the whole workspace: no import cycle among the plane's and the server's modules, clippy
+# with warnings as errors on every target, and links that stay inside the repository.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-# No import circle among the plane's modules: each layer uses only those below it (issue 21).
-# The server's modules are listed but not yet held to it, until its own redraw lands.
-say "lint: no import cycle among twoplane-stream's modules"
-python3 scripts/check-module-cycles.py crates/twoplane-stream/src
-say "lint: import cycles among twoplane-server's modules (reported, not enforced yet)"
-python3 scripts/check-module-cycles.py --report-only crates/twoplane-server/src
+# No import circle among the plane's or the server's modules: each layer uses only those below
+# it, so a reader can follow the tree one way.
+say "lint: no import cycle among the modules of twoplane-stream and twoplane-server"
+python3 scripts/check-module-cycles.py crates/twoplane-stream/src crates/twoplane-server/src
 
 say "lint: cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings

@@ -105,7 +105,7 @@ impl Access {
                         and cancel it: add --read-token-secret-file FILE, or name the origins"
                 .into());
         }
-        if !is_loopback(listen.ip()) && self.read_secret.is_none() && !self.open_reads {
+        if !crate::loopback::is_loopback(listen.ip()) && self.read_secret.is_none() && !self.open_reads {
             return Err(format!(
                 "--listen {listen} is not a loopback address, and without a read-token secret anyone who can reach it \
                  could read every stream: add --read-token-secret-file FILE (or set {READ_SECRET_ENV}), or \
@@ -141,7 +141,7 @@ impl Access {
                  (add --producer-token-file FILE or {PRODUCER_TOKEN_ENV} to produce from elsewhere)"
             )),
         }
-        match (&self.read_secret, self.open_reads || is_loopback(listen.ip())) {
+        match (&self.read_secret, self.open_reads || crate::loopback::is_loopback(listen.ip())) {
             (Some(_), _) => lines.push("readers: a signed read token is required".to_owned()),
             (None, true) => lines.push(format!(
                 "readers: open (no read-token secret); add --read-token-secret-file FILE or {READ_SECRET_ENV} to require tokens"
@@ -237,22 +237,13 @@ pub async fn token_from_query(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// Whether `ip` is this machine: 127.0.0.0/8, `::1`, or an IPv4 loopback address written as IPv6
-/// (`::ffff:127.0.0.1`, how a dual-stack listener sees an IPv4 client).
-pub fn is_loopback(ip: std::net::IpAddr) -> bool {
-    match ip {
-        std::net::IpAddr::V4(v4) => v4.is_loopback(),
-        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(v6.is_loopback(), |v4| v4.is_loopback()),
-    }
-}
-
 /// Middleware for the producer API: the bearer secret, or a loopback peer when none is set.
 pub async fn require_producer(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
     let allowed = match &access.producer_token {
         Some(secret) => bearer(request.headers()).is_some_and(|t| bool::from(t.as_bytes().ct_eq(secret.bytes()))),
         None => {
             let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-            if !peer.is_some_and(|p| is_loopback(p.ip())) {
+            if !peer.is_some_and(|p| crate::loopback::is_loopback(p.ip())) {
                 return refuse(
                     "loopback_only",
                     "no producer secret is configured, so the producer API answers loopback clients only",
@@ -287,14 +278,6 @@ fn refuse(kind: &'static str, message: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn loopback_includes_mapped_ipv4() {
-        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
-        assert!(is_loopback(ip("127.0.0.1")) && is_loopback(ip("127.3.2.1")) && is_loopback(ip("::1")));
-        assert!(is_loopback(ip("::ffff:127.0.0.1")));
-        assert!(!is_loopback(ip("::ffff:10.0.0.1")) && !is_loopback(ip("10.0.0.1")) && !is_loopback(ip("::2")));
-    }
 
     #[test]
     fn short_secrets_are_refused_and_trailing_newlines_trimmed() {

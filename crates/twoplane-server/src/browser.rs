@@ -57,7 +57,7 @@ impl PageRisk {
 pub fn page_risk(headers: &HeaderMap, allowed: &AllowedOrigins, json_body: bool) -> Option<PageRisk> {
     let text = |name: header::HeaderName| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
     if let Some(host) = text(header::HOST) {
-        if !is_loopback_host(host) {
+        if !crate::loopback::is_loopback_host(host) {
             return Some(PageRisk::ForeignHost);
         }
     }
@@ -92,26 +92,10 @@ fn allows(allowed: &AllowedOrigins, origin: &str) -> bool {
     }
 }
 
-/// `localhost`, an address in 127.0.0.0/8, `[::1]` or `[::ffff:127.x.y.z]`, with or without a
-/// port.
-fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => match rest.split_once(']') {
-            Some((inside, after)) if after.is_empty() || after.starts_with(':') => inside,
-            _ => return false,
-        },
-        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
-    };
-    if name.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    name.parse::<std::net::IpAddr>().is_ok_and(crate::access::is_loopback)
-}
-
 /// An origin (`scheme://host[:port]`) on this machine.
 fn is_loopback_origin(origin: &str) -> bool {
     origin.split_once("://").is_some_and(|(scheme, host)| {
-        matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") && is_loopback_host(host)
+        matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") && crate::loopback::is_loopback_host(host)
     })
 }
 

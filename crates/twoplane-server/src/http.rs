@@ -210,9 +210,9 @@ impl SseHandoff {
     fn with<R>(&self, f: impl FnOnce(&mut Option<SseBody>) -> R) -> R {
         // A panic while polling leaves the body as it was: still usable.
         match &self.0 {
-            Side::Body(owner) => f(&mut owner.lock().unwrap_or_else(|e| e.into_inner())),
+            Side::Body(owner) => f(&mut crate::lock::lock(owner)),
             Side::Extension(viewer) => match viewer.upgrade() {
-                Some(owner) => f(&mut owner.lock().unwrap_or_else(|e| e.into_inner())),
+                Some(owner) => f(&mut crate::lock::lock(&owner)),
                 None => f(&mut None),
             },
         }

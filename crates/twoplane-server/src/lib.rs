@@ -30,6 +30,7 @@ pub mod demo;
 mod error_text;
 pub mod http;
 mod lock;
+pub mod loopback;
 pub mod producer;
 pub mod relay;
 pub mod serve;

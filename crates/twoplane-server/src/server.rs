@@ -84,7 +84,7 @@ pub async fn serve(
         .header_read_timeout(config.header_read_timeout);
     // Tells connections still waiting for their first request head that no request will be
     // served any more (hyper's own connections learn it through `graceful`).
-    let (stopping, stop) = tokio::sync::watch::channel(false);
+    let stopping = tokio_util::sync::CancellationToken::new();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -106,7 +106,7 @@ pub async fn serve(
         let builder = builder.clone();
         // Held for the connection's life, so the grace period waits for a subscription in flight.
         let watcher = graceful.watcher();
-        let mut stop = stop.clone();
+        let stop = stopping.clone();
         let head_timeout = config.header_read_timeout;
         let direct_path = config.direct_sse_path.clone();
         tokio::spawn(async move {
@@ -118,7 +118,7 @@ pub async fn serve(
                         Ok(first) => first,
                         Err(_) => return,
                     },
-                    _ = stop.changed() => return,
+                    () = stop.cancelled() => return,
                 },
             };
             let prefix = match first {
@@ -154,7 +154,7 @@ pub async fn serve(
         });
     }
     drop(listener);
-    let _ = stopping.send(true);
+    stopping.cancel();
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("all connections closed"),
         () = tokio::time::sleep(config.shutdown_grace) => {

@@ -48,7 +48,7 @@ struct PlaneShared {
 
 impl PlaneShared {
     fn live(&self) -> MutexGuard<'_, HashMap<String, Arc<LiveStream>>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock::lock(&self.live)
     }
 
     /// Remove `stream` from the map if it is still the entry for its id (a newer stream with
@@ -69,7 +69,7 @@ struct OpeningGuard<'a> {
 
 impl Drop for OpeningGuard<'_> {
     fn drop(&mut self) {
-        self.shared.opening.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+        crate::lock::lock(&self.shared.opening).remove(&self.id);
     }
 }
 
@@ -142,7 +142,7 @@ impl Plane {
             if live.get(stream_id).is_some_and(|s| !s.is_ended()) {
                 return Err(already_open(stream_id));
             }
-            let mut opening = shared.opening.lock().unwrap_or_else(|e| e.into_inner());
+            let mut opening = crate::lock::lock(&shared.opening);
             if !opening.insert(stream_id.to_owned()) {
                 return Err(already_open(stream_id));
             }

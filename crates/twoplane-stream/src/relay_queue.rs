@@ -55,7 +55,7 @@ impl RelayQueue {
     }
 
     fn lock(&self) -> MutexGuard<'_, RelayQueueState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock::lock(&self.state)
     }
 
     pub fn is_closed(&self) -> bool {

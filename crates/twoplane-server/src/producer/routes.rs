@@ -27,8 +27,8 @@ use serde_json::json;
 
 use super::body::{NotUtf8, Utf8Pieces};
 use super::errors::ApiError;
+use super::registry::{Producers, Producing};
 use super::rows::{self, CancelOutcome};
-use super::{Producers, Producing};
 use crate::access;
 use crate::store::messages;
 
@@ -164,7 +164,7 @@ async fn append(
     // Decoded before anything is pushed: a bad delta appends nothing at all.
     let text =
         std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was appended"))?;
-    let _order = super::lock(&p.order);
+    let _order = crate::lock::lock(&p.order);
     ensure_open(&p)?;
     check_offset(&p, Some(offset))?;
     p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
@@ -189,7 +189,7 @@ async fn body(
 ) -> Reply {
     let p = hosted(&producers, &id).await?;
     {
-        let _order = super::lock(&p.order);
+        let _order = crate::lock::lock(&p.order);
         ensure_open(&p)?;
         check_offset(&p, query.offset)?;
     }
@@ -202,17 +202,14 @@ async fn body(
     }
     let _guard = BodyGuard(&p);
     let limit = producers.limits.max_body_bytes;
-    let mut cancel = p.cancel.subscribe();
+    let cancel = p.cancel.clone();
     let mut pieces = Utf8Pieces::default();
     let mut data = request.into_data_stream();
     let mut read: u64 = 0;
     loop {
-        if *cancel.borrow_and_update() {
-            return Err(ApiError::cancelled(&id, p.handle.seq()));
-        }
         let next = tokio::select! {
             biased;
-            _ = cancel.changed() => continue,
+            () = cancel.cancelled() => return Err(ApiError::cancelled(&id, p.handle.seq())),
             next = data.next() => next,
         };
         let bytes = match next {
@@ -235,7 +232,7 @@ async fn body(
             Err((text, NotUtf8)) => (text, true),
         };
         {
-            let _order = super::lock(&p.order);
+            let _order = crate::lock::lock(&p.order);
             ensure_open(&p)?;
             p.handle.push(&text).map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
         }

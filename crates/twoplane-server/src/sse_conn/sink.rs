@@ -64,7 +64,7 @@ impl ConnSink {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SinkState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock::lock(&self.state)
     }
 
     /// Write `parts` now, or keep what does not fit (behind anything already kept).

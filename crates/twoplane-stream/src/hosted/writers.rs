@@ -63,7 +63,7 @@ struct WriterTask {
 
 impl WriterTask {
     fn running(&self) -> MutexGuard<'_, bool> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock::lock(&self.running)
     }
 }
 

@@ -1,0 +1,186 @@
+//! The streams this server opened for producers: each one's handle, the lock that orders its
+//! appends, its cancel signal and how it was sealed; and the sweep that seals a stream whose
+//! producer went quiet and forgets sealed ones after their linger time (the guarantees are the
+//! producer API's, in `mod.rs`).
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use twoplane_stream::{Plane, PlaneError, StreamHandle, StreamStatus};
+
+use crate::access::Access;
+use crate::lock::lock;
+use crate::store::Database;
+
+/// Bounds of the producer API.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest body of one `append` request, in bytes.
+    pub max_delta_bytes: usize,
+    /// Largest streaming `body` request, in bytes.
+    pub max_body_bytes: u64,
+    /// A stream with no producer call (and no body in flight) for this long is sealed
+    /// `interrupted`.
+    pub idle: Duration,
+    /// How long a sealed stream still answers calls with how it ended.
+    pub linger: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_delta_bytes: 1 << 20,
+            max_body_bytes: 64 << 20,
+            idle: Duration::from_secs(300),
+            linger: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One stream opened through this API.
+pub(crate) struct Producing {
+    pub id: String,
+    pub handle: StreamHandle,
+    /// Held across an offset check and its push, so appends to one stream are serialized.
+    pub order: Mutex<()>,
+    /// Cancelled when the plane reports a reader's cancel (a streaming body ends on it).
+    pub cancel: CancellationToken,
+    /// Stops the cancel watcher once the stream is sealed.
+    stop_watch: CancellationToken,
+    /// A streaming body is being read right now.
+    pub body_active: AtomicBool,
+    touched: Mutex<Instant>,
+    /// How the stream was sealed (the first seal wins) and when.
+    sealed: Mutex<Option<(StreamStatus, Instant)>>,
+}
+
+impl Producing {
+    fn new(handle: StreamHandle) -> Arc<Producing> {
+        Arc::new(Producing {
+            id: handle.stream_id().to_owned(),
+            handle,
+            order: Mutex::new(()),
+            cancel: CancellationToken::new(),
+            stop_watch: CancellationToken::new(),
+            body_active: AtomicBool::new(false),
+            touched: Mutex::new(Instant::now()),
+            sealed: Mutex::new(None),
+        })
+    }
+
+    pub fn touch(&self) {
+        *lock(&self.touched) = Instant::now();
+    }
+
+    /// How the stream was sealed through this API, if it was.
+    pub fn ended(&self) -> Option<StreamStatus> {
+        lock(&self.sealed).map(|(e, _)| e)
+    }
+
+    /// Seal `complete` (or `cancelled` after a reader's cancel), or `error` with `message`. The
+    /// first seal wins; a later call waits for it and reports it.
+    pub async fn seal(&self, error: Option<&str>) -> (StreamStatus, Result<(), PlaneError>) {
+        let ended = {
+            let mut sealed = lock(&self.sealed);
+            let ended = match (*sealed, error) {
+                (Some((ended, _)), _) => ended,
+                // Sealed by the plane itself (a drain at shutdown): its seal stands.
+                (None, _) if self.handle.is_sealed() => StreamStatus::Interrupted,
+                (None, Some(_)) => StreamStatus::Error,
+                (None, None) if self.handle.cancelled() => StreamStatus::Cancelled,
+                (None, None) => StreamStatus::Complete,
+            };
+            if sealed.is_none() {
+                *sealed = Some((ended, Instant::now()));
+            }
+            ended
+        };
+        self.stop_watch.cancel();
+        // The plane keeps the first seal asked for and hands every caller its outcome.
+        let outcome = match error {
+            Some(message) if ended == StreamStatus::Error => self.handle.fail(message).await,
+            _ => self.handle.close().await,
+        };
+        (ended, outcome)
+    }
+
+    /// Watch for a reader's cancel until the stream is sealed; on one, tell a streaming body and
+    /// seal `cancelled` so the readers end.
+    async fn watch_cancel(self: Arc<Self>) {
+        let cancelled = async {
+            // `pump` of a source that never yields returns exactly when the store reports a cancel.
+            let _ = self.handle.pump(futures::stream::pending::<&str>()).await;
+        };
+        tokio::select! {
+            () = cancelled => {
+                if self.handle.cancelled() {
+                    tracing::info!(stream_id = %self.id, seq = self.handle.seq(), "a reader cancelled the stream");
+                    self.cancel.cancel();
+                    let _ = self.seal(None).await;
+                }
+            }
+            () = self.stop_watch.cancelled() => {}
+        }
+    }
+}
+
+/// The streams this server opened for producers.
+#[derive(Clone)]
+pub(crate) struct Producers {
+    pub plane: Plane,
+    pub db: Database,
+    pub access: Arc<Access>,
+    pub limits: Limits,
+    streams: Arc<Mutex<HashMap<String, Arc<Producing>>>>,
+}
+
+impl Producers {
+    pub fn new(plane: Plane, db: Database, access: Arc<Access>, limits: Limits) -> Producers {
+        Producers { plane, db, access, limits, streams: Arc::new(Mutex::new(HashMap::new())) }
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Producing>> {
+        lock(&self.streams).get(id).cloned()
+    }
+
+    /// Register a stream the plane just opened and start watching it for a cancel.
+    pub fn adopt(&self, handle: StreamHandle) -> Arc<Producing> {
+        let producing = Producing::new(handle);
+        lock(&self.streams).insert(producing.id.clone(), producing.clone());
+        tokio::spawn(producing.clone().watch_cancel());
+        producing
+    }
+
+    /// Forget sealed streams after the linger time, and seal `interrupted` the streams whose
+    /// producer went quiet for the idle time. Runs until the process ends.
+    pub(super) async fn sweep(self) {
+        let period = (self.limits.linger.min(self.limits.idle) / 4).max(Duration::from_millis(100));
+        loop {
+            tokio::time::sleep(period).await;
+            let now = Instant::now();
+            let mut gone = Vec::new();
+            lock(&self.streams).retain(|_, p| {
+                if let Some((_, at)) = *lock(&p.sealed) {
+                    return now.duration_since(at) < self.limits.linger;
+                }
+                let idle = now.duration_since(*lock(&p.touched)) >= self.limits.idle;
+                if idle && !p.body_active.load(std::sync::atomic::Ordering::SeqCst) {
+                    gone.push(p.clone());
+                    return false;
+                }
+                true
+            });
+            for p in gone {
+                tracing::warn!(stream_id = %p.id, seq = p.handle.seq(), "producer went quiet; sealing the stream interrupted");
+                *lock(&p.sealed) = Some((StreamStatus::Interrupted, now));
+                // The watcher's reference goes; the last one dropping the handle seals it
+                // `interrupted` (the plane's rule for a producer that disappeared).
+                p.stop_watch.cancel();
+            }
+        }
+    }
+}
