@@ -241,12 +241,13 @@ impl S2LogStore {
 
     /// Creates `stream` in `basin` (for a basin that does not create streams on append).
     async fn create_stream(&self, basin: &BasinName, stream: &str) -> Result<(), LogError> {
-        let response = self
-            .request(reqwest::Method::POST, "/streams", Some(basin))
-            .json(&json!({ "stream": stream }))
-            .send()
-            .await
-            .map_err(|e| self.transport(e))?;
+        let request = self.request(reqwest::Method::POST, "/streams", Some(basin)).json(&json!({ "stream": stream }));
+        self.create(request, basin).await
+    }
+
+    /// Sends a create request: made now or made before are both success.
+    async fn create(&self, request: reqwest::RequestBuilder, basin: &BasinName) -> Result<(), LogError> {
+        let response = request.send().await.map_err(|e| self.transport(e))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
@@ -338,20 +339,7 @@ impl LogStore for S2LogStore {
             "basin": basin.as_str(),
             "config": { "create_stream_on_append": true },
         });
-        let response = self
-            .request(reqwest::Method::POST, "/basins", None)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| self.transport(e))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        match failure(status, response).await {
-            Failure::Code(code, _) if code == "resource_already_exists" => Ok(()),
-            other => Err(other.into_error(basin)),
-        }
+        self.create(self.request(reqwest::Method::POST, "/basins", None).json(&body), basin).await
     }
 }
 
