@@ -218,41 +218,31 @@ pub trait PgExec: Sync {
     ) -> impl Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + Send + 'a;
 }
 
-impl PgExec for Client {
-    fn run<'a>(
-        &'a self,
-        statement: &'a tokio_postgres::Statement,
-        params: &'a [SqlValue],
-    ) -> impl Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a {
-        self.execute_raw(statement, params.iter().map(Bind))
-    }
+// One body for both: tokio-postgres's `GenericClient` would say it once too, but boxes every
+// call's future, and this is the checkpoint path.
+macro_rules! pg_exec_for {
+    ($($client:ty),*) => {$(
+        impl PgExec for $client {
+            fn run<'a>(
+                &'a self,
+                statement: &'a tokio_postgres::Statement,
+                params: &'a [SqlValue],
+            ) -> impl Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a {
+                self.execute_raw(statement, params.iter().map(Bind))
+            }
 
-    fn rows<'a>(
-        &'a self,
-        statement: &'a tokio_postgres::Statement,
-        params: &'a [SqlValue],
-    ) -> impl Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + Send + 'a {
-        collect(self.query_raw(statement, params.iter().map(Bind)))
-    }
+            fn rows<'a>(
+                &'a self,
+                statement: &'a tokio_postgres::Statement,
+                params: &'a [SqlValue],
+            ) -> impl Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + Send + 'a {
+                collect(self.query_raw(statement, params.iter().map(Bind)))
+            }
+        }
+    )*};
 }
 
-impl PgExec for Transaction<'_> {
-    fn run<'a>(
-        &'a self,
-        statement: &'a tokio_postgres::Statement,
-        params: &'a [SqlValue],
-    ) -> impl Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a {
-        self.execute_raw(statement, params.iter().map(Bind))
-    }
-
-    fn rows<'a>(
-        &'a self,
-        statement: &'a tokio_postgres::Statement,
-        params: &'a [SqlValue],
-    ) -> impl Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + Send + 'a {
-        collect(self.query_raw(statement, params.iter().map(Bind)))
-    }
-}
+pg_exec_for!(Client, Transaction<'_>);
 
 async fn collect(
     rows: impl Future<Output = Result<RowStream, tokio_postgres::Error>>,
