@@ -18,9 +18,19 @@
 //! the relay conform pass for parts ([`conform`]) and the reader ([`reader`]).
 
 pub mod codec;
+pub mod conform;
+pub mod fold;
 pub mod frame;
+pub mod log;
+pub mod reader;
+pub mod rows;
 pub mod rules;
 
 pub use codec::{decode_message_frame, encode_message_frame, encode_message_frame_into, message_frame_from_value};
+pub use conform::{MessageConform, MessageVerdict, MessageViolation, PartViolation};
+pub use fold::{Message, Part};
 pub use frame::{message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};
+pub use log::MessageLog;
+pub use reader::{MessageAction, MessageReader, MessageReaderCore};
+pub use rows::{assemble_durable_message, MessageChunkRow};
 pub use rules::{Breach, Decision, Tally};
