@@ -171,8 +171,10 @@ impl Message {
         let mut out = String::from("{\"parts\":[");
         let mut first = true;
         for (i, p) in self.parts.iter().enumerate() {
-            // Part 0 exists in every message; it is listed only once it says something.
-            if i == 0 && p.body.is_empty() && p.attrs.is_empty() {
+            // Part 0 exists in every message; it is listed once anything touched it. Ended
+            // counts: every part a document lists is loaded as ended, so a listed empty text
+            // part stays listed through a load.
+            if i == 0 && p.body.is_empty() && p.attrs.is_empty() && !p.ended {
                 continue;
             }
             if !first {
@@ -218,8 +220,8 @@ impl Message {
     }
 
     /// A stored document, `len` units long in the coordinate (the row's `seq`). Parts are
-    /// numbered in order, after an empty part 0 when the first listed part is not `text`; every
-    /// part counts as ended, since a document is written at the seal.
+    /// numbered in order, after an untouched part 0 when the first listed part is not `text`;
+    /// every listed part counts as ended, since a document is written at the seal.
     pub fn from_document(json: &Text, len: u64) -> Result<Message> {
         let src = json
             .to_string_checked()
@@ -260,8 +262,10 @@ impl Message {
             }
             parts.push(part);
         }
-        if parts.first().is_none_or(|p| p.kind != "text") {
-            parts.insert(0, Part { ended: true, ..Part::new("text".into(), Vec::new()) });
+        // The implicit part 0, untouched, when the document does not start with a text part.
+        let implicit = parts.first().is_none_or(|p| p.kind != "text");
+        if implicit {
+            parts.insert(0, Part::new("text".into(), Vec::new()));
         }
         let metadata = match doc.get("metadata") {
             None => Vec::new(),
@@ -278,8 +282,10 @@ impl Message {
             return Err(Error::field(ErrorKind::InvalidOffset, "seq", "the document's bodies are longer than its seq"));
         }
         let mut tally = Tally::with_parts(len as f64, &lens);
-        for (i, _) in parts.iter().enumerate() {
-            tally.commit(Decision::End { part: i as u32 }, len as f64);
+        for (i, p) in parts.iter().enumerate() {
+            if p.ended {
+                tally.commit(Decision::End { part: i as u32 }, len as f64);
+            }
         }
         Ok(Message { parts, metadata, finish_reason, tally })
     }
@@ -402,8 +408,13 @@ mod tests {
             assert!(Message::from_document(&bad.into(), 9).is_err(), "{bad}");
         }
         assert!(Message::from_document(&r#"{"parts":[{"type":"text","text":"abc"}]}"#.into(), 2).is_err());
-        let m = Message::from_document(&r#"{"parts":[{"type":"reasoning","text":"r"}]}"#.into(), 2).unwrap();
+        let doc = Text::from(r#"{"parts":[{"type":"reasoning","text":"r"}]}"#);
+        let m = Message::from_document(&doc, 2).unwrap();
         assert_eq!(m.parts().len(), 2);
         assert_eq!(m.parts()[0].kind, "text");
+        assert_eq!(m.document(), doc);
+        // An empty text part that was listed stays listed through a load.
+        let doc = Text::from(r#"{"parts":[{"type":"text","text":""}]}"#);
+        assert_eq!(Message::from_document(&doc, 1).unwrap().document(), doc);
     }
 }
