@@ -15,9 +15,9 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
-    assemble_durable_message, decode_message_frame, encode_message_frame, message_resume_point, Attrs, Event, Message,
-    MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog, MessageReader,
-    MessageVerdict, MessageViolation,
+    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame, message_resume_point,
+    Attrs, Event, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog,
+    MessageReader, MessageVerdict, MessageViolation,
 };
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
@@ -1690,8 +1690,15 @@ fn message_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         })
         .collect();
 
+    let sse: Vec<JsonValue> = issue.frames()[..8]
+        .iter()
+        .chain(&[issue.open_frame("m".into(), 5, 4, false), MessageFrame::Absent])
+        .map(|f| obj(vec![("frame", message_value(f)), ("event", s(&encode_message_event(f)))]))
+        .collect();
+
     vec![
         ("encode", encode),
+        ("sse", sse),
         ("decodeErrors", decode_errors),
         ("conform", conform),
         ("reader", reader),

@@ -15,7 +15,8 @@
 //! Modules: the frames ([`frame`]) and their JSON ([`codec`]); the numeric rules ([`rules`]);
 //! the accumulated message and its stored document ([`fold`]); chunk rows and assembly
 //! ([`rows`]); the producer's log of events, which cuts replays and checkpoint rows ([`log`]);
-//! the relay conform pass for parts ([`conform`]) and the reader ([`reader`]).
+//! the relay conform pass for parts ([`conform`]), the reader ([`reader`]) and SSE events
+//! ([`sse`]).
 
 pub mod codec;
 pub mod conform;
@@ -25,6 +26,7 @@ pub mod log;
 pub mod reader;
 pub mod rows;
 pub mod rules;
+pub mod sse;
 
 pub use codec::{decode_message_frame, encode_message_frame, encode_message_frame_into, message_frame_from_value};
 pub use conform::{MessageConform, MessageVerdict, MessageViolation, PartViolation};
@@ -34,3 +36,4 @@ pub use log::MessageLog;
 pub use reader::{MessageAction, MessageReader, MessageReaderCore};
 pub use rows::{assemble_durable_message, MessageChunkRow};
 pub use rules::{Breach, Decision, Tally};
+pub use sse::{encode_message_event, encode_message_event_into};

@@ -8,9 +8,9 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
-    assemble_durable_message, decode_message_frame, encode_message_frame, message_frame_from_value,
-    message_resume_point, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageKind,
-    MessageLog, MessageReader, MessageVerdict, MessageViolation,
+    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame,
+    message_frame_from_value, message_resume_point, Message, MessageAction, MessageChunkRow, MessageConform,
+    MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
 };
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
@@ -348,6 +348,10 @@ fn message_codec_vectors() {
         );
         let field = case.get("field").and_then(JsonValue::as_text).map(|f| f.to_string_lossy());
         assert_eq!(e.field_name().map(str::to_owned), field, "{input}");
+    }
+    for case in cases(&file, "sse") {
+        let f = message_frame_from_value(case.get("frame").unwrap()).unwrap();
+        assert_eq!(&Text::from(encode_message_event(&f).as_str()), text(case, "event"));
     }
     for case in cases(&file, "resumePoint") {
         let f = message_frame_from_value(case.get("frame").unwrap()).unwrap();
