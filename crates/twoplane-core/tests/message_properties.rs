@@ -359,4 +359,30 @@ proptest! {
         };
         prop_assert_eq!(log.message().document(), Text::from(want.as_str()));
     }
+
+    /// Any numbers at all: the pass and the reader never panic, and once done stay done.
+    #[test]
+    fn any_numbers_never_panic(
+        from in prop_oneof![Just(f64::NAN), -2.0f64..10.0, 0.0f64..10.0],
+        frames in prop::collection::vec(
+            (0u32..16, any::<bool>(), prop::array::uniform5(prop_oneof![
+                Just(f64::NAN), Just(f64::INFINITY), Just(-1.0), Just(0.5), (0u32..12).prop_map(f64::from),
+            ])),
+            0..24,
+        ),
+        table in prop::option::of(prop::collection::vec((0u32..6).prop_map(f64::from), 0..4)),
+    ) {
+        let mut c = MessageConform::new(from);
+        let mut r = twoplane_core::message::MessageReaderCore::from_js(from, table.as_deref().unwrap_or_default())
+            .unwrap_or_else(|_| twoplane_core::message::MessageReaderCore::from_js(0.0, &[]).unwrap());
+        for (kind, id_matches, [a, b, c_, part, at]) in frames {
+            let n = FrameNumbers { kind, id_matches, a, b, c: c_, part, at };
+            let v = if kind == 0 { c.feed_open(id_matches, a, b, c_, table.as_deref()) } else { c.feed_numbers(n) };
+            if c.is_done() {
+                prop_assert!(matches!(c.feed_numbers(n), MessageVerdict::Drop));
+            }
+            let _ = v.code();
+            let _ = r.feed_numbers(n).code();
+        }
+    }
 }

@@ -79,6 +79,10 @@ impl MessageLog {
 
     /// The frames that cover `from..to`, cut to it.
     fn slice(&self, from: u64, to: u64) -> Vec<MessageFrame> {
+        let to = to.min(self.len());
+        if from >= to {
+            return Vec::new();
+        }
         // Frames are contiguous, so the first one that ends after `from` is found by bisection.
         let start = self.frames.partition_point(|f| f.span().is_some_and(|(_, seq)| seq <= from));
         let mut out = Vec::new();
@@ -117,6 +121,8 @@ impl MessageLog {
     /// The chunk row of a checkpoint of `from..to`: a text row when the slice is part 0 text in
     /// the shorthand, else a parts row whose transient frames carry no content.
     pub fn row(&self, from: u64, to: u64) -> MessageChunkRow {
+        // A checkpoint covers what was produced: an end past it is the produced length.
+        let to = to.min(self.len());
         let frames = self.slice(from, to);
         if frames.iter().all(|f| matches!(f.to_frame(), Some(crate::frame::Frame::Chunk { .. }))) {
             let mut text = Text::new();
@@ -183,6 +189,10 @@ mod tests {
         assert_eq!(log.message_at(5).part_table(), Some(vec![2, 2]));
         assert_eq!(log.message_at(2).part_table(), None);
         assert!(log.delta(5, "x".into()).is_err());
+        // Reversed or outrunning ranges are empty, never a panic.
+        assert_eq!(log.row(5, 3), MessageChunkRow { seq: 3, text: Some(Text::new()), parts: None });
+        assert_eq!(log.row(7, 99).seq, 8);
+        assert!(log.frames_from(99).is_empty());
         assert_eq!(log.delta(0, Text::new()).unwrap(), None);
     }
 }
