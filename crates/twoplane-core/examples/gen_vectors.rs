@@ -14,6 +14,11 @@ use twoplane_core::conform::{Conform, Verdict};
 use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
+use twoplane_core::message::{
+    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame, message_resume_point,
+    Attrs, Event, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog,
+    MessageReader, MessageVerdict, MessageViolation,
+};
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
     is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units,
@@ -36,6 +41,7 @@ fn main() {
     write(out, "request.json", request_vectors());
     write(out, "ddl.json", ddl_vectors());
     write(out, "cut.json", cut_vectors());
+    write(out, "message.json", message_vectors());
 }
 
 // ---------------------------------------------------------------- output
@@ -1172,4 +1178,546 @@ fn cut_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     assert_eq!(pair_safe_cut(&[0x61, 0xD83D], 2), 1);
     assert_eq!(pair_safe_cut(&[0xD83D, 0x61], 1), 1);
     vec![("cases", cases)]
+}
+
+// ---------------------------------------------------------------- messages with parts (§8)
+
+/// A message frame as the JSON object its encoding parses to.
+fn message_value(f: &MessageFrame) -> JsonValue {
+    parse_value(&encode_message_frame(f)).expect("own encoding parses")
+}
+
+fn attrs(src: &str) -> Attrs {
+    j(src).as_object().expect("an object literal").to_vec()
+}
+
+/// The issue's message: reasoning, a tool call whose input arrives in pieces, its preliminary
+/// and final output, a step, a text with a pair split between deltas, a data part replaced, a
+/// transient part, metadata and the finish reason.
+fn issue_message(pieces: usize) -> MessageLog {
+    let mut log = MessageLog::new();
+    let (r, _) = log.start("reasoning".into(), vec![]).unwrap();
+    for d in ["Let me ", "look that ", "up."] {
+        log.delta(r, d.into()).unwrap();
+    }
+    log.event(Event::End { part: r, value: vec![] }).unwrap();
+    let (tool, _) =
+        log.start("tool-search".into(), attrs(r#"{"toolCallId":"call-1","state":"input-streaming"}"#)).unwrap();
+    let input: Vec<u16> = utf16(r#"{"query":"weather in 東京 😀","units":"metric"}"#);
+    let step = input.len().div_ceil(pieces).max(1);
+    for piece in input.chunks(step) {
+        log.delta(tool, Text::from_slice(piece)).unwrap();
+    }
+    log.event(Event::End { part: tool, value: vec![] }).unwrap();
+    let input_parsed = r#"{"state":"input-available","input":{"query":"weather in 東京 😀","units":"metric"}}"#;
+    log.event(Event::Set { part: tool, value: attrs(input_parsed) }).unwrap();
+    let preliminary = r#"{"state":"output-available","output":{"status":"loading"},"preliminary":true}"#;
+    log.event(Event::Set { part: tool, value: attrs(preliminary) }).unwrap();
+    log.event(Event::Set { part: tool, value: attrs(r#"{"output":{"tempC":21},"preliminary":false}"#) }).unwrap();
+    log.start("step-start".into(), vec![]).unwrap();
+    let (text, _) = log.start("text".into(), vec![]).unwrap();
+    log.delta(text, "It is 21 °C ".into()).unwrap();
+    log.delta(text, Text::from_units(vec![0xD83D])).unwrap();
+    log.delta(text, Text::from_units(vec![0xDE00, 0x2E])).unwrap();
+    log.event(Event::End { part: text, value: vec![] }).unwrap();
+    let (data, _) = log.start("data-weather".into(), attrs(r#"{"id":"w1","data":{"tempC":20}}"#)).unwrap();
+    log.event(Event::Transient { kind: Some("data-notice".into()), value: attrs(r#"{"data":"updating"}"#) }).unwrap();
+    log.event(Event::Set { part: data, value: attrs(r#"{"data":{"tempC":21}}"#) }).unwrap();
+    log.event(Event::Meta { value: attrs(r#"{"model":"m-1"}"#) }).unwrap();
+    log.event(Event::Finish { reason: "stop".into() }).unwrap();
+    log
+}
+
+/// A random message from the seed: parts of every kind, lone surrogates in bodies.
+fn random_message(rng: &mut Rng, steps: usize) -> MessageLog {
+    const KINDS: [&str; 5] = ["reasoning", "tool-x", "text", "source-url", "data-d"];
+    let mut log = MessageLog::new();
+    for d in production(rng, steps) {
+        let parts = log.message().parts().len() as u64;
+        match rng.below(10) {
+            0 => {
+                let kind = KINDS[rng.below(KINDS.len() as u64) as usize];
+                log.start(kind.into(), vec![]).unwrap();
+            }
+            1 => {
+                let part = rng.below(parts) as u32;
+                let value = attrs(&format!(r#"{{"n":{}}}"#, rng.below(9)));
+                log.event(Event::Set { part, value }).unwrap();
+            }
+            2 => {
+                log.event(Event::Transient { kind: Some("data-t".into()), value: vec![] }).unwrap();
+            }
+            _ => {
+                let open: Vec<u32> = (0..parts as u32).filter(|&p| !log.message().parts()[p as usize].ended).collect();
+                if let Some(&p) = open.get(rng.below(open.len() as u64) as usize) {
+                    log.delta(p, d).unwrap();
+                }
+            }
+        }
+    }
+    log
+}
+
+fn row_value(row: &MessageChunkRow) -> JsonValue {
+    let opt = |x: &Option<Text>| x.clone().map_or(JsonValue::Null, t);
+    obj(vec![("seq", n(row.seq as f64)), ("text", opt(&row.text)), ("parts", opt(&row.parts))])
+}
+
+fn run_message_conform(stream_id: &str, from: f64, calls: &[Call]) -> Vec<JsonValue> {
+    let id = utf16(stream_id);
+    let mut c = MessageConform::new(from);
+    let mut out = Vec::new();
+    for call in calls {
+        let (verdict, frame) = match call {
+            Call::Feed(f) => {
+                let nums = jsview::message_numbers(f, &id);
+                let v = if nums.kind == MessageKind::Open as u32 {
+                    let parts = jsview::open_parts(f);
+                    c.feed_open(nums.id_matches, nums.a, nums.b, nums.c, parts.as_deref())
+                } else {
+                    c.feed_numbers(nums)
+                };
+                (v, Some(f))
+            }
+            Call::End => (c.end(), None),
+            Call::Fail => (c.fail(), None),
+        };
+        let stale = || obj(vec![("type", s("stale")), ("floorSeq", n(c.pos())), ("durableSeq", n(c.last_durable()))]);
+        let synth = || {
+            let r = n(c.requested());
+            obj(vec![
+                ("type", s("open")),
+                ("streamId", s(stream_id)),
+                ("from", r.clone()),
+                ("seq", r.clone()),
+                ("durableSeq", r),
+                ("ended", JsonValue::Bool(false)),
+            ])
+        };
+        let (frames, violation) = match verdict {
+            MessageVerdict::Drop => (vec![], None),
+            MessageVerdict::Pass => (vec![frame.cloned().expect("pass needs a frame")], None),
+            MessageVerdict::OpenThenPass => (vec![synth(), frame.cloned().expect("pass needs a frame")], None),
+            MessageVerdict::Violation(MessageViolation::Stream(v)) => {
+                let raw = OwnedRawPieces::of(frame);
+                (vec![stale()], Some(t(v.reason(&raw.borrowed()))))
+            }
+            MessageVerdict::Violation(MessageViolation::Part(p)) => (vec![stale()], Some(t(p.reason()))),
+            MessageVerdict::Terminate => (vec![stale()], None),
+        };
+        out.push(obj(vec![("out", arr(frames)), ("violation", violation.unwrap_or(JsonValue::Null))]));
+    }
+    out
+}
+
+fn message_conform_case(name: &str, from: f64, calls: Vec<Call>) -> JsonValue {
+    let expect = run_message_conform("m", from, &calls);
+    let calls = calls
+        .into_iter()
+        .map(|c| match c {
+            Call::Feed(f) => obj(vec![("feed", f)]),
+            Call::End => obj(vec![("end", JsonValue::Bool(true))]),
+            Call::Fail => obj(vec![("fail", JsonValue::Bool(true))]),
+        })
+        .collect();
+    obj(vec![
+        ("name", s(name)),
+        ("streamId", s("m")),
+        ("from", n(from)),
+        ("calls", arr(calls)),
+        ("expect", arr(expect)),
+    ])
+}
+
+fn action_value(a: MessageAction) -> JsonValue {
+    let name = match a {
+        MessageAction::Ignore => "ignore",
+        MessageAction::Splice { .. } => "splice",
+        MessageAction::Stop(_) => "stop",
+        MessageAction::Start { .. } => "start",
+        MessageAction::End { .. } => "end",
+        MessageAction::Set { .. } => "set",
+        MessageAction::Meta => "meta",
+        MessageAction::Finish => "finish",
+        MessageAction::Transient => "transient",
+    };
+    let mut m = vec![("action", s(name))];
+    if let Some(p) = a.part() {
+        m.push(("part", n(f64::from(p))));
+    }
+    if let MessageAction::Splice { at, .. } = a {
+        m.push(("at", n(at as f64)));
+    }
+    if let MessageAction::Stop(r) = a {
+        m.push(("reason", s(r.as_str())));
+    }
+    obj(m)
+}
+
+/// A reader joined holding the fold of `durable` (frames from 0), fed `frames`.
+fn message_reader_case(name: &str, durable: &[MessageFrame], frames: &[MessageFrame]) -> JsonValue {
+    let mut held = Message::new();
+    for f in durable {
+        held.apply(f).expect("the durable frames fold");
+    }
+    let mut r = MessageReader::new("m".into(), held);
+    let expect: Vec<JsonValue> = frames.iter().map(|f| action_value(r.feed(f))).collect();
+    obj(vec![
+        ("name", s(name)),
+        ("streamId", s("m")),
+        ("durable", arr(durable.iter().map(message_value).collect())),
+        ("frames", arr(frames.iter().map(message_value).collect())),
+        ("expect", arr(expect)),
+        ("message", t(r.message().document())),
+        ("resumeFrom", n(r.core().resume_from() as f64)),
+    ])
+}
+
+fn message_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    use Call::{End, Feed};
+    let issue = issue_message(40);
+    let mut rng = Rng(0x9A27_5000_0000_0023);
+
+    // encode: every frame of the issue's message, its replays and opens, and the six-frame forms.
+    let mut frames: Vec<MessageFrame> = issue.frames().to_vec();
+    frames.extend(issue.frames_from(5));
+    frames.push(issue.open_frame("m".into(), 5, 4, false));
+    frames.push(issue.open_frame("m".into(), 0, 0, false));
+    frames.push(MessageFrame::End { seq: 7, status: twoplane_core::StreamStatus::Complete, error: None });
+    let encode: Vec<JsonValue> =
+        frames.iter().map(|f| obj(vec![("frame", message_value(f)), ("json", s(&encode_message_frame(f)))])).collect();
+    assert_eq!(
+        encode_message_frame(&MessageFrame::chunk(3, 0, 3, "ab".into()).unwrap()),
+        r#"{"type":"chunk","from":3,"seq":5,"text":"ab"}"#,
+        "a part 0 chunk at its from is today's chunk"
+    );
+
+    let decode_errors: Vec<JsonValue> = [
+        r#"{"type":"chunk","from":0,"seq":1,"text":"a","part":1}"#,
+        r#"{"type":"chunk","from":0,"seq":1,"text":"a","part":1.5,"at":0}"#,
+        r#"{"type":"chunk","from":0,"seq":1,"text":"a","part":0,"at":-1}"#,
+        r#"{"type":"part","from":3,"seq":5,"part":1,"kind":"text"}"#,
+        r#"{"type":"part","from":3,"seq":4,"kind":"text"}"#,
+        r#"{"type":"part","from":3,"seq":4,"part":1}"#,
+        r#"{"type":"set","from":3,"seq":4,"part":1,"value":"x"}"#,
+        r#"{"type":"set","from":3,"seq":4,"part":1,"value":{"text":"x"}}"#,
+        r#"{"type":"part-end","from":3,"seq":4,"part":1,"value":{"type":"x"}}"#,
+        r#"{"type":"finish","from":3,"seq":4,"reason":1}"#,
+        r#"{"type":"open","streamId":"m","from":0,"seq":0,"durableSeq":0,"ended":false,"parts":[1.5]}"#,
+        r#"{"type":"open","streamId":"m","from":0,"seq":0,"durableSeq":0,"ended":false,"parts":{}}"#,
+        r#"{"type":"step"}"#,
+    ]
+    .iter()
+    .map(|input| {
+        let e = decode_message_frame(input).expect_err(input);
+        obj(vec![
+            ("input", s(input)),
+            ("kind", s(e.kind().as_str())),
+            ("field", e.field_name().map_or(JsonValue::Null, s)),
+        ])
+    })
+    .collect();
+
+    // conform: the issue's message relayed whole, from a join mid-part, and with each forgery.
+    let whole: Vec<JsonValue> = issue.frames().iter().map(message_value).collect();
+    let v = |f: MessageFrame| message_value(&f);
+    let c = |from: u64, part: u32, at: u64, text: &str| v(MessageFrame::chunk(from, part, at, text.into()).unwrap());
+    let ev = |from: u64, event: Event| v(MessageFrame::Event { from, event });
+    let start = |from: u64, part: u32, kind: &str| ev(from, Event::Start { part, kind: kind.into(), value: vec![] });
+    let mut conform = vec![
+        message_conform_case(
+            "the issue's message, whole",
+            0.0,
+            whole
+                .iter()
+                .cloned()
+                .chain([v(MessageFrame::End {
+                    seq: issue.len(),
+                    status: twoplane_core::StreamStatus::Complete,
+                    error: None,
+                })])
+                .map(Feed)
+                .chain([End])
+                .collect(),
+        ),
+        {
+            let mut calls = vec![Feed(message_value(&issue.open_frame("m".into(), 9, 9, false)))];
+            calls.extend(issue.frames_from(9).iter().map(|f| Feed(message_value(f))));
+            calls.push(Feed(v(MessageFrame::End {
+                seq: issue.len(),
+                status: twoplane_core::StreamStatus::Complete,
+                error: None,
+            })));
+            message_conform_case("joined mid-part with the open's part table", 9.0, calls)
+        },
+        message_conform_case(
+            "a delta for an unknown part",
+            0.0,
+            vec![Feed(start(0, 1, "reasoning")), Feed(c(1, 2, 0, "x"))],
+        ),
+        message_conform_case(
+            "a body offset that leaves a gap",
+            0.0,
+            vec![Feed(start(0, 1, "reasoning")), Feed(c(1, 1, 0, "ab")), Feed(c(3, 1, 3, "c"))],
+        ),
+        message_conform_case(
+            "a part that changes kind",
+            0.0,
+            vec![Feed(start(0, 1, "reasoning")), Feed(start(1, 1, "text"))],
+        ),
+        message_conform_case("a part that skips a number", 0.0, vec![Feed(start(0, 2, "reasoning"))]),
+        message_conform_case(
+            "a delta after its part's end",
+            0.0,
+            vec![Feed(start(0, 1, "text")), Feed(ev(1, Event::End { part: 1, value: vec![] })), Feed(c(2, 1, 0, "x"))],
+        ),
+        message_conform_case(
+            "a set for an unknown part",
+            0.0,
+            vec![Feed(ev(0, Event::Set { part: 4, value: vec![] }))],
+        ),
+        message_conform_case("an event that leaves a gap", 2.0, vec![Feed(ev(3, Event::Meta { value: vec![] }))]),
+        message_conform_case("an event two units wide", 0.0, vec![Feed(j(r#"{"type":"meta","from":0,"seq":2}"#))]),
+        message_conform_case(
+            "a part number that is not a number",
+            0.0,
+            vec![Feed(j(r#"{"type":"set","from":0,"seq":1,"part":"0"}"#))],
+        ),
+        message_conform_case(
+            "a replayed event is absorbed",
+            0.0,
+            vec![Feed(start(0, 1, "text")), Feed(start(0, 1, "text")), Feed(c(0, 0, 0, "x")), Feed(c(1, 1, 0, "y"))],
+        ),
+        message_conform_case(
+            "an overlapping delta continues its body",
+            0.0,
+            vec![Feed(start(0, 1, "text")), Feed(c(1, 1, 0, "ab")), Feed(c(2, 1, 1, "bcd"))],
+        ),
+        message_conform_case(
+            "an overlapping delta that does not",
+            0.0,
+            vec![Feed(start(0, 1, "text")), Feed(c(1, 1, 0, "ab")), Feed(c(2, 1, 2, "bcd"))],
+        ),
+        message_conform_case(
+            "a shorthand delta after structure",
+            0.0,
+            vec![Feed(start(0, 1, "text")), Feed(c(1, 0, 1, "x"))],
+        ),
+        message_conform_case(
+            "an open whose table outgrows it",
+            3.0,
+            vec![Feed(j(
+                r#"{"type":"open","streamId":"m","from":3,"seq":3,"durableSeq":3,"ended":false,"parts":[2,2]}"#,
+            ))],
+        ),
+        message_conform_case(
+            "without a table, a part before the join is unknown",
+            3.0,
+            vec![
+                Feed(j(r#"{"type":"open","streamId":"m","from":3,"seq":5,"durableSeq":3,"ended":false}"#)),
+                Feed(c(3, 1, 1, "x")),
+            ],
+        ),
+        message_conform_case(
+            "a single text is the six-frame pass",
+            0.0,
+            vec![
+                Feed(c(0, 0, 0, "ab")),
+                Feed(v(MessageFrame::Durable { seq: 1 })),
+                Feed(c(1, 0, 1, "bc")),
+                Feed(c(4, 0, 4, "x")),
+            ],
+        ),
+    ];
+    for i in 0..12 {
+        let log = random_message(&mut rng, 12);
+        let from = rng.below(log.len() + 1);
+        let mut frames: Vec<JsonValue> = log.frames_from(from).iter().map(message_value).collect();
+        // A forgery now and then: a part number or body offset moved, a frame dropped.
+        if !frames.is_empty() && rng.chance(60) {
+            let k = rng.below(frames.len() as u64) as usize;
+            let f = decode_message_frame(&frames[k].to_json()).unwrap();
+            match (rng.below(3), f) {
+                (0, MessageFrame::Chunk { from, seq, part, at, text }) => {
+                    frames[k] = v(MessageFrame::Chunk { from, seq, part: part + 7, at, text });
+                }
+                (1, MessageFrame::Chunk { from, seq, part, at, text }) => {
+                    frames[k] = v(MessageFrame::Chunk { from, seq, part, at: at + 1, text });
+                }
+                _ => {
+                    frames.remove(k);
+                }
+            }
+        }
+        let mut calls = vec![Feed(message_value(&log.open_frame("m".into(), from, from, false)))];
+        calls.extend(frames.into_iter().map(Feed));
+        conform.push(message_conform_case(&format!("generated {i}"), from as f64, calls));
+    }
+
+    // reader: joins at every kind of point of the issue's message, and refusals.
+    let mut reader = Vec::new();
+    for from in [0, 3, 5, 9, 30, 60, issue.len() - 3, issue.len()] {
+        let durable = issue.frames().iter().filter(|f| f.span().is_some_and(|(_, seq)| seq <= from)).cloned();
+        // Cut the frame across `from` so the durable frames end exactly there.
+        let durable: Vec<MessageFrame> = durable.chain(issue_cut(&issue, from)).collect();
+        let mut frames = vec![issue.open_frame("m".into(), from, from, false)];
+        frames.extend(issue.frames_from(from));
+        frames.push(MessageFrame::End { seq: issue.len(), status: twoplane_core::StreamStatus::Complete, error: None });
+        reader.push(message_reader_case(&format!("the issue's message joined at {from}"), &durable, &frames));
+    }
+    let r0 = MessageFrame::Event { from: 0, event: Event::Start { part: 1, kind: "reasoning".into(), value: vec![] } };
+    let ch = |from: u64, part: u32, at: u64, text: &str| MessageFrame::chunk(from, part, at, text.into()).unwrap();
+    reader.push(message_reader_case("a delta for an unknown part stops it", &[], &[ch(0, 1, 0, "x")]));
+    reader.push(message_reader_case("a gap in a body stops it", std::slice::from_ref(&r0), &[ch(1, 1, 2, "x")]));
+    reader.push(message_reader_case("a gap in the message stops it", std::slice::from_ref(&r0), &[ch(2, 1, 0, "x")]));
+    reader.push(message_reader_case(
+        "an overlap is spliced at its own offset",
+        &[r0.clone(), ch(1, 1, 0, "ab")],
+        &[ch(2, 1, 1, "bcd"), ch(1, 1, 0, "ab")],
+    ));
+    reader.push(message_reader_case(
+        "a transient part is reported, never kept",
+        &[],
+        &[MessageFrame::Event {
+            from: 0,
+            event: Event::Transient { kind: Some("data-t".into()), value: attrs(r#"{"data":1}"#) },
+        }],
+    ));
+    for i in 0..8 {
+        let log = random_message(&mut rng, 14);
+        let from = rng.below(log.len() + 1);
+        let durable: Vec<MessageFrame> = log
+            .frames()
+            .iter()
+            .filter(|f| f.span().is_some_and(|(_, seq)| seq <= from))
+            .cloned()
+            .chain(issue_cut(&log, from))
+            .collect();
+        reader.push(message_reader_case(&format!("generated {i}"), &durable, &log.frames_from(from)));
+    }
+
+    // assemble: the issue's message from its rows at checkpoints, sealed, and broken rows.
+    let mut assemble = Vec::new();
+    let len = issue.len();
+    for cuts in [vec![len], vec![1, 7, 20, 47, len], vec![4, 5, 6, len - 1]] {
+        let mut from = 0;
+        let mut rows = Vec::new();
+        for &to in &cuts {
+            rows.push(issue.row(from, to));
+            from = to;
+            let m = assemble_durable_message(None, None, 0, &rows).expect("own rows assemble");
+            assert_eq!(m, issue.message_at(to));
+            assemble.push(obj(vec![
+                ("seq", n(0.0)),
+                ("chunks", arr(rows.iter().map(row_value).collect())),
+                ("document", t(m.document())),
+                ("len", n(m.len() as f64)),
+            ]));
+        }
+    }
+    let doc = issue.message().document();
+    assemble.push(obj(vec![
+        ("body", t(issue.message().text_body())),
+        ("stored", t(doc.clone())),
+        ("seq", n(len as f64)),
+        ("chunks", arr(vec![])),
+        ("document", t(doc)),
+        ("len", n(len as f64)),
+    ]));
+    let mut single = MessageLog::new();
+    for d in production(&mut rng, 6) {
+        single.delta(0, d).unwrap();
+    }
+    let single_rows = vec![single.row(0, 3), single.row(3, single.len())];
+    assert!(single_rows.iter().all(|r| r.parts.is_none()), "a single text's rows are text rows");
+    let m = assemble_durable_message(Some(&"B:".into()), None, 0, &single_rows).unwrap();
+    assemble.push(obj(vec![
+        ("body", s("B:")),
+        ("seq", n(0.0)),
+        ("chunks", arr(single_rows.iter().map(row_value).collect())),
+        ("document", t(m.document())),
+        ("len", n(m.len() as f64)),
+    ]));
+    for (chunks, what) in [
+        (
+            vec![issue.row(0, 9), MessageChunkRow { seq: 10, text: Some("x".into()), parts: None }],
+            "a text row after structure",
+        ),
+        (vec![issue.row(3, 9)], "a parts row that starts past the message"),
+        (
+            vec![MessageChunkRow { seq: 1, text: Some(Text::new()), parts: Some("{".into()) }],
+            "a parts row that is not JSON",
+        ),
+    ] {
+        let e = assemble_durable_message(None, None, 0, &chunks).expect_err(what);
+        assemble.push(obj(vec![
+            ("name", s(what)),
+            ("seq", n(0.0)),
+            ("chunks", arr(chunks.iter().map(row_value).collect())),
+            ("error", s(e.kind().as_str())),
+        ]));
+    }
+
+    // replay and rows: the producer's cuts of the issue's message.
+    let log_value = arr(issue.frames().iter().map(message_value).collect());
+    let mut replay = Vec::new();
+    for from in [0, 2, 5, 9, len - 1, len] {
+        replay.push(obj(vec![
+            ("from", n(from as f64)),
+            ("frames", arr(issue.frames_from(from).iter().map(message_value).collect())),
+            (
+                "parts",
+                issue
+                    .message_at(from)
+                    .part_table()
+                    .map_or(JsonValue::Null, |p| arr(p.iter().map(|&x| n(x as f64)).collect())),
+            ),
+        ]));
+    }
+    let mut rows = Vec::new();
+    for (from, to) in [(0, 0), (0, 3), (2, 6), (5, 9), (9, 40), (40, len)] {
+        rows.push(obj(vec![("from", n(from as f64)), ("to", n(to as f64)), ("row", row_value(&issue.row(from, to)))]));
+    }
+
+    let resume: Vec<JsonValue> = issue.frames()[..6]
+        .iter()
+        .chain(&[issue.open_frame("m".into(), 5, 4, false), MessageFrame::Absent])
+        .map(|f| {
+            obj(vec![
+                ("frame", message_value(f)),
+                ("expected", message_resume_point(f).map_or(JsonValue::Null, |x| n(x as f64))),
+            ])
+        })
+        .collect();
+
+    let sse: Vec<JsonValue> = issue.frames()[..8]
+        .iter()
+        .chain(&[issue.open_frame("m".into(), 5, 4, false), MessageFrame::Absent])
+        .map(|f| obj(vec![("frame", message_value(f)), ("event", s(&encode_message_event(f)))]))
+        .collect();
+
+    vec![
+        ("encode", encode),
+        ("sse", sse),
+        ("decodeErrors", decode_errors),
+        ("conform", conform),
+        ("reader", reader),
+        ("assemble", assemble),
+        ("log", vec![obj(vec![("name", s("the issue's message")), ("frames", log_value)])]),
+        ("replay", replay),
+        ("rows", rows),
+        ("resumePoint", resume),
+    ]
+}
+
+/// The part of the frame across `at` that lies before it, if a delta straddles `at`.
+fn issue_cut(log: &MessageLog, at: u64) -> Option<MessageFrame> {
+    let frame = log.frames().iter().find(|f| f.span().is_some_and(|(from, seq)| from < at && at < seq))?;
+    match frame {
+        MessageFrame::Chunk { from, part, at: body, text, .. } => {
+            let keep = (at - from) as usize;
+            MessageFrame::chunk(*from, *part, *body, Text::from_slice(&text.units()[..keep])).ok()
+        }
+        _ => None,
+    }
 }

@@ -366,7 +366,13 @@ impl Conform {
         }
     }
 
-    fn violate(&mut self, violation: Violation) -> Verdict {
+    /// Stop with no report of the pass's own; the message pass ([`crate::message::conform`])
+    /// reports its part violations itself.
+    pub(crate) fn halt(&mut self) {
+        self.done = true;
+    }
+
+    pub(crate) fn violate(&mut self, violation: Violation) -> Verdict {
         self.done = true;
         self.last_violation = Some(violation);
         Verdict::Violation(violation)

@@ -13,6 +13,7 @@ use crate::ddl_args::{DdlArgs, JsArg, JsType};
 use crate::frame::FrameKind;
 use crate::jsnum;
 use crate::json::{write_json_value, JsonValue};
+use crate::message::{FrameNumbers, MessageKind};
 use crate::reader::ReaderInput;
 use crate::text::Text;
 
@@ -126,6 +127,50 @@ pub fn reader_input(frame: &JsonValue, stream_id: &[u16]) -> ReaderInput {
         Some(FrameKind::Absent) => ReaderInput::Absent,
         None => ReaderInput::Unknown,
     }
+}
+
+/// The numbers of an untyped message frame (docs/contract.md §8), as a binding reads them:
+/// the kind from `type` (unknown for anything else), and NaN for every missing or non-number
+/// field, so `part` and `at` are NaN exactly when a chunk uses the shorthand.
+pub fn message_numbers(frame: &JsonValue, stream_id: &[u16]) -> FrameNumbers {
+    let f = |name| field(frame, name);
+    let kind = frame
+        .as_object()
+        .and(frame.get("type"))
+        .and_then(JsonValue::as_text)
+        .and_then(|t| MessageKind::from_name(t.units()))
+        .unwrap_or(MessageKind::Unknown);
+    let mut n = FrameNumbers::new(kind);
+    match kind {
+        MessageKind::Open => {
+            n.id_matches = id_matches(frame, stream_id);
+            (n.a, n.b, n.c) = (number(f("from")), number(f("seq")), number(f("durableSeq")));
+        }
+        MessageKind::Chunk => {
+            (n.a, n.b) = (number(f("from")), number(f("seq")));
+            n.c = text_len(f("text")).unwrap_or(f64::NAN);
+            // Absent is NaN, and so is a non-number; the rules read both NaN as the shorthand
+            // and one NaN beside a number as malformed (a `part` of `"1"` with an `at` too).
+            (n.part, n.at) = (number(f("part")), number(f("at")));
+        }
+        MessageKind::Durable | MessageKind::End => n.a = number(f("seq")),
+        k if k.is_event() => {
+            (n.a, n.b, n.part) = (number(f("from")), number(f("seq")), number(f("part")));
+        }
+        _ => {}
+    }
+    n
+}
+
+/// An `open`'s part table as a binding reads it: `None` when absent; every element as a number
+/// (NaN for a non-number, which fails the table check).
+pub fn open_parts(frame: &JsonValue) -> Option<Vec<f64>> {
+    let items = field(frame, "parts")?;
+    Some(match items.as_array() {
+        Some(items) => items.iter().map(|i| number(Some(i))).collect(),
+        // Not an array: a table that cannot fit.
+        None => vec![f64::NAN],
+    })
 }
 
 /// The printed values a violation reason may quote, owned.

@@ -15,6 +15,7 @@ pub mod jsnum;
 pub mod json;
 #[cfg(feature = "testing")]
 pub mod jsview;
+pub mod message;
 pub mod reader;
 pub mod request;
 #[cfg(feature = "testing")]

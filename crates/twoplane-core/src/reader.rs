@@ -213,7 +213,7 @@ impl Reader {
         }
     }
 
-    fn stop(&mut self, reason: StopReason) -> ReaderAction {
+    pub(crate) fn stop(&mut self, reason: StopReason) -> ReaderAction {
         self.stopped = Some(reason);
         ReaderAction::Stop(reason)
     }

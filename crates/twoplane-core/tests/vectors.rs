@@ -7,6 +7,11 @@ use twoplane_core::conform::{Conform, Verdict};
 use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
+use twoplane_core::message::{
+    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame,
+    message_frame_from_value, message_resume_point, Message, MessageAction, MessageChunkRow, MessageConform,
+    MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
+};
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
     is_absolute_url, stream_request_from_fetch, stream_request_from_http, subscribe_url_units,
@@ -294,5 +299,210 @@ fn ddl_vectors() {
             (Err(e), None) => assert_eq!(e.kind().as_str(), text(case, "error").to_string_lossy()),
             (got, want) => panic!("ddl mismatch: {got:?} vs {want:?}"),
         }
+    }
+}
+
+// ---------------------------------------------------------------- message.json (§8)
+
+fn message_of_frames(frames: &JsonValue) -> Message {
+    let mut m = Message::new();
+    for f in frames.as_array().unwrap() {
+        m.apply(&message_frame_from_value(f).unwrap()).unwrap();
+    }
+    m
+}
+
+fn opt_text(v: &JsonValue, key: &str) -> Option<Text> {
+    v.get(key).and_then(JsonValue::as_text).cloned()
+}
+
+fn rows_of(v: &JsonValue) -> Vec<MessageChunkRow> {
+    v.get("chunks")
+        .and_then(JsonValue::as_array)
+        .unwrap()
+        .iter()
+        .map(|r| MessageChunkRow { seq: num(r, "seq") as u64, text: opt_text(r, "text"), parts: opt_text(r, "parts") })
+        .collect()
+}
+
+#[test]
+fn message_codec_vectors() {
+    let file = load("message.json");
+    for case in cases(&file, "encode") {
+        let json = text(case, "json").to_string_lossy();
+        let frame = message_frame_from_value(case.get("frame").unwrap()).unwrap();
+        assert_eq!(encode_message_frame(&frame), json);
+        assert_eq!(decode_message_frame(&json).unwrap(), frame, "{json}");
+        // A frame of today's wire is written by the six-frame codec, byte for byte.
+        if let Some(six) = frame.to_frame() {
+            assert_eq!(json::encode_frame(&six), json);
+        }
+    }
+    for case in cases(&file, "decodeErrors") {
+        let input = text(case, "input").to_string_lossy();
+        let e = decode_message_frame(&input).unwrap_err();
+        assert_eq!(
+            Some(e.kind().as_str()),
+            case.get("kind").and_then(JsonValue::as_text).map(|k| k.to_string_lossy()).as_deref(),
+            "{input}"
+        );
+        let field = case.get("field").and_then(JsonValue::as_text).map(|f| f.to_string_lossy());
+        assert_eq!(e.field_name().map(str::to_owned), field, "{input}");
+    }
+    for case in cases(&file, "sse") {
+        let f = message_frame_from_value(case.get("frame").unwrap()).unwrap();
+        assert_eq!(&Text::from(encode_message_event(&f).as_str()), text(case, "event"));
+    }
+    for case in cases(&file, "resumePoint") {
+        let f = message_frame_from_value(case.get("frame").unwrap()).unwrap();
+        assert_eq!(message_resume_point(&f).map(|x| x as f64), case.get("expected").and_then(JsonValue::as_f64));
+    }
+}
+
+#[test]
+fn message_conform_vectors() {
+    let file = load("message.json");
+    for case in cases(&file, "conform") {
+        let name = text(case, "name").to_string_lossy();
+        let id = text(case, "streamId");
+        let mut c = MessageConform::new(num(case, "from"));
+        let calls = case.get("calls").and_then(JsonValue::as_array).unwrap();
+        let expect = case.get("expect").and_then(JsonValue::as_array).unwrap();
+        assert_eq!(calls.len(), expect.len(), "{name}");
+        for (i, (call, want)) in calls.iter().zip(expect).enumerate() {
+            let fed = call.get("feed");
+            let verdict = match fed {
+                Some(frame) => {
+                    let n = jsview::message_numbers(frame, id.units());
+                    if n.kind == MessageKind::Open as u32 {
+                        c.feed_open(n.id_matches, n.a, n.b, n.c, jsview::open_parts(frame).as_deref())
+                    } else {
+                        c.feed_numbers(n)
+                    }
+                }
+                None if call.get("end").is_some() => c.end(),
+                None => c.fail(),
+            };
+            let stale = obj(vec![
+                ("type", jstr("stale")),
+                ("floorSeq", JsonValue::Number(c.pos())),
+                ("durableSeq", JsonValue::Number(c.last_durable())),
+            ]);
+            let r = JsonValue::Number(c.requested());
+            let synth = obj(vec![
+                ("type", jstr("open")),
+                ("streamId", JsonValue::String(id.clone())),
+                ("from", r.clone()),
+                ("seq", r.clone()),
+                ("durableSeq", r),
+                ("ended", JsonValue::Bool(false)),
+            ]);
+            let (out, violation) = match verdict {
+                MessageVerdict::Drop => (vec![], JsonValue::Null),
+                MessageVerdict::Pass => (vec![fed.unwrap().clone()], JsonValue::Null),
+                MessageVerdict::OpenThenPass => (vec![synth, fed.unwrap().clone()], JsonValue::Null),
+                MessageVerdict::Violation(MessageViolation::Stream(v)) => {
+                    let raw = OwnedRawPieces::of(fed);
+                    (vec![stale], JsonValue::String(v.reason(&raw.borrowed())))
+                }
+                MessageVerdict::Violation(MessageViolation::Part(p)) => (vec![stale], JsonValue::String(p.reason())),
+                MessageVerdict::Terminate => (vec![stale], JsonValue::Null),
+            };
+            assert_eq!(Some(&JsonValue::Array(out)), want.get("out"), "{name}: call {i}");
+            assert_eq!(Some(&violation), want.get("violation"), "{name}: call {i}");
+        }
+    }
+}
+
+#[test]
+fn message_reader_vectors() {
+    let file = load("message.json");
+    for case in cases(&file, "reader") {
+        let name = text(case, "name").to_string_lossy();
+        let mut r = MessageReader::new(text(case, "streamId").clone(), message_of_frames(case.get("durable").unwrap()));
+        let frames = case.get("frames").and_then(JsonValue::as_array).unwrap();
+        let expect = case.get("expect").and_then(JsonValue::as_array).unwrap();
+        assert_eq!(frames.len(), expect.len(), "{name}");
+        for (i, (f, want)) in frames.iter().zip(expect).enumerate() {
+            let action = r.feed(&message_frame_from_value(f).unwrap());
+            let got = text(want, "action").to_string_lossy();
+            assert_eq!(action.code(), message_action_code(&got), "{name}: frame {i}");
+            assert_eq!(action.part().map(f64::from), want.get("part").and_then(JsonValue::as_f64), "{name}: frame {i}");
+            if let MessageAction::Splice { at, .. } = action {
+                assert_eq!(Some(at as f64), want.get("at").and_then(JsonValue::as_f64), "{name}: frame {i}");
+            }
+            if let MessageAction::Stop(reason) = action {
+                assert_eq!(text(want, "reason"), reason.as_str(), "{name}: frame {i}");
+            }
+        }
+        assert_eq!(&r.message().document(), text(case, "message"), "{name}");
+        assert_eq!(r.core().resume_from() as f64, num(case, "resumeFrom"), "{name}");
+    }
+}
+
+fn message_action_code(name: &str) -> u32 {
+    ["ignore", "splice", "stop", "start", "end", "set", "meta", "finish", "transient"]
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("unknown action {name}")) as u32
+}
+
+#[test]
+fn message_assemble_vectors() {
+    let file = load("message.json");
+    for case in cases(&file, "assemble") {
+        let body = opt_text(case, "body");
+        let stored = opt_text(case, "stored");
+        let got = assemble_durable_message(body.as_ref(), stored.as_ref(), num(case, "seq") as u64, &rows_of(case));
+        match case.get("error").and_then(JsonValue::as_text) {
+            Some(kind) => assert_eq!(got.unwrap_err().kind().as_str(), kind.to_string_lossy()),
+            None => {
+                let m = got.unwrap();
+                assert_eq!(&m.document(), text(case, "document"));
+                assert_eq!(m.len() as f64, num(case, "len"));
+            }
+        }
+    }
+}
+
+#[test]
+fn message_log_vectors() {
+    let file = load("message.json");
+    let log_frames = cases(&file, "log")[0].get("frames").and_then(JsonValue::as_array).unwrap();
+    let mut log = MessageLog::new();
+    for f in log_frames {
+        // Rebuild the producer's log from its frames: each delta and event at the end.
+        match message_frame_from_value(f).unwrap() {
+            MessageFrame::Chunk { part, text, .. } => {
+                log.delta(part, text).unwrap();
+            }
+            MessageFrame::Event { event, .. } => {
+                log.event(event).unwrap();
+            }
+            other => panic!("{other:?} is not content"),
+        }
+    }
+    for case in cases(&file, "replay") {
+        let from = num(case, "from") as u64;
+        let want: Vec<MessageFrame> = case
+            .get("frames")
+            .and_then(JsonValue::as_array)
+            .unwrap()
+            .iter()
+            .map(|f| message_frame_from_value(f).unwrap())
+            .collect();
+        assert_eq!(log.frames_from(from), want, "replay from {from}");
+        let parts = case
+            .get("parts")
+            .and_then(JsonValue::as_array)
+            .map(|p| p.iter().map(|x| x.as_f64().unwrap() as u64).collect());
+        assert_eq!(log.message_at(from).part_table(), parts, "parts at {from}");
+    }
+    for case in cases(&file, "rows") {
+        let (from, to) = (num(case, "from") as u64, num(case, "to") as u64);
+        let row = case.get("row").unwrap();
+        let want =
+            MessageChunkRow { seq: num(row, "seq") as u64, text: opt_text(row, "text"), parts: opt_text(row, "parts") };
+        assert_eq!(log.row(from, to), want, "row {from}..{to}");
     }
 }

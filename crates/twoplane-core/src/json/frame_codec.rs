@@ -151,15 +151,15 @@ pub fn frame_from_value(v: &JsonValue) -> Result<Frame> {
     }
 }
 
-fn required<'v>(v: &'v JsonValue, name: &'static str) -> Result<&'v JsonValue> {
+pub(crate) fn required<'v>(v: &'v JsonValue, name: &'static str) -> Result<&'v JsonValue> {
     v.get(name).ok_or_else(|| Error::field(ErrorKind::MissingField, name, format!("missing field {name}")))
 }
 
-fn wrong_type(name: &'static str, expected: &str, found: &JsonValue) -> Error {
+pub(crate) fn wrong_type(name: &'static str, expected: &str, found: &JsonValue) -> Error {
     Error::field(ErrorKind::InvalidField, name, format!("field {name} must be {expected}, not {}", found.type_name()))
 }
 
-fn text_field<'v>(v: &'v JsonValue, name: &'static str) -> Result<&'v Text> {
+pub(crate) fn text_field<'v>(v: &'v JsonValue, name: &'static str) -> Result<&'v Text> {
     match required(v, name)? {
         JsonValue::String(t) => Ok(t),
         other => Err(wrong_type(name, "a string", other)),
@@ -175,7 +175,7 @@ fn bool_field(v: &JsonValue, name: &'static str) -> Result<bool> {
 
 /// A JSON number is an offset when JavaScript would call it one: `Number.isInteger`, not
 /// negative, and exactly representable (so `1.0` and `1e2` pass, as they do in JavaScript).
-fn offset_field(v: &JsonValue, name: &'static str) -> Result<u64> {
+pub(crate) fn offset_field(v: &JsonValue, name: &'static str) -> Result<u64> {
     match required(v, name)? {
         JsonValue::Number(n) => jsnum::as_offset(*n).ok_or_else(|| {
             Error::field(
@@ -190,7 +190,7 @@ fn offset_field(v: &JsonValue, name: &'static str) -> Result<u64> {
 
 /// A bounded, quoted rendering of untrusted text for error messages, so a hostile megabyte-long
 /// `type` cannot make a megabyte-long log line.
-fn preview(t: &Text) -> String {
+pub(crate) fn preview(t: &Text) -> String {
     const LIMIT: usize = 64;
     let mut out = String::new();
     if t.len() > LIMIT {

@@ -117,6 +117,6 @@ pub fn write_json_value(out: &mut String, v: &JsonValue) {
 
 /// Offsets within `0..=2^53-1` print as plain integers in JavaScript too, so decimal digits are
 /// exactly `JSON.stringify`'s output for every offset a valid frame can hold.
-pub(super) fn push_u64(out: &mut String, n: u64) {
+pub(crate) fn push_u64(out: &mut String, n: u64) {
     out.push_str(itoa::Buffer::new().format(n));
 }

@@ -1,0 +1,39 @@
+//! Messages made of parts (docs/contract.md §8): one assistant message whose ordered parts
+//! (texts, reasoning, tool calls, sources, files, data, step boundaries) share the one coordinate
+//! `seq` with everything else.
+//!
+//! Guarantees:
+//! - **One clock.** A body delta advances `seq` by its UTF-16 length and every structural event by
+//!   exactly one unit, so "already held" is `seq <= pos` and a gap is `from > pos` for every frame,
+//!   as for text.
+//! - **A single-text stream is today's stream.** Part 0 is implicit and a part 0 delta at body
+//!   offset `from` is encoded as today's chunk; every frame that the six-frame codec can express
+//!   is written by it, byte for byte.
+//! - **The rules are written once**, over numbers ([`rules`]): the conform pass, the numeric
+//!   reader, the Rust reader and durable assembly all decide by the same [`rules::Tally`].
+//!
+//! Modules: the frames ([`frame`]) and their JSON ([`codec`]); the numeric rules ([`rules`]);
+//! the accumulated message and its stored document ([`fold`]); chunk rows and assembly
+//! ([`rows`]); the producer's log of events, which cuts replays and checkpoint rows ([`log`]);
+//! the relay conform pass for parts ([`conform`]), the reader ([`reader`]) and SSE events
+//! ([`sse`]).
+
+pub mod codec;
+pub mod conform;
+pub mod fold;
+pub mod frame;
+pub mod log;
+pub mod reader;
+pub mod rows;
+pub mod rules;
+pub mod sse;
+
+pub use codec::{decode_message_frame, encode_message_frame, encode_message_frame_into, message_frame_from_value};
+pub use conform::{MessageConform, MessageVerdict, MessageViolation, PartViolation};
+pub use fold::{Message, Part};
+pub use frame::{message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};
+pub use log::MessageLog;
+pub use reader::{MessageAction, MessageReader, MessageReaderCore};
+pub use rows::{assemble_durable_message, MessageChunkRow};
+pub use rules::{Breach, Decision, Tally};
+pub use sse::{encode_message_event, encode_message_event_into};
