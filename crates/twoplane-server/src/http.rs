@@ -149,13 +149,13 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
     let from = wanted.from_offset();
     match endpoint.plane.subscribe(&user, &wanted.stream_id, from).await {
         Ok(subscription) => {
-            tracing::debug!(stream_id = %wanted.stream_id, from, "sse subscriber joined");
+            tracing::debug!(stream_id = ?wanted.stream_id, from, "sse subscriber joined");
             sse_response(subscription, &endpoint.config, endpoint.stats.clone())
         }
         // Same status and body for a stream that exists and one that does not.
         Err(e) if e.kind() == PlaneErrorKind::Forbidden => forbidden(),
         Err(e) => {
-            tracing::warn!(stream_id = %wanted.stream_id, error = %e, "subscribe failed");
+            tracing::warn!(stream_id = ?wanted.stream_id, error = %e, "subscribe failed");
             plain(StatusCode::SERVICE_UNAVAILABLE, "the stream plane is unavailable\n")
         }
     }

@@ -334,7 +334,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     // One hook for every relay failure, whether the plane saw it (publish, attach, frames) or
     // the adapter's background writer did after `publish` returned.
     let relay_hook: RelayErrorHook = Arc::new(|info, error| {
-        tracing::warn!(stream_id = %info.stream_id, phase = info.phase.as_str(), error = %error, "relay error");
+        tracing::warn!(stream_id = ?info.stream_id, phase = info.phase.as_str(), error = %error, "relay error");
     });
     let relay = match &config.relay {
         Some(relay) => Some(connect_redis(relay, relay_hook.clone()).await?),
@@ -440,7 +440,7 @@ impl Running {
             let report = plane.drain().await;
             tracing::info!(sealed = report.sealed.len(), failed = report.failed.len(), "stream plane drained");
             for (id, e) in &report.failed {
-                tracing::warn!(stream_id = %id, error = %e, "a stream's final seal did not land");
+                tracing::warn!(stream_id = ?id, error = %e, "a stream's final seal did not land");
             }
             // The drain waited for the relay to write out the `end` frames it queued, so readers
             // on other instances end now rather than `stale` after their idle timeout.

@@ -38,8 +38,13 @@ pub struct HttpConfig {
     /// How long open connections get to finish after shutdown starts (the plane has sealed its
     /// streams by then, so SSE bodies end on their own; this bounds a stuck client).
     pub shutdown_grace: Duration,
-    /// Read timeout for request headers, so an idle socket that never sends a request is closed.
+    /// How long a connection may take to send its first request head, whichever path reads it
+    /// (the direct SSE path first, then hyper, share this one budget), and hyper's limit for
+    /// every later head: an idle socket that never sends a request is closed.
     pub header_read_timeout: Duration,
+    /// TCP keepalive probes start after this much silence, so a peer that vanished without a
+    /// FIN (a crashed machine, a dropped NAT entry) is found and its connection released.
+    pub tcp_keepalive: Duration,
     /// The path whose subscriptions [`crate::sse_conn`] serves itself when a connection's first
     /// request is one ([`crate::http::STREAM_PATH`] by default); `None` serves every request
     /// through hyper.
@@ -51,7 +56,8 @@ impl Default for HttpConfig {
         HttpConfig {
             max_buf_size: 64 * 1024,
             shutdown_grace: Duration::from_secs(5),
-            header_read_timeout: Duration::from_secs(30),
+            header_read_timeout: Duration::from_secs(10),
+            tcp_keepalive: Duration::from_secs(60),
             direct_sse_path: Some(crate::http::STREAM_PATH.to_owned()),
         }
     }
@@ -102,8 +108,13 @@ pub async fn serve(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(%peer, error = %e, "set_nodelay failed");
         }
+        let keepalive =
+            socket2::TcpKeepalive::new().with_time(config.tcp_keepalive).with_interval(Duration::from_secs(10));
+        if let Err(e) = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive) {
+            tracing::debug!(%peer, error = %e, "set_tcp_keepalive failed");
+        }
         let router = router.clone();
-        let builder = builder.clone();
+        let mut builder = builder.clone();
         // Held for the connection's life, so the grace period waits for a subscription in flight.
         let watcher = graceful.watcher();
         let stop = stopping.clone();
@@ -111,6 +122,7 @@ pub async fn serve(
         let direct_path = config.direct_sse_path.clone();
         tokio::spawn(async move {
             let mut stream = stream;
+            let head_deadline = tokio::time::Instant::now() + head_timeout;
             let first = match &direct_path {
                 None => First::Other(Bytes::new()),
                 Some(path) => tokio::select! {
@@ -123,7 +135,13 @@ pub async fn serve(
             };
             let prefix = match first {
                 First::Closed => return,
-                First::Other(read) => read,
+                First::Other(read) => {
+                    // What the direct path spent reading is taken from hyper's budget for the
+                    // same head, so a head that never completes holds the connection once.
+                    let left = head_deadline.saturating_duration_since(tokio::time::Instant::now());
+                    builder.header_read_timeout(left.max(Duration::from_millis(1)));
+                    read
+                }
                 First::Sse(request, rest) => {
                     let close = sse_conn::wants_close(request.headers());
                     let Ok(response) = router.clone().oneshot(*request).await;

@@ -122,7 +122,7 @@ impl StreamHandle {
 impl Drop for StreamHandle {
     fn drop(&mut self) {
         if !self.stream.is_sealing_or_ended() {
-            tracing::debug!(stream_id = %self.stream.id, "stream handle dropped unsealed: sealing it interrupted");
+            tracing::debug!(stream_id = ?self.stream.id, "stream handle dropped unsealed: sealing it interrupted");
             drop(self.stream.request_seal(Seal::interrupted()));
         }
     }

@@ -171,11 +171,11 @@ async fn chat(State(state): State<DemoState>, body: Result<Json<ChatRequest>, Js
     let handle = match state.plane.open(&assistant_id).await {
         Ok(handle) => handle,
         Err(e) => {
-            tracing::error!(stream_id = %assistant_id, error = %e, "cannot open the answer stream");
+            tracing::error!(stream_id = ?assistant_id, error = %e, "cannot open the answer stream");
             return json_error(StatusCode::SERVICE_UNAVAILABLE, format!("cannot start the answer: {}", e.kind()));
         }
     };
-    tracing::info!(stream_id = %assistant_id, prompt_chars = prompt.chars().count(), seed, "answer started");
+    tracing::info!(stream_id = ?assistant_id, prompt_chars = prompt.chars().count(), seed, "answer started");
     tokio::spawn(produce(handle, prompt, seed, state.pace));
     let host = state.db.database().tables().columns.host.map(|_| state.plane.host_token().to_owned());
     let assistant = MessageView {

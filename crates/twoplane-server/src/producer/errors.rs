@@ -86,7 +86,7 @@ impl ApiError {
             PlaneErrorKind::NotDurable => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_durable", e.message()),
             PlaneErrorKind::InvalidArgument => ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", e.message()),
             kind => {
-                tracing::warn!(stream_id = %id, error = %e, "producer API: plane error");
+                tracing::warn!(stream_id = ?id, error = %e, "producer API: plane error");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind.as_str(), e.message())
             }
         };

@@ -118,7 +118,7 @@ impl Producing {
         tokio::select! {
             () = cancelled => {
                 if self.handle.cancelled() {
-                    tracing::info!(stream_id = %self.id, seq = self.handle.seq(), "a reader cancelled the stream");
+                    tracing::info!(stream_id = ?self.id, seq = self.handle.seq(), "a reader cancelled the stream");
                     self.cancel.cancel();
                     let _ = self.seal(None).await;
                 }
@@ -175,7 +175,7 @@ impl Producers {
                 true
             });
             for p in gone {
-                tracing::warn!(stream_id = %p.id, seq = p.handle.seq(), "producer went quiet; sealing the stream interrupted");
+                tracing::warn!(stream_id = ?p.id, seq = p.handle.seq(), "producer went quiet; sealing the stream interrupted");
                 *lock(&p.sealed) = Some((StreamStatus::Interrupted, now));
                 // The watcher's reference goes; the last one dropping the handle seals it
                 // `interrupted` (the plane's rule for a producer that disappeared).

@@ -127,7 +127,7 @@ async fn open(State(producers): State<Producers>, Path(id): Path<String>, body: 
     match producers.plane.open(&id).await {
         Ok(handle) => {
             let p = producers.adopt(handle);
-            tracing::info!(stream_id = %p.id, "producer opened a stream");
+            tracing::info!(stream_id = ?p.id, "producer opened a stream");
             Ok(Json(json!({ "streamId": p.id, "seq": 0 })).into_response())
         }
         Err(e) if e.kind() == twoplane_stream::PlaneErrorKind::OpenRefused => {
@@ -218,7 +218,7 @@ async fn body(
             Some(Err(e)) => {
                 // The client went away mid-body; what arrived stays, and the stream stays open
                 // for a retry from `seq`.
-                tracing::debug!(stream_id = %id, error = %e, "streaming body ended early");
+                tracing::debug!(stream_id = ?id, error = %e, "streaming body ended early");
                 return Err(ApiError::bad_request("body_aborted", "the request body ended with an error")
                     .with_seq(p.handle.seq()));
             }
@@ -303,7 +303,7 @@ async fn cancel(State(producers): State<Producers>, Path(id): Path<String>, head
             // The flag is set, so the host notices at its next checkpoint wherever it runs; a
             // stream hosted here stops now, text flowing or not.
             let here = producers.plane.cancel(&id);
-            tracing::info!(stream_id = %id, hosted_here = here, "a reader asked to cancel");
+            tracing::info!(stream_id = ?id, hosted_here = here, "a reader asked to cancel");
             (StatusCode::ACCEPTED, Json(json!({ "cancelRequested": true }))).into_response()
         }
         Ok(CancelOutcome::NotStreaming) => {

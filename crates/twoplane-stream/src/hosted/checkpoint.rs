@@ -173,7 +173,7 @@ impl LiveStream {
             }
             let confirmed = if ack.durable_seq > slice.to {
                 // More than was ever sent to it: the store cannot be believed past that (P).
-                tracing::warn!(stream_id = %self.id, claimed = ack.durable_seq, sent = slice.to,
+                tracing::warn!(stream_id = ?self.id, claimed = ack.durable_seq, sent = slice.to,
                     "the target confirmed more than was written; capping");
                 slice.to
             } else {
@@ -211,7 +211,7 @@ impl LiveStream {
             None => return,
             Some(Ok(seq)) => seq,
             Some(Err(probe_err)) => {
-                tracing::debug!(stream_id = %self.id, error = %probe_err, "read-back after a failed checkpoint failed");
+                tracing::debug!(stream_id = ?self.id, error = %probe_err, "read-back after a failed checkpoint failed");
                 None
             }
         };
@@ -229,7 +229,7 @@ impl LiveStream {
         }
         self.apply(fx);
         if landed {
-            tracing::debug!(stream_id = %self.id, error = %err, "checkpoint acknowledgement lost; the read-back confirmed it");
+            tracing::debug!(stream_id = ?self.id, error = %err, "checkpoint acknowledgement lost; the read-back confirmed it");
         } else {
             report::checkpoint_error(&self.cfg, &self.id, slice.from, slice.to, &err);
         }
@@ -351,7 +351,7 @@ impl LiveStream {
             st.durable.reject_up_to(u64::MAX, &err);
         }
         self.apply(fx);
-        tracing::warn!(stream_id = %self.id, error = %err, "the store fenced this producer off; the stream stopped");
+        tracing::warn!(stream_id = ?self.id, error = %err, "the store fenced this producer off; the stream stopped");
         self.publish_seal_outcome(Err(err));
     }
 }
