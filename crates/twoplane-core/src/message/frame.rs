@@ -7,8 +7,7 @@
 //! encoder, which is what keeps a single-text stream byte-identical.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::frame::{check_chunk_span, Frame, FrameKind, StreamStatus};
-use crate::jsnum::MAX_SAFE_INTEGER;
+use crate::frame::{check_chunk_span, check_offset, Frame, FrameKind, StreamStatus};
 use crate::json::JsonValue;
 use crate::text::Text;
 
@@ -255,29 +254,22 @@ impl MessageFrame {
         if let Some(frame) = self.to_frame() {
             return frame.validate();
         }
-        let offset = |name: &'static str, v: u64| {
-            if v > MAX_SAFE_INTEGER {
-                Err(Error::field(ErrorKind::InvalidOffset, name, format!("{name} {v} exceeds 2^53-1")))
-            } else {
-                Ok(())
-            }
-        };
         match self {
             MessageFrame::Open { from, seq, durable_seq, parts, .. } => {
-                offset("from", *from)?;
-                offset("seq", *seq)?;
-                offset("durableSeq", *durable_seq)?;
-                parts.iter().flatten().try_for_each(|len| offset("parts", *len))
+                check_offset("from", *from)?;
+                check_offset("seq", *seq)?;
+                check_offset("durableSeq", *durable_seq)?;
+                parts.iter().flatten().try_for_each(|len| check_offset("parts", *len))
             }
             MessageFrame::Chunk { from, seq, at, text, .. } => {
-                offset("from", *from)?;
-                offset("seq", *seq)?;
-                offset("at", *at)?;
-                offset("at", at.saturating_add(text.len() as u64))?;
+                check_offset("from", *from)?;
+                check_offset("seq", *seq)?;
+                check_offset("at", *at)?;
+                check_offset("at", at.saturating_add(text.len() as u64))?;
                 check_chunk_span(*from, *seq, text.len())
             }
             MessageFrame::Event { from, event } => {
-                offset("seq", from.saturating_add(1))?;
+                check_offset("seq", from.saturating_add(1))?;
                 match event {
                     Event::Start { value, .. }
                     | Event::End { value, .. }
