@@ -4,6 +4,7 @@
 //! frame this crate produces or accepts round-trips through JavaScript exactly. A decoded or
 //! constructed chunk always satisfies `text.len() == seq - from`.
 
+use crate::coded::coded_enum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsnum::MAX_SAFE_INTEGER;
 use crate::text::Text;
@@ -44,33 +45,24 @@ impl StreamStatus {
     }
 }
 
-/// A frame's type tag. The numeric values are what bindings pass across the boundary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum FrameKind {
-    Open = 0,
-    Chunk = 1,
-    Durable = 2,
-    End = 3,
-    Stale = 4,
-    Absent = 5,
+coded_enum! {
+    /// A frame's type tag. The numeric values (0 to 5, in this order) are what bindings pass
+    /// across the boundary.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum FrameKind;
+    /// The frame `type`.
+    fn as_str;
+    {
+        Open => "open",
+        Chunk => "chunk",
+        Durable => "durable",
+        End => "end",
+        Stale => "stale",
+        Absent => "absent",
+    }
 }
 
 impl FrameKind {
-    pub const ALL: [FrameKind; 6] =
-        [FrameKind::Open, FrameKind::Chunk, FrameKind::Durable, FrameKind::End, FrameKind::Stale, FrameKind::Absent];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrameKind::Open => "open",
-            FrameKind::Chunk => "chunk",
-            FrameKind::Durable => "durable",
-            FrameKind::End => "end",
-            FrameKind::Stale => "stale",
-            FrameKind::Absent => "absent",
-        }
-    }
-
     pub fn from_name(s: &str) -> Option<Self> {
         FrameKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
