@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::Path;
 
-use twoplane_core::conform::{Conform, Verdict};
+use twoplane_core::conform::Conform;
 use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
@@ -136,19 +136,26 @@ enum Call {
     Fail,
 }
 
-fn run_conform(stream_id: &str, from: f64, calls: &[Call]) -> Vec<JsonValue> {
-    let id = utf16(stream_id);
-    let mut c = Conform::new(from);
+/// Runs `calls` through a conform pass and records what each verdict emits. `step` feeds one call
+/// and returns the verdict (the six-frame pass's converts to a [`MessageVerdict`]) with the pass's
+/// `pos`, `lastDurable` and requested offset after it, so the six-frame and the parts vectors
+/// write what a verdict emits in one way.
+fn record_conform<C>(
+    stream_id: &str,
+    mut c: C,
+    calls: &[Call],
+    mut step: impl FnMut(&mut C, &Call) -> (MessageVerdict, [f64; 3]),
+) -> Vec<JsonValue> {
     let mut out = Vec::new();
     for call in calls {
-        let (verdict, frame) = match call {
-            Call::Feed(f) => (c.feed(jsview::conform_input(f, &id)), Some(f)),
-            Call::End => (c.end(), None),
-            Call::Fail => (c.fail(), None),
+        let frame = match call {
+            Call::Feed(f) => Some(f),
+            Call::End | Call::Fail => None,
         };
-        let stale = || obj(vec![("type", s("stale")), ("floorSeq", n(c.pos())), ("durableSeq", n(c.last_durable()))]);
+        let (verdict, [pos, last_durable, requested]) = step(&mut c, call);
+        let stale = || obj(vec![("type", s("stale")), ("floorSeq", n(pos)), ("durableSeq", n(last_durable))]);
         let synth = || {
-            let r = n(c.requested());
+            let r = n(requested);
             obj(vec![
                 ("type", s("open")),
                 ("streamId", s(stream_id)),
@@ -159,22 +166,46 @@ fn run_conform(stream_id: &str, from: f64, calls: &[Call]) -> Vec<JsonValue> {
             ])
         };
         let (frames, violation) = match verdict {
-            Verdict::Drop => (vec![], None),
-            Verdict::Pass => (vec![frame.cloned().expect("pass needs a frame")], None),
-            Verdict::OpenThenPass => (vec![synth(), frame.cloned().expect("pass needs a frame")], None),
-            Verdict::Violation(v) => {
+            MessageVerdict::Drop => (vec![], None),
+            MessageVerdict::Pass => (vec![frame.cloned().expect("pass needs a frame")], None),
+            MessageVerdict::OpenThenPass => (vec![synth(), frame.cloned().expect("pass needs a frame")], None),
+            MessageVerdict::Violation(MessageViolation::Stream(v)) => {
                 let raw = OwnedRawPieces::of(frame);
                 (vec![stale()], Some(t(v.reason(&raw.borrowed()))))
             }
-            Verdict::Terminate => (vec![stale()], None),
+            MessageVerdict::Violation(MessageViolation::Part(p)) => (vec![stale()], Some(t(p.reason()))),
+            MessageVerdict::Terminate => (vec![stale()], None),
         };
         out.push(obj(vec![("out", arr(frames)), ("violation", violation.unwrap_or(JsonValue::Null))]));
     }
     out
 }
 
+fn run_conform(stream_id: &str, from: f64, calls: &[Call]) -> Vec<JsonValue> {
+    let id = utf16(stream_id);
+    record_conform(stream_id, Conform::new(from), calls, |c, call| {
+        let verdict = match call {
+            Call::Feed(f) => c.feed(jsview::conform_input(f, &id)),
+            Call::End => c.end(),
+            Call::Fail => c.fail(),
+        };
+        (verdict.into(), [c.pos(), c.last_durable(), c.requested()])
+    })
+}
+
 fn conform_case(name: &str, stream_id: &str, from: f64, calls: Vec<Call>) -> JsonValue {
-    let expect = run_conform(stream_id, from, &calls);
+    conform_case_by(run_conform, name, stream_id, from, calls)
+}
+
+/// A conform case: its calls as the vectors write them, and what `run` (one of the passes) emits.
+fn conform_case_by(
+    run: fn(&str, f64, &[Call]) -> Vec<JsonValue>,
+    name: &str,
+    stream_id: &str,
+    from: f64,
+    calls: Vec<Call>,
+) -> JsonValue {
+    let expect = run(stream_id, from, &calls);
     let calls = calls
         .into_iter()
         .map(|c| match c {
@@ -1265,82 +1296,32 @@ fn row_value(row: &MessageChunkRow) -> JsonValue {
 
 fn run_message_conform(stream_id: &str, from: f64, calls: &[Call]) -> Vec<JsonValue> {
     let id = utf16(stream_id);
-    let mut c = MessageConform::new(from);
-    let mut out = Vec::new();
-    for call in calls {
-        let (verdict, frame) = match call {
+    record_conform(stream_id, MessageConform::new(from), calls, |c, call| {
+        let verdict = match call {
             Call::Feed(f) => {
                 let nums = jsview::message_numbers(f, &id);
-                let v = if nums.kind == MessageKind::Open as u32 {
+                if nums.kind == MessageKind::Open as u32 {
                     let parts = jsview::open_parts(f);
                     c.feed_open(nums.id_matches, nums.a, nums.b, nums.c, parts.as_deref())
                 } else {
                     c.feed_numbers(nums)
-                };
-                (v, Some(f))
+                }
             }
-            Call::End => (c.end(), None),
-            Call::Fail => (c.fail(), None),
+            Call::End => c.end(),
+            Call::Fail => c.fail(),
         };
-        let stale = || obj(vec![("type", s("stale")), ("floorSeq", n(c.pos())), ("durableSeq", n(c.last_durable()))]);
-        let synth = || {
-            let r = n(c.requested());
-            obj(vec![
-                ("type", s("open")),
-                ("streamId", s(stream_id)),
-                ("from", r.clone()),
-                ("seq", r.clone()),
-                ("durableSeq", r),
-                ("ended", JsonValue::Bool(false)),
-            ])
-        };
-        let (frames, violation) = match verdict {
-            MessageVerdict::Drop => (vec![], None),
-            MessageVerdict::Pass => (vec![frame.cloned().expect("pass needs a frame")], None),
-            MessageVerdict::OpenThenPass => (vec![synth(), frame.cloned().expect("pass needs a frame")], None),
-            MessageVerdict::Violation(MessageViolation::Stream(v)) => {
-                let raw = OwnedRawPieces::of(frame);
-                (vec![stale()], Some(t(v.reason(&raw.borrowed()))))
-            }
-            MessageVerdict::Violation(MessageViolation::Part(p)) => (vec![stale()], Some(t(p.reason()))),
-            MessageVerdict::Terminate => (vec![stale()], None),
-        };
-        out.push(obj(vec![("out", arr(frames)), ("violation", violation.unwrap_or(JsonValue::Null))]));
-    }
-    out
+        (verdict, [c.pos(), c.last_durable(), c.requested()])
+    })
 }
 
 fn message_conform_case(name: &str, from: f64, calls: Vec<Call>) -> JsonValue {
-    let expect = run_message_conform("m", from, &calls);
-    let calls = calls
-        .into_iter()
-        .map(|c| match c {
-            Call::Feed(f) => obj(vec![("feed", f)]),
-            Call::End => obj(vec![("end", JsonValue::Bool(true))]),
-            Call::Fail => obj(vec![("fail", JsonValue::Bool(true))]),
-        })
-        .collect();
-    obj(vec![
-        ("name", s(name)),
-        ("streamId", s("m")),
-        ("from", n(from)),
-        ("calls", arr(calls)),
-        ("expect", arr(expect)),
-    ])
+    conform_case_by(run_message_conform, name, "m", from, calls)
 }
 
 fn action_value(a: MessageAction) -> JsonValue {
-    let name = match a {
-        MessageAction::Ignore => "ignore",
-        MessageAction::Splice { .. } => "splice",
-        MessageAction::Stop(_) => "stop",
-        MessageAction::Start { .. } => "start",
-        MessageAction::End { .. } => "end",
-        MessageAction::Set { .. } => "set",
-        MessageAction::Meta => "meta",
-        MessageAction::Finish => "finish",
-        MessageAction::Transient => "transient",
-    };
+    // Named by its stable code, the one bindings see, as the replay (tests/vectors.rs) reads it
+    // back: a second mapping from the variants could disagree with `code()`.
+    let name = ["ignore", "splice", "stop", "start", "end", "set", "meta", "finish", "transient"][a.code() as usize];
     let mut m = vec![("action", s(name))];
     if let Some(p) = a.part() {
         m.push(("part", n(f64::from(p))));

@@ -16,58 +16,36 @@
 //! - A dialect name of exactly `"postgres"` (the string, or an object's `name`) picks PostgreSQL
 //!   types; any other name picks SQLite's, as the function this replaces decides.
 
+use crate::coded::coded_enum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::sql::{stream_chunk_table_ddl, Dialect, StreamColumns, StreamTables};
 
-/// A JavaScript value's type, as `typeof` tells it apart (with `null` on its own). The numeric
-/// values are what a binding passes when it crosses as numbers ([`JsType::from_code`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum JsType {
-    Undefined = 0,
-    Null = 1,
-    Boolean = 2,
-    Number = 3,
-    String = 4,
-    Symbol = 5,
-    BigInt = 6,
-    Object = 7,
-    Function = 8,
+coded_enum! {
+    /// A JavaScript value's type, as `typeof` tells it apart (with `null` on its own). The numeric
+    /// values (0 to 8, in this order) are what a binding passes when it crosses as numbers
+    /// ([`JsType::from_code`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum JsType;
+    /// What `typeof` says (`"null"` for null, which `typeof` calls an object), for messages.
+    fn name;
+    {
+        Undefined => "undefined",
+        Null => "null",
+        Boolean => "boolean",
+        Number => "number",
+        String => "string",
+        Symbol => "symbol",
+        BigInt => "bigint",
+        Object => "object",
+        Function => "function",
+    }
 }
 
 impl JsType {
-    /// Every type, in code order.
-    pub const ALL: [JsType; 9] = [
-        JsType::Undefined,
-        JsType::Null,
-        JsType::Boolean,
-        JsType::Number,
-        JsType::String,
-        JsType::Symbol,
-        JsType::BigInt,
-        JsType::Object,
-        JsType::Function,
-    ];
-
     /// The type of code `code`; an unknown code reads as `undefined` (only a caller bypassing its
     /// binding's adapter can send one).
     pub fn from_code(code: u32) -> JsType {
         JsType::ALL.get(code as usize).copied().unwrap_or(JsType::Undefined)
-    }
-
-    /// What `typeof` says (`"null"` for null, which `typeof` calls an object), for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            JsType::Undefined => "undefined",
-            JsType::Null => "null",
-            JsType::Boolean => "boolean",
-            JsType::Number => "number",
-            JsType::String => "string",
-            JsType::Symbol => "symbol",
-            JsType::BigInt => "bigint",
-            JsType::Object => "object",
-            JsType::Function => "function",
-        }
     }
 
     fn is_absent(self) -> bool {

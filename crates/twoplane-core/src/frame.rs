@@ -4,6 +4,7 @@
 //! frame this crate produces or accepts round-trips through JavaScript exactly. A decoded or
 //! constructed chunk always satisfies `text.len() == seq - from`.
 
+use crate::coded::coded_enum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsnum::MAX_SAFE_INTEGER;
 use crate::text::Text;
@@ -44,33 +45,24 @@ impl StreamStatus {
     }
 }
 
-/// A frame's type tag. The numeric values are what bindings pass across the boundary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum FrameKind {
-    Open = 0,
-    Chunk = 1,
-    Durable = 2,
-    End = 3,
-    Stale = 4,
-    Absent = 5,
+coded_enum! {
+    /// A frame's type tag. The numeric values (0 to 5, in this order) are what bindings pass
+    /// across the boundary.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum FrameKind;
+    /// The frame `type`.
+    fn as_str;
+    {
+        Open => "open",
+        Chunk => "chunk",
+        Durable => "durable",
+        End => "end",
+        Stale => "stale",
+        Absent => "absent",
+    }
 }
 
 impl FrameKind {
-    pub const ALL: [FrameKind; 6] =
-        [FrameKind::Open, FrameKind::Chunk, FrameKind::Durable, FrameKind::End, FrameKind::Stale, FrameKind::Absent];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrameKind::Open => "open",
-            FrameKind::Chunk => "chunk",
-            FrameKind::Durable => "durable",
-            FrameKind::End => "end",
-            FrameKind::Stale => "stale",
-            FrameKind::Absent => "absent",
-        }
-    }
-
     pub fn from_name(s: &str) -> Option<Self> {
         FrameKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
@@ -127,28 +119,21 @@ impl Frame {
     /// Check the invariants the codec enforces, for frames built by hand: offsets within
     /// `0..=2^53-1`, `from <= seq` on open, and a chunk's text spanning exactly its offsets.
     pub fn validate(&self) -> Result<()> {
-        let offset = |name: &'static str, v: u64| {
-            if v > MAX_SAFE_INTEGER {
-                Err(Error::field(ErrorKind::InvalidOffset, name, format!("{name} {v} exceeds 2^53-1")))
-            } else {
-                Ok(())
-            }
-        };
         match self {
             Frame::Open { from, seq, durable_seq, .. } => {
-                offset("from", *from)?;
-                offset("seq", *seq)?;
-                offset("durableSeq", *durable_seq)
+                check_offset("from", *from)?;
+                check_offset("seq", *seq)?;
+                check_offset("durableSeq", *durable_seq)
             }
             Frame::Chunk { from, seq, text } => {
-                offset("from", *from)?;
-                offset("seq", *seq)?;
+                check_offset("from", *from)?;
+                check_offset("seq", *seq)?;
                 check_chunk_span(*from, *seq, text.len())
             }
-            Frame::Durable { seq } | Frame::End { seq, .. } => offset("seq", *seq),
+            Frame::Durable { seq } | Frame::End { seq, .. } => check_offset("seq", *seq),
             Frame::Stale { floor_seq, durable_seq } => {
-                offset("floorSeq", *floor_seq)?;
-                offset("durableSeq", *durable_seq)
+                check_offset("floorSeq", *floor_seq)?;
+                check_offset("durableSeq", *durable_seq)
             }
             Frame::Absent => Ok(()),
         }
@@ -161,6 +146,17 @@ pub fn chunk_end(from: u64, len: usize) -> Result<u64> {
     from.checked_add(len as u64)
         .filter(|s| *s <= MAX_SAFE_INTEGER)
         .ok_or_else(|| Error::field(ErrorKind::InvalidOffset, "seq", "chunk end exceeds 2^53-1"))
+}
+
+/// An offset field `name` must be within `0..=2^53-1`, or JavaScript could not hold it exactly.
+/// Every frame's hand-built check uses this, so the field names and the wording are the codec's
+/// for the six frames and the message frames alike.
+pub(crate) fn check_offset(name: &'static str, v: u64) -> Result<()> {
+    if v > MAX_SAFE_INTEGER {
+        Err(Error::field(ErrorKind::InvalidOffset, name, format!("{name} {v} exceeds 2^53-1")))
+    } else {
+        Ok(())
+    }
 }
 
 /// A chunk's text must be exactly `seq - from` code units long.

@@ -7,6 +7,7 @@
 //!
 //! Offsets and lengths are UTF-16 code units ([`Text`]), the unit JavaScript counts in.
 
+mod coded;
 pub mod conform;
 pub mod ddl_args;
 pub mod error;

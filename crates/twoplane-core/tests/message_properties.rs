@@ -17,6 +17,8 @@
 //! - A message that only has part 0 is today's stream: every frame in the six-frame form and
 //!   every chunk row a text row.
 
+mod common;
+
 use proptest::prelude::*;
 use twoplane_core::json::parse_value;
 use twoplane_core::message::{
@@ -44,13 +46,7 @@ fn body_text() -> impl Strategy<Value = Text> {
         2 => "[漢字😀🎉]{1,2}".prop_map(|s| Text::from(s.as_str())),
         1 => (0xD800u16..0xE000).prop_map(|u| Text::from_units(vec![u])),
     ];
-    prop::collection::vec(piece, 1..3).prop_map(|pieces| {
-        let mut t = Text::new();
-        for p in pieces {
-            t.push_units(p.units());
-        }
-        t
-    })
+    common::joined(piece)
 }
 
 fn op() -> impl Strategy<Value = Op> {

@@ -15,6 +15,8 @@
 //! Checkpoints fall anywhere, including between the halves of a surrogate pair. The case count
 //! is 256 unless `PROPTEST_CASES` says otherwise (raise it for a longer search).
 
+mod common;
+
 use proptest::prelude::*;
 use twoplane_core::conform::RelayConform;
 use twoplane_core::reader::{ReaderAction, StopReason, TextReader};
@@ -30,13 +32,7 @@ fn delta() -> impl Strategy<Value = Text> {
         2 => "[😀🎉👩🚀]{1,2}".prop_map(|s| Text::from(s.as_str())),
         1 => (0xD800u16..0xE000).prop_map(|u| Text::from_units(vec![u])),
     ];
-    prop::collection::vec(piece, 1..3).prop_map(|parts| {
-        let mut t = Text::new();
-        for p in parts {
-            t.push_units(p.units());
-        }
-        t
-    })
+    common::joined(piece)
 }
 
 /// A produced text as its deltas, plus the durable length after each delta (a checkpoint

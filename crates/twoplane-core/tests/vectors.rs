@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use twoplane_core::conform::{Conform, Verdict};
+use twoplane_core::conform::Conform;
 use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
@@ -50,31 +50,32 @@ fn obj(members: Vec<(&str, JsonValue)>) -> JsonValue {
     JsonValue::Object(members.into_iter().map(|(k, v)| (Text::from(k), v)).collect())
 }
 
-#[test]
-fn conform_vectors() {
-    let file = load("conform.json");
-    for case in cases(&file, "cases") {
+/// Replays every case of a conform section. `step` feeds one call to the pass and returns its
+/// verdict (the six-frame pass's converts to a [`MessageVerdict`]) with the pass's `pos`,
+/// `lastDurable` and requested offset after it; what that verdict emits is read here once, so the
+/// six-frame and the parts replays check the same rules of emission.
+fn replay_conform<C>(
+    file: &JsonValue,
+    section: &str,
+    new: impl Fn(f64) -> C,
+    mut step: impl FnMut(&mut C, &JsonValue, &Text) -> (MessageVerdict, [f64; 3]),
+) {
+    for case in cases(file, section) {
         let name = text(case, "name").to_string_lossy();
         let id = text(case, "streamId");
-        let mut c = Conform::new(num(case, "from"));
+        let mut c = new(num(case, "from"));
         let calls = case.get("calls").and_then(JsonValue::as_array).unwrap();
         let expect = case.get("expect").and_then(JsonValue::as_array).unwrap();
         assert_eq!(calls.len(), expect.len(), "{name}");
         for (i, (call, want)) in calls.iter().zip(expect).enumerate() {
             let fed = call.get("feed");
-            let verdict = if let Some(frame) = fed {
-                c.feed(jsview::conform_input(frame, id.units()))
-            } else if call.get("end").is_some() {
-                c.end()
-            } else {
-                c.fail()
-            };
+            let (verdict, [pos, last_durable, requested]) = step(&mut c, call, id);
             let stale = obj(vec![
                 ("type", jstr("stale")),
-                ("floorSeq", JsonValue::Number(c.pos())),
-                ("durableSeq", JsonValue::Number(c.last_durable())),
+                ("floorSeq", JsonValue::Number(pos)),
+                ("durableSeq", JsonValue::Number(last_durable)),
             ]);
-            let r = JsonValue::Number(c.requested());
+            let r = JsonValue::Number(requested);
             let synth = obj(vec![
                 ("type", jstr("open")),
                 ("streamId", JsonValue::String(id.clone())),
@@ -84,19 +85,32 @@ fn conform_vectors() {
                 ("ended", JsonValue::Bool(false)),
             ]);
             let (out, violation) = match verdict {
-                Verdict::Drop => (vec![], JsonValue::Null),
-                Verdict::Pass => (vec![fed.unwrap().clone()], JsonValue::Null),
-                Verdict::OpenThenPass => (vec![synth, fed.unwrap().clone()], JsonValue::Null),
-                Verdict::Violation(v) => {
+                MessageVerdict::Drop => (vec![], JsonValue::Null),
+                MessageVerdict::Pass => (vec![fed.unwrap().clone()], JsonValue::Null),
+                MessageVerdict::OpenThenPass => (vec![synth, fed.unwrap().clone()], JsonValue::Null),
+                MessageVerdict::Violation(MessageViolation::Stream(v)) => {
                     let raw = OwnedRawPieces::of(fed);
                     (vec![stale], JsonValue::String(v.reason(&raw.borrowed())))
                 }
-                Verdict::Terminate => (vec![stale], JsonValue::Null),
+                MessageVerdict::Violation(MessageViolation::Part(p)) => (vec![stale], JsonValue::String(p.reason())),
+                MessageVerdict::Terminate => (vec![stale], JsonValue::Null),
             };
             assert_eq!(Some(&JsonValue::Array(out)), want.get("out"), "{name}: call {i}");
             assert_eq!(Some(&violation), want.get("violation"), "{name}: call {i}");
         }
     }
+}
+
+#[test]
+fn conform_vectors() {
+    replay_conform(&load("conform.json"), "cases", Conform::new, |c, call, id| {
+        let verdict = match call.get("feed") {
+            Some(frame) => c.feed(jsview::conform_input(frame, id.units())),
+            None if call.get("end").is_some() => c.end(),
+            None => c.fail(),
+        };
+        (verdict.into(), [c.pos(), c.last_durable(), c.requested()])
+    });
 }
 
 #[test]
@@ -361,57 +375,21 @@ fn message_codec_vectors() {
 
 #[test]
 fn message_conform_vectors() {
-    let file = load("message.json");
-    for case in cases(&file, "conform") {
-        let name = text(case, "name").to_string_lossy();
-        let id = text(case, "streamId");
-        let mut c = MessageConform::new(num(case, "from"));
-        let calls = case.get("calls").and_then(JsonValue::as_array).unwrap();
-        let expect = case.get("expect").and_then(JsonValue::as_array).unwrap();
-        assert_eq!(calls.len(), expect.len(), "{name}");
-        for (i, (call, want)) in calls.iter().zip(expect).enumerate() {
-            let fed = call.get("feed");
-            let verdict = match fed {
-                Some(frame) => {
-                    let n = jsview::message_numbers(frame, id.units());
-                    if n.kind == MessageKind::Open as u32 {
-                        c.feed_open(n.id_matches, n.a, n.b, n.c, jsview::open_parts(frame).as_deref())
-                    } else {
-                        c.feed_numbers(n)
-                    }
+    replay_conform(&load("message.json"), "conform", MessageConform::new, |c, call, id| {
+        let verdict = match call.get("feed") {
+            Some(frame) => {
+                let n = jsview::message_numbers(frame, id.units());
+                if n.kind == MessageKind::Open as u32 {
+                    c.feed_open(n.id_matches, n.a, n.b, n.c, jsview::open_parts(frame).as_deref())
+                } else {
+                    c.feed_numbers(n)
                 }
-                None if call.get("end").is_some() => c.end(),
-                None => c.fail(),
-            };
-            let stale = obj(vec![
-                ("type", jstr("stale")),
-                ("floorSeq", JsonValue::Number(c.pos())),
-                ("durableSeq", JsonValue::Number(c.last_durable())),
-            ]);
-            let r = JsonValue::Number(c.requested());
-            let synth = obj(vec![
-                ("type", jstr("open")),
-                ("streamId", JsonValue::String(id.clone())),
-                ("from", r.clone()),
-                ("seq", r.clone()),
-                ("durableSeq", r),
-                ("ended", JsonValue::Bool(false)),
-            ]);
-            let (out, violation) = match verdict {
-                MessageVerdict::Drop => (vec![], JsonValue::Null),
-                MessageVerdict::Pass => (vec![fed.unwrap().clone()], JsonValue::Null),
-                MessageVerdict::OpenThenPass => (vec![synth, fed.unwrap().clone()], JsonValue::Null),
-                MessageVerdict::Violation(MessageViolation::Stream(v)) => {
-                    let raw = OwnedRawPieces::of(fed);
-                    (vec![stale], JsonValue::String(v.reason(&raw.borrowed())))
-                }
-                MessageVerdict::Violation(MessageViolation::Part(p)) => (vec![stale], JsonValue::String(p.reason())),
-                MessageVerdict::Terminate => (vec![stale], JsonValue::Null),
-            };
-            assert_eq!(Some(&JsonValue::Array(out)), want.get("out"), "{name}: call {i}");
-            assert_eq!(Some(&violation), want.get("violation"), "{name}: call {i}");
-        }
-    }
+            }
+            None if call.get("end").is_some() => c.end(),
+            None => c.fail(),
+        };
+        (verdict, [c.pos(), c.last_durable(), c.requested()])
+    });
 }
 
 #[test]

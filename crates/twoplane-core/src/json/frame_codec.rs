@@ -36,12 +36,7 @@ pub fn encode_frame_into(out: &mut String, frame: &Frame) {
         }
         Frame::Chunk { from, seq, text } => {
             out.reserve(64 + text.len());
-            out.push_str("{\"type\":\"chunk\",\"from\":");
-            push_u64(out, *from);
-            out.push_str(",\"seq\":");
-            push_u64(out, *seq);
-            out.push_str(",\"text\":");
-            write_json_string(out, text.units());
+            write_chunk_head(out, *from, *seq, text);
             out.push('}');
         }
         Frame::Durable { seq } => {
@@ -74,6 +69,17 @@ pub fn encode_frame_into(out: &mut String, frame: &Frame) {
         }
         Frame::Absent => out.push_str("{\"type\":\"absent\"}"),
     }
+}
+
+/// A chunk's `{"type":"chunk","from":…,"seq":…,"text":…`, left open: a message chunk writes its
+/// `part` and `at` after the same keys, so both chunks share this one writer.
+pub(crate) fn write_chunk_head(out: &mut String, from: u64, seq: u64, text: &Text) {
+    out.push_str("{\"type\":\"chunk\",\"from\":");
+    push_u64(out, from);
+    out.push_str(",\"seq\":");
+    push_u64(out, seq);
+    out.push_str(",\"text\":");
+    write_json_string(out, text.units());
 }
 
 /// Parse and check one frame (see the module header for what "check" guarantees).

@@ -27,10 +27,10 @@ mod value;
 mod write;
 
 pub use frame_codec::{decode_frame, decode_frame_bytes, encode_frame, encode_frame_into, frame_from_value};
-pub(crate) use frame_codec::{offset_field, preview, required, text_field, wrong_type};
+pub(crate) use frame_codec::{offset_field, preview, required, text_field, write_chunk_head, wrong_type};
 pub use parse::{parse_value, parse_value_bytes, MAX_DEPTH};
 pub use value::JsonValue;
-pub(crate) use write::push_u64;
+pub(crate) use write::{push_u64, write_json_object};
 pub use write::{write_json_string, write_json_value};
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use super::value::JsonValue;
 use crate::jsnum;
-use crate::text::is_low_surrogate;
+use crate::text::{is_low_surrogate, Text};
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -100,19 +100,23 @@ pub fn write_json_value(out: &mut String, v: &JsonValue) {
             }
             out.push(']');
         }
-        JsonValue::Object(members) => {
-            out.push('{');
-            for (i, (key, value)) in members.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_string(out, key.units());
-                out.push(':');
-                write_json_value(out, value);
-            }
-            out.push('}');
-        }
+        JsonValue::Object(members) => write_json_object(out, members),
     }
+}
+
+/// An object from its members, in the order held. A message's attributes are such members, so
+/// the message codec writes them with this too, and a value writes the same wherever it stands.
+pub(crate) fn write_json_object(out: &mut String, members: &[(Text, JsonValue)]) {
+    out.push('{');
+    for (i, (key, value)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_string(out, key.units());
+        out.push(':');
+        write_json_value(out, value);
+    }
+    out.push('}');
 }
 
 /// Offsets within `0..=2^53-1` print as plain integers in JavaScript too, so decimal digits are

@@ -12,7 +12,7 @@ use crate::frame::check_chunk_span;
 use crate::jsnum;
 use crate::json::{
     encode_frame_into, frame_from_value, offset_field, parse_value, preview, push_u64, required, text_field,
-    write_json_string, write_json_value, wrong_type, JsonValue,
+    write_chunk_head, write_json_object, write_json_string, wrong_type, JsonValue,
 };
 use crate::text::Text;
 
@@ -50,12 +50,7 @@ pub fn encode_message_frame_into(out: &mut String, frame: &MessageFrame) {
             out.push('}');
         }
         MessageFrame::Chunk { from, seq, part, at, text } => {
-            out.push_str("{\"type\":\"chunk\",\"from\":");
-            push_u64(out, *from);
-            out.push_str(",\"seq\":");
-            push_u64(out, *seq);
-            out.push_str(",\"text\":");
-            write_json_string(out, text.units());
+            write_chunk_head(out, *from, *seq, text);
             out.push_str(",\"part\":");
             push_u64(out, u64::from(*part));
             out.push_str(",\"at\":");
@@ -107,18 +102,10 @@ fn push_value(out: &mut String, value: &Attrs) {
     }
 }
 
-/// Attributes as a JSON object, members in the order held.
+/// Attributes as a JSON object, members in the order held: exactly how a [`JsonValue::Object`]
+/// with the same members is written, since a value is one.
 pub fn write_attrs(out: &mut String, value: &Attrs) {
-    out.push('{');
-    for (i, (k, v)) in value.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_json_string(out, k.units());
-        out.push(':');
-        write_json_value(out, v);
-    }
-    out.push('}');
+    write_json_object(out, value);
 }
 
 /// Parse and check one message frame.

@@ -6,72 +6,43 @@
 //! to a [`Frame`] with [`MessageFrame::to_frame`]; the codec writes those through the six-frame
 //! encoder, which is what keeps a single-text stream byte-identical.
 
+use crate::coded::coded_enum;
 use crate::error::{Error, ErrorKind, Result};
-use crate::frame::{check_chunk_span, Frame, FrameKind, StreamStatus};
-use crate::jsnum::MAX_SAFE_INTEGER;
+use crate::frame::{check_chunk_span, check_offset, Frame, FrameKind, StreamStatus};
 use crate::json::JsonValue;
 use crate::text::Text;
 
 /// A part's (or the message's) attributes: JSON object members in the order first set.
 pub type Attrs = Vec<(Text, JsonValue)>;
 
-/// The numeric kind code a binding passes per frame. Codes 0 to 5 are [`FrameKind`]'s and 6 is
-/// the unknown type of the six-frame API, so a frame of today's wire has today's code; the
-/// structural events follow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum MessageKind {
-    Open = 0,
-    Chunk = 1,
-    Durable = 2,
-    End = 3,
-    Stale = 4,
-    Absent = 5,
-    Unknown = 6,
-    Part = 7,
-    PartEnd = 8,
-    Set = 9,
-    Meta = 10,
-    Finish = 11,
-    Transient = 12,
+coded_enum! {
+    /// The numeric kind code a binding passes per frame. Codes 0 to 5 are [`FrameKind`]'s and 6 is
+    /// the unknown type of the six-frame API, so a frame of today's wire has today's code; the
+    /// structural events follow.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum MessageKind;
+    /// The frame `type` (`"unknown"` for [`MessageKind::Unknown`], which has no wire name).
+    fn as_str;
+    {
+        // The six frames are named by the six-frame kinds, in their order, so that a name and a
+        // code cannot drift from today's (the tests below pin the codes).
+        Open => FrameKind::Open.as_str(),
+        Chunk => FrameKind::Chunk.as_str(),
+        Durable => FrameKind::Durable.as_str(),
+        End => FrameKind::End.as_str(),
+        Stale => FrameKind::Stale.as_str(),
+        Absent => FrameKind::Absent.as_str(),
+        Unknown => "unknown",
+        Part => "part",
+        PartEnd => "part-end",
+        Set => "set",
+        Meta => "meta",
+        Finish => "finish",
+        Transient => "transient",
+    }
 }
 
 impl MessageKind {
-    pub const ALL: [MessageKind; 13] = [
-        MessageKind::Open,
-        MessageKind::Chunk,
-        MessageKind::Durable,
-        MessageKind::End,
-        MessageKind::Stale,
-        MessageKind::Absent,
-        MessageKind::Unknown,
-        MessageKind::Part,
-        MessageKind::PartEnd,
-        MessageKind::Set,
-        MessageKind::Meta,
-        MessageKind::Finish,
-        MessageKind::Transient,
-    ];
-
-    /// The frame `type` (`"unknown"` for [`MessageKind::Unknown`], which has no wire name).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageKind::Open => "open",
-            MessageKind::Chunk => "chunk",
-            MessageKind::Durable => "durable",
-            MessageKind::End => "end",
-            MessageKind::Stale => "stale",
-            MessageKind::Absent => "absent",
-            MessageKind::Unknown => "unknown",
-            MessageKind::Part => "part",
-            MessageKind::PartEnd => "part-end",
-            MessageKind::Set => "set",
-            MessageKind::Meta => "meta",
-            MessageKind::Finish => "finish",
-            MessageKind::Transient => "transient",
-        }
-    }
-
     /// The kind of a frame `type`; `None` for a type no frame has.
     pub fn from_name(s: &[u16]) -> Option<Self> {
         MessageKind::ALL
@@ -255,29 +226,22 @@ impl MessageFrame {
         if let Some(frame) = self.to_frame() {
             return frame.validate();
         }
-        let offset = |name: &'static str, v: u64| {
-            if v > MAX_SAFE_INTEGER {
-                Err(Error::field(ErrorKind::InvalidOffset, name, format!("{name} {v} exceeds 2^53-1")))
-            } else {
-                Ok(())
-            }
-        };
         match self {
             MessageFrame::Open { from, seq, durable_seq, parts, .. } => {
-                offset("from", *from)?;
-                offset("seq", *seq)?;
-                offset("durableSeq", *durable_seq)?;
-                parts.iter().flatten().try_for_each(|len| offset("parts", *len))
+                check_offset("from", *from)?;
+                check_offset("seq", *seq)?;
+                check_offset("durableSeq", *durable_seq)?;
+                parts.iter().flatten().try_for_each(|len| check_offset("parts", *len))
             }
             MessageFrame::Chunk { from, seq, at, text, .. } => {
-                offset("from", *from)?;
-                offset("seq", *seq)?;
-                offset("at", *at)?;
-                offset("at", at.saturating_add(text.len() as u64))?;
+                check_offset("from", *from)?;
+                check_offset("seq", *seq)?;
+                check_offset("at", *at)?;
+                check_offset("at", at.saturating_add(text.len() as u64))?;
                 check_chunk_span(*from, *seq, text.len())
             }
             MessageFrame::Event { from, event } => {
-                offset("seq", from.saturating_add(1))?;
+                check_offset("seq", from.saturating_add(1))?;
                 match event {
                     Event::Start { value, .. }
                     | Event::End { value, .. }

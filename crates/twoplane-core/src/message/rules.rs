@@ -209,21 +209,6 @@ impl Tally {
         }
         self.pos = seq;
     }
-
-    /// [`decide`](Tally::decide), then [`commit`](Tally::commit) when accepted.
-    pub fn step(
-        &mut self,
-        kind: MessageKind,
-        from: f64,
-        seq: f64,
-        len: f64,
-        part: f64,
-        at: f64,
-    ) -> Result<Decision, Breach> {
-        let decision = self.decide(kind, from, seq, len, part, at)?;
-        self.commit(decision, seq);
-        Ok(decision)
-    }
 }
 
 /// A part number: an integer in `0..=2^32-1`.
@@ -237,6 +222,17 @@ mod tests {
     use MessageKind as K;
 
     const NAN: f64 = f64::NAN;
+
+    // Every caller decides and commits apart (the reader and the conform pass commit only what
+    // changes something, after their own checks; the fold after applying the frame), so one call
+    // doing both is the tests' shorthand and no part of the API.
+    impl Tally {
+        fn step(&mut self, kind: K, from: f64, seq: f64, len: f64, part: f64, at: f64) -> Result<Decision, Breach> {
+            let decision = self.decide(kind, from, seq, len, part, at)?;
+            self.commit(decision, seq);
+            Ok(decision)
+        }
+    }
 
     #[test]
     fn a_single_text_is_part_0_at_from() {
