@@ -17,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer, stopServer } from './serve.mjs';
+import { CHROMIUM_ARGS } from '../browser/lib/chromium-args.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = process.env.TWOPLANE_BIN ?? join(ROOT, 'target/debug/twoplane');
@@ -42,15 +43,7 @@ before(async () => {
   context = await chromium.launchPersistentContext(join(work, 'profile'), {
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: CHROMIUM_ARGS,
   });
   page = context.pages()[0] ?? (await context.newPage());
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));

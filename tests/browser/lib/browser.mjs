@@ -1,27 +1,19 @@
 // Headless Chromium for the tests: Debian's /usr/bin/chromium driven by playwright-core (never a
 // downloaded browser), with a fresh profile directory per launch.
 import { chromium } from 'playwright-core';
+import { CHROMIUM_ARGS } from './chromium-args.mjs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 /** A browser context on a fresh profile; `close()` removes the profile too. Page errors and
  *  console errors are collected in `errors`. */
 export async function launch() {
   const profile = mkdtempSync(path.join(os.tmpdir(), 'twoplane-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const errors = [];
   const watch = (page) => {
     page.on('pageerror', (err) => errors.push(`pageerror: ${err.stack ?? err}`));
