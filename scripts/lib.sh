@@ -64,3 +64,18 @@ npm_ci() {
 # redact_urls: copy stdin to stdout with the password of every `scheme://user:password@host` URL
 # replaced by `***` (the test services' URLs carry passwords; logs must not).
 redact_urls() { sed -E 's#(://[^:/@ ]*):[^@ ]*@#\1:***@#g'; }
+
+# start_pg_and_redis WHO: start (or reuse) the loopback PostgreSQL and Redis and export
+# TWOPLANE_PG_URL and TWOPLANE_REDIS_URL; WHO names the caller in the (redacted) line it prints.
+# Assigned first: under `set -e` a failing start stops the caller here, which
+# `eval "$(pg.sh start)"` would not (eval of an empty string succeeds).
+start_pg_and_redis() {
+  local pg_env redis_env
+  pg_env=$("$ROOT/scripts/pg.sh" start)
+  redis_env=$("$ROOT/scripts/redis.sh" start)
+  eval "$pg_env"
+  eval "$redis_env"
+  : "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}" "${TWOPLANE_REDIS_URL:?scripts/redis.sh printed no URL}"
+  export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
+  echo "$1: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" | redact_urls >&2
+}

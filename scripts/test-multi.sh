@@ -21,13 +21,7 @@ cd "$ROOT"
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
-pg_env=$("$ROOT/scripts/pg.sh" start)
-redis_env=$("$ROOT/scripts/redis.sh" start)
-eval "$pg_env"
-eval "$redis_env"
-: "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}" "${TWOPLANE_REDIS_URL:?scripts/redis.sh printed no URL}"
-export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
-echo "test-multi.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" | redact_urls >&2
+start_pg_and_redis test-multi.sh
 
 say "multi: cargo build (the twoplane binary and the test)"
 cargo build -q -p twoplane-server --bin twoplane --test multi_instance --test stall

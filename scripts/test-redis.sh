@@ -8,17 +8,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-source "$ROOT/scripts/lib.sh" # redact_urls
+source "$ROOT/scripts/lib.sh" # start_pg_and_redis, redact_urls
 
-# Assigned first: under `set -e` a failing start stops the script here, which
-# `eval "$(pg.sh start)"` would not (eval of an empty string succeeds).
-pg_env=$("$ROOT/scripts/pg.sh" start)
-redis_env=$("$ROOT/scripts/redis.sh" start)
-eval "$pg_env"
-eval "$redis_env"
-: "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}" "${TWOPLANE_REDIS_URL:?scripts/redis.sh printed no URL}"
-export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
-echo "test-redis.sh: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" | redact_urls >&2
+start_pg_and_redis test-redis.sh
 
 echo "==> relay adapters: cargo test -p twoplane-redis" >&2
 cargo test -p twoplane-redis "$@"
