@@ -2,37 +2,23 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use common::sql::{self, Db, DbRow, Dialect};
-use rusqlite::{Connection, OptionalExtension};
-use twoplane_stream::{DurableTarget, SqliteTarget, StreamTables};
+use common::sqlite_file::SqliteFile;
+use rusqlite::OptionalExtension;
+use twoplane_stream::{DurableTarget, StreamTables};
 
 /// A temp database file; the test reads it through its own connection (WAL lets it read while
 /// the plane writes).
 struct Sqlite {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    file: SqliteFile,
 }
 
 impl Sqlite {
     fn new(name: &str) -> Sqlite {
-        let path = std::env::temp_dir().join(format!("twoplane-{name}-{}.db", std::process::id()));
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
-        let conn = Connection::open(&path).unwrap();
-        Sqlite { path, conn: Mutex::new(conn) }
-    }
-}
-
-impl Drop for Sqlite {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.path.display()));
-        }
+        Sqlite { file: SqliteFile::new(name) }
     }
 }
 
@@ -43,11 +29,11 @@ impl Db for Sqlite {
     }
 
     async fn exec(&self, sql: &str) {
-        self.conn.lock().unwrap().execute(sql, []).unwrap();
+        self.file.conn.lock().unwrap().execute(sql, []).unwrap();
     }
 
     async fn message(&self, table: &str, id: &str) -> Option<DbRow> {
-        let conn = self.conn.lock().unwrap();
+        let conn = self.file.conn.lock().unwrap();
         conn.query_row(
             &format!("SELECT body, seq, status, cancel, error, host FROM \"{table}\" WHERE id = ?1"),
             [id],
@@ -67,16 +53,11 @@ impl Db for Sqlite {
     }
 
     async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)> {
-        let conn = self.conn.lock().unwrap();
-        let mut stmt =
-            conn.prepare(&format!("SELECT seq, text FROM \"{table}\" WHERE \"streamId\" = ?1 ORDER BY seq")).unwrap();
-        stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+        self.file.chunks(table, id)
     }
 
     async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
-        let target = SqliteTarget::open(&self.path, tables).unwrap();
-        target.create_chunk_table().await.unwrap();
-        Arc::new(target)
+        self.file.target(tables).await
     }
 }
 
@@ -84,7 +65,7 @@ impl Db for Sqlite {
 async fn sqlite_lifecycle_in_wal_mode() {
     let db = Sqlite::new("lifecycle");
     sql::lifecycle(&db).await;
-    let mode: String = db.conn.lock().unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    let mode: String = db.file.conn.lock().unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }
 

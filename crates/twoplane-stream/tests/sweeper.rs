@@ -17,14 +17,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use common::sqlite_file::SqliteFile;
 use common::{plane_with, Reader};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::OptionalExtension;
 use twoplane_core::splice::{assemble_durable_text, ChunkRow};
 use twoplane_core::Text;
 use twoplane_stream::*;
@@ -50,31 +50,14 @@ trait Db: Send + Sync {
 // ---------------------------------------------------------------- SQLite
 
 struct Sqlite {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    file: SqliteFile,
 }
 
 impl Sqlite {
     fn new() -> Sqlite {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let path = std::env::temp_dir().join(format!("twoplane-sweeper-{}-{n}.db", std::process::id()));
-        remove_db(&path);
-        let conn = Connection::open(&path).unwrap();
-        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-        Sqlite { path, conn: Mutex::new(conn) }
-    }
-}
-
-fn remove_db(path: &std::path::Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-}
-
-impl Drop for Sqlite {
-    fn drop(&mut self) {
-        remove_db(&self.path);
+        let file = SqliteFile::new("sweeper");
+        file.conn.lock().unwrap().pragma_update(None, "journal_mode", "WAL").unwrap();
+        Sqlite { file }
     }
 }
 
@@ -85,11 +68,11 @@ impl Db for Sqlite {
     }
 
     async fn exec(&self, sql: &str) {
-        self.conn.lock().unwrap().execute_batch(sql).unwrap();
+        self.file.conn.lock().unwrap().execute_batch(sql).unwrap();
     }
 
     async fn row(&self, table: &str, id: &str) -> Row {
-        let conn = self.conn.lock().unwrap();
+        let conn = self.file.conn.lock().unwrap();
         conn.query_row(&format!("SELECT body, seq, status, host FROM \"{table}\" WHERE id = ?1"), [id], |r| {
             Ok(Row { body: r.get(0)?, seq: r.get(1)?, status: r.get(2)?, host: r.get(3)? })
         })
@@ -99,20 +82,15 @@ impl Db for Sqlite {
     }
 
     async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)> {
-        let conn = self.conn.lock().unwrap();
-        let mut stmt =
-            conn.prepare(&format!("SELECT seq, text FROM \"{table}\" WHERE \"streamId\" = ?1 ORDER BY seq")).unwrap();
-        stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+        self.file.chunks(table, id)
     }
 
     async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
-        let target = SqliteTarget::open(&self.path, tables).unwrap();
-        target.create_chunk_table().await.unwrap();
-        Arc::new(target)
+        self.file.target(tables).await
     }
 
     async fn sweeper(&self, tables: &StreamTables, options: SweeperOptions) -> Sweeper {
-        Sweeper::sqlite(&self.path, tables, options).unwrap()
+        Sweeper::sqlite(&self.file.path, tables, options).unwrap()
     }
 }
 
@@ -652,7 +630,8 @@ async fn postgres_sweeper_runs_on_its_own() {
 
 #[tokio::test]
 async fn options_that_cannot_work_are_refused() {
-    let path = std::env::temp_dir().join(format!("twoplane-sweeper-options-{}.db", std::process::id()));
+    let file = SqliteFile::new("sweeper-options");
+    let path = file.path.clone();
     let with_host = StreamTables {
         message: "m".into(),
         chunks: "c".into(),
@@ -671,5 +650,4 @@ async fn options_that_cannot_work_are_refused() {
     let no_host = StreamTables { message: "m".into(), chunks: "c".into(), columns: StreamColumns::default() };
     let e = refused(&no_host, SweeperOptions::new("h"));
     assert!(e.message().contains("host column"), "{e}");
-    remove_db(&path);
 }

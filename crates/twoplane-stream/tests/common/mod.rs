@@ -4,6 +4,7 @@
 
 pub mod pg;
 pub mod sql;
+pub mod sqlite_file;
 
 use std::sync::Arc;
 
