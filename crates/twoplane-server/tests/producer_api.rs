@@ -180,6 +180,30 @@ async fn concurrent_appends_at_one_offset_land_exactly_once() {
     }
 }
 
+/// Every answer to text taken in says how much of it the store holds: `durableSeq`, never past
+/// `seq`, never going back, and all of it after a flush.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_answer_how_much_is_durable() {
+    let server = start().await;
+    let addr = server.addr;
+    assert_eq!(post(addr, "/v1/streams/d/open", r#"{"create":true}"#).await.0, 200);
+    let (status, answer) = post(addr, "/v1/streams/d/append?offset=0", "abc").await;
+    assert_eq!(status, 200);
+    let first = answer["durableSeq"].as_u64().unwrap_or_else(|| panic!("no durableSeq in {answer}"));
+    assert_eq!(answer["seq"].as_u64(), Some(3));
+    assert!(first <= 3, "{answer}");
+    let (status, answer) = post(addr, "/v1/streams/d/flush", "").await;
+    assert_eq!((status, answer["durableSeq"].as_u64()), (200, Some(3)), "{answer}");
+    let (status, answer) = post(addr, "/v1/streams/d/append?offset=3", "de").await;
+    assert_eq!((status, answer["seq"].as_u64()), (200, Some(5)), "{answer}");
+    let durable = answer["durableSeq"].as_u64().unwrap();
+    assert!((3..=5).contains(&durable), "{answer}");
+    let (status, answer) = send(addr, "/v1/streams/d/body", Full::new(Bytes::from_static(b"xyz"))).await;
+    assert_eq!((status, answer["seq"].as_u64()), (200, Some(8)), "{answer}");
+    let after = answer["durableSeq"].as_u64().unwrap_or_else(|| panic!("no durableSeq in {answer}"));
+    assert!((durable..=8).contains(&after), "{answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_opens_of_one_row_have_one_winner() {
     let server = start().await;

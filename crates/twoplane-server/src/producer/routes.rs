@@ -168,7 +168,7 @@ async fn append(
     ensure_open(&p)?;
     check_offset(&p, Some(offset))?;
     p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
-    Ok(Json(json!({ "seq": p.handle.seq() })).into_response())
+    Ok(appended(&p))
 }
 
 /// Clears `body_active` however the body handler ends (including a dropped connection).
@@ -246,7 +246,14 @@ async fn body(
             "the body ended inside a character; the text before it was appended",
         ));
     }
-    Ok(Json(json!({ "seq": p.handle.seq() })).into_response())
+    Ok(appended(&p))
+}
+
+/// The answer to text taken in: where the stream stands (`seq`), and how much of it the store
+/// holds (`durableSeq`): a producer that keeps its text until `durableSeq` covers it can always
+/// re-open and append from there.
+fn appended(p: &Producing) -> Response {
+    Json(json!({ "seq": p.handle.seq(), "durableSeq": p.handle.durable_seq() })).into_response()
 }
 
 async fn flush(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {
