@@ -107,8 +107,17 @@ pub enum Delivered {
 pub(crate) fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
     scratch.clear();
     encode_event_into(scratch, frame);
-    Bytes::copy_from_slice(scratch.as_bytes())
+    let bytes = Bytes::copy_from_slice(scratch.as_bytes());
+    if scratch.capacity() > SCRATCH_KEPT {
+        // One huge frame (a tool's whole output, say) must not leave a shard holding its size
+        // for the stream's life; ordinary frames fit well inside what is kept.
+        *scratch = String::new();
+    }
+    bytes
 }
+
+/// The most scratch capacity [`encode`] keeps between frames.
+const SCRATCH_KEPT: usize = 16 * 1024;
 
 /// Encode frames from `next` into one batch, stopping after a terminal or at `max_bytes`.
 pub(crate) fn encode_batch(next: &mut dyn FnMut() -> Option<Arc<Frame>>, max_bytes: usize) -> Option<SseBatch> {
@@ -122,4 +131,24 @@ pub(crate) fn encode_batch(next: &mut dyn FnMut() -> Option<Arc<Frame>>, max_byt
         terminal = frame.is_terminal();
     }
     (frames > 0).then(|| SseBatch { bytes: Bytes::from(out), frames, terminal })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use twoplane_core::Text;
+
+    #[test]
+    fn a_huge_frame_leaves_no_huge_scratch() {
+        let mut scratch = String::new();
+        let small = Frame::chunk(0, Text::from("hello")).unwrap();
+        let bytes = encode(&mut scratch, &small);
+        assert!(bytes.ends_with(b"\n\n"));
+        let kept = scratch.capacity();
+        assert!(kept > 0 && kept <= SCRATCH_KEPT);
+        let huge = Frame::chunk(5, Text::from("x".repeat(1 << 20).as_str())).unwrap();
+        let bytes = encode(&mut scratch, &huge);
+        assert!(bytes.len() > 1 << 20);
+        assert!(scratch.capacity() <= SCRATCH_KEPT, "kept {} bytes of scratch", scratch.capacity());
+    }
 }
