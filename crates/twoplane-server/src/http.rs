@@ -53,11 +53,17 @@ pub struct SseConfig {
     /// A batch stops growing at this many bytes; the rest goes in the next write. Bounds the
     /// memory one connection can hold between the subscription and the socket.
     pub max_batch_bytes: usize,
+    /// At most this many subscriptions at once; past it a subscribe is `503` (none: no bound).
+    pub max_subscribers: Option<usize>,
 }
 
 impl Default for SseConfig {
     fn default() -> Self {
-        SseConfig { keep_alive: Duration::from_millis(DEFAULT_KEEP_ALIVE_MS), max_batch_bytes: 32 * 1024 }
+        SseConfig {
+            keep_alive: Duration::from_millis(DEFAULT_KEEP_ALIVE_MS),
+            max_batch_bytes: 32 * 1024,
+            max_subscribers: None,
+        }
     }
 }
 
@@ -144,6 +150,10 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
     let wanted = stream_request_from_http(target, last_event_id.as_deref());
     if wanted.stream_id.is_empty() {
         return plain(StatusCode::BAD_REQUEST, "missing streamId\n");
+    }
+    if endpoint.config.max_subscribers.is_some_and(|max| endpoint.stats.active() >= max) {
+        // Before the plane is asked: a full server spends nothing on the request.
+        return plain(StatusCode::SERVICE_UNAVAILABLE, "too many subscribers; try again later\n");
     }
     let user = (endpoint.identify)(headers);
     let from = wanted.from_offset();

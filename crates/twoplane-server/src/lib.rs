@@ -25,6 +25,7 @@
 pub mod access;
 pub mod assets;
 pub mod browser;
+pub mod conn_limits;
 pub mod cors;
 pub mod demo;
 mod error_text;

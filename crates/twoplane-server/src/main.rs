@@ -123,6 +123,23 @@ struct ServeArgs {
     /// path that answers a connection whose first request subscribes (for comparison and tests).
     #[arg(long)]
     no_direct_sse: bool,
+    /// Most connections open at once [default: the open-file limit (raised to its hard limit at
+    /// start) less 256].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// Most connections from one address [default: half of --max-connections]. Behind a reverse
+    /// proxy every reader comes from the proxy's address: raise it to --max-connections there.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_ip: Option<u32>,
+    /// Most connections still waiting for their first request head [default: a quarter of
+    /// --max-connections]. An eighth of --max-connections stays for producers and other requests:
+    /// subscriptions take at most what is left.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_waiting_heads: Option<u32>,
+    /// A response whose client takes no byte for this long is dropped (and its subscription
+    /// released).
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    write_stall_ms: u64,
     /// Milliseconds between SSE keep-alive comments.
     #[arg(long, default_value_t = twoplane_core::sse::DEFAULT_KEEP_ALIVE_MS, value_parser = clap::value_parser!(u64).range(10..))]
     keep_alive_ms: u64,
@@ -272,6 +289,7 @@ fn main() -> ExitCode {
         Ok(access) => access,
         Err(e) => return fail(&e),
     };
+    let conn_limits = conn_limits(&args);
     let store = match args.pg {
         Some(url) => Store::Postgres(url),
         None => Store::Sqlite(args.db),
@@ -303,6 +321,8 @@ fn main() -> ExitCode {
         producer_limits: twoplane_server::producer::Limits::default(),
         postgres: serve::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
         direct_sse: !args.no_direct_sse,
+        conn_limits,
+        write_stall: std::time::Duration::from_millis(args.write_stall_ms),
     };
     // Refuse bad combinations before the runtime and the database are touched.
     if let Err(e) = config.check() {
@@ -350,6 +370,32 @@ fn relay(args: RelayArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
+}
+
+/// The connection bounds the flags give, each one not given derived as the defaults are (from
+/// the open-file limit as `twoplane serve` will raise it).
+fn conn_limits(args: &ServeArgs) -> Option<twoplane_server::conn_limits::ConnLimitsConfig> {
+    if args.max_connections.is_none() && args.max_connections_per_ip.is_none() && args.max_waiting_heads.is_none() {
+        return None;
+    }
+    let (_, open_files) = twoplane_server::server::raise_open_file_limit();
+    let mut limits = twoplane_server::conn_limits::ConnLimitsConfig::for_open_files(open_files);
+    if let Some(max) = args.max_connections {
+        let max = max as usize;
+        limits = twoplane_server::conn_limits::ConnLimitsConfig {
+            max_connections: max,
+            max_per_ip: (max / 2).max(1),
+            max_waiting: (max / 4).max(1),
+            reserved: max / 8,
+        };
+    }
+    if let Some(n) = args.max_connections_per_ip {
+        limits.max_per_ip = n as usize;
+    }
+    if let Some(n) = args.max_waiting_heads {
+        limits.max_waiting = n as usize;
+    }
+    Some(limits)
 }
 
 fn load_access(args: &ServeArgs) -> Result<Access, String> {

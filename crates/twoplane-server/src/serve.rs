@@ -130,6 +130,11 @@ pub struct ServeConfig {
     /// Whether a connection whose first request subscribes is answered by the direct SSE path
     /// (`crate::sse_conn`); `false` serves every request through hyper.
     pub direct_sse: bool,
+    /// The connection bounds (`None`: derived from the open-file limit, see
+    /// [`crate::conn_limits::ConnLimitsConfig::for_open_files`]).
+    pub conn_limits: Option<crate::conn_limits::ConnLimitsConfig>,
+    /// How long a response may take no byte before it is dropped.
+    pub write_stall: Duration,
 }
 
 /// PostgreSQL settings beside the URL (the URL's `sslmode` and `sslrootcert` say the rest).
@@ -169,6 +174,8 @@ impl ServeConfig {
             producer_limits: crate::producer::Limits::default(),
             postgres: PgSettings::default(),
             direct_sse: true,
+            conn_limits: None,
+            write_stall: HttpConfig::default().write_stall,
         }
     }
 
@@ -210,6 +217,9 @@ impl ServeConfig {
                     "--host-id {id:?} is not usable: it must be 1 to 200 printable characters, unique among running instances"
                 ));
             }
+        }
+        if let Some(limits) = &self.conn_limits {
+            limits.check().map_err(ServeError)?;
         }
         let (ttl, interval) = self.lease();
         if interval == 0 {
@@ -366,7 +376,14 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
             return Err(ServeError(format!("cannot build the stream plane: {e}")));
         }
     };
-    let sse = SseConfig { keep_alive: config.keep_alive, ..SseConfig::default() };
+    let conn_limits = config
+        .conn_limits
+        .unwrap_or_else(|| crate::conn_limits::ConnLimitsConfig::for_open_files(crate::server::open_file_limit()));
+    let sse = SseConfig {
+        keep_alive: config.keep_alive,
+        max_subscribers: Some(conn_limits.max_subscribers()),
+        ..SseConfig::default()
+    };
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     let sse_routes = crate::access::reader_routes(sse_routes, &config.access);
     let producer_routes = crate::producer::routes(
@@ -385,6 +402,8 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     }
     let http = HttpConfig {
         direct_sse_path: config.direct_sse.then(|| crate::http::STREAM_PATH.to_owned()),
+        conn_limits,
+        write_stall: config.write_stall,
         ..HttpConfig::default()
     };
     Ok(Running { addr, plane, stats, host_id, sweeper, listener, router, http })
@@ -466,7 +485,20 @@ impl Running {
 
 /// `twoplane serve`.
 pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+    // Before the limits are derived from it: connections are most of what the process opens.
+    let (before, now) = crate::server::raise_open_file_limit();
     let running = prepare(&config).await?;
+    let limits = running.http.conn_limits;
+    tracing::info!(
+        open_files = now,
+        raised_from = before,
+        max_connections = limits.max_connections,
+        per_address = limits.max_per_ip,
+        waiting_heads = limits.max_waiting,
+        subscribers = limits.max_subscribers(),
+        reserved = limits.reserved,
+        "connection limits"
+    );
     // Before the `listening` line: supervisors and tests wait for that line and may stop reading
     // the log there.
     for line in config.access.describe(running.addr) {

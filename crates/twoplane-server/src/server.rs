@@ -28,6 +28,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tower::ServiceExt as _;
 
+use crate::conn_limits::{ConnLimits, ConnLimitsConfig};
 use crate::sse_conn::{self, First, Prefixed, Served};
 
 /// Connection-level settings.
@@ -45,6 +46,12 @@ pub struct HttpConfig {
     /// TCP keepalive probes start after this much silence, so a peer that vanished without a
     /// FIN (a crashed machine, a dropped NAT entry) is found and its connection released.
     pub tcp_keepalive: Duration,
+    /// How many connections may be open, from one address, and waiting for a head
+    /// ([`crate::conn_limits`]); by default derived from the process's open-file limit.
+    pub conn_limits: ConnLimitsConfig,
+    /// A response whose client takes no byte for this long is dropped, and its subscription
+    /// released: a reader that stopped reading cannot hold its connection.
+    pub write_stall: Duration,
     /// The path whose subscriptions [`crate::sse_conn`] serves itself when a connection's first
     /// request is one ([`crate::http::STREAM_PATH`] by default); `None` serves every request
     /// through hyper.
@@ -58,8 +65,40 @@ impl Default for HttpConfig {
             shutdown_grace: Duration::from_secs(5),
             header_read_timeout: Duration::from_secs(10),
             tcp_keepalive: Duration::from_secs(60),
+            conn_limits: ConnLimitsConfig::for_open_files(open_file_limit()),
+            write_stall: Duration::from_secs(30),
             direct_sse_path: Some(crate::http::STREAM_PATH.to_owned()),
         }
+    }
+}
+
+/// The process's open-file limit (its soft limit) now.
+pub fn open_file_limit() -> u64 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given, nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 1024;
+    }
+    limit.rlim_cur
+}
+
+/// Raise the open-file limit to its hard limit (what the process may use without privileges);
+/// the limit before and after.
+pub fn raise_open_file_limit() -> (u64, u64) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return (1024, 1024);
+        }
+        let before = limit.rlim_cur;
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return (before, before);
+            }
+        }
+        (before, limit.rlim_cur)
     }
 }
 
@@ -91,6 +130,8 @@ pub async fn serve(
     // Tells connections still waiting for their first request head that no request will be
     // served any more (hyper's own connections learn it through `graceful`).
     let stopping = tokio_util::sync::CancellationToken::new();
+    let limits = ConnLimits::new(config.conn_limits);
+    let write_stall = config.write_stall;
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -104,6 +145,12 @@ pub async fn serve(
                 }
             },
             () = &mut shutdown => break,
+        };
+        // Past a bound the connection is closed before anything is read: the cheapest answer,
+        // and what keeps descriptors for producers and for the database.
+        let Some(mut admitted) = limits.admit(peer.ip()) else {
+            tracing::debug!(%peer, "connection refused: a connection limit is reached");
+            continue;
         };
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(%peer, error = %e, "set_nodelay failed");
@@ -131,8 +178,12 @@ pub async fn serve(
                         Err(_) => return,
                     },
                     () = stop.cancelled() => return,
+                    () = admitted.evicted() => return,
                 },
             };
+            // Whatever it turned out to be, the head is in (or hyper has what is left of its
+            // budget to finish it): no longer a waiting connection.
+            admitted.head_read();
             let prefix = match first {
                 First::Closed => return,
                 First::Other(read) => {
@@ -149,7 +200,7 @@ pub async fn serve(
                     // live as long as the subscription does.
                     let mut pending = BytesMut::from(&rest[..]);
                     drop(rest);
-                    match sse_conn::write_response(stream, response, &mut pending).await {
+                    match sse_conn::write_response(stream, response, &mut pending, write_stall).await {
                         Served::Done(_) if close => return,
                         Served::Done(returned) => {
                             stream = returned;
@@ -165,10 +216,11 @@ pub async fn serve(
                 req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                 router.clone().oneshot(req)
             });
-            let conn = builder.serve_connection(TokioIo::new(Prefixed::new(prefix, stream)), service);
+            let conn = builder.serve_connection(TokioIo::new(Prefixed::new(prefix, stream, write_stall)), service);
             if let Err(e) = watcher.watch(conn).await {
                 log_conn_error(peer, &e);
             }
+            drop(admitted);
         });
     }
     drop(listener);

@@ -12,10 +12,12 @@
 //! - [`Prefixed`] gives hyper the bytes already read, then the socket, so nothing a client sent is
 //!   lost or reordered.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, Version};
@@ -132,14 +134,40 @@ pub(super) fn chunk_size_line(buf: &mut [u8; 18], len: usize) -> &[u8] {
 }
 
 /// A connection whose first bytes were already read: they are read again first, then the socket.
+/// Writes that make no progress for its `stall` fail with `TimedOut`, so hyper drops a response
+/// whose client stopped reading (and with it the subscription it was sending).
 pub struct Prefixed {
     prefix: Bytes,
     inner: TcpStream,
+    stall: Duration,
+    /// Armed when a write found the socket full; cleared by the next write that makes progress.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Prefixed {
-    pub fn new(prefix: Bytes, inner: TcpStream) -> Prefixed {
-        Prefixed { prefix, inner }
+    pub fn new(prefix: Bytes, inner: TcpStream, stall: Duration) -> Prefixed {
+        Prefixed { prefix, inner, stall, stalled: None }
+    }
+
+    /// `written` from a write attempt, with the stall deadline kept up to date.
+    fn watch<T>(&mut self, cx: &mut Context<'_>, written: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match written {
+            Poll::Pending => {
+                let stall = self.stall;
+                let timer = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(stall)));
+                if timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the client took no byte of the response for the write stall limit",
+                    )));
+                }
+                Poll::Pending
+            }
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
     }
 }
 
@@ -161,7 +189,8 @@ impl AsyncRead for Prefixed {
 
 impl AsyncWrite for Prefixed {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch(cx, written)
     }
 
     fn poll_write_vectored(
@@ -169,7 +198,8 @@ impl AsyncWrite for Prefixed {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -177,7 +207,8 @@ impl AsyncWrite for Prefixed {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let flushed = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watch(cx, flushed)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

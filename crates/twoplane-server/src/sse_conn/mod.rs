@@ -116,7 +116,12 @@ pub enum Served {
 /// pipelined request) are appended to `pending`. A subscription's body (from
 /// [`crate::http::sse_response`]) is delivered directly while it is caught up (see
 /// `ConnSink`).
-pub async fn write_response(stream: TcpStream, response: Response<Body>, pending: &mut BytesMut) -> Served {
+pub async fn write_response(
+    stream: TcpStream,
+    response: Response<Body>,
+    pending: &mut BytesMut,
+    stall: Duration,
+) -> Served {
     let (mut parts, body) = response.into_parts();
     let head = response_head(&parts);
     let close = wants_close(&parts.headers);
@@ -124,9 +129,9 @@ pub async fn write_response(stream: TcpStream, response: Response<Body>, pending
     let served = match parts.extensions.remove::<SseHandoff>().and_then(|h| h.take()) {
         Some(sse) => {
             drop(body);
-            serve_sse(&socket, &head, sse, pending).await
+            serve_sse(&socket, &head, sse, pending, stall).await
         }
-        None => serve_body(&socket, &head, body, pending).await.map(|()| None),
+        None => serve_body(&socket, &head, body, pending, stall).await.map(|()| None),
     };
     let Ok(released) = served else { return Served::Gone };
     if close {
@@ -150,8 +155,14 @@ pub async fn write_response(stream: TcpStream, response: Response<Body>, pending
 const RECLAIM_WITHIN: Duration = Duration::from_secs(1);
 
 /// Any response body, written batch by batch by this task.
-async fn serve_body(socket: &TcpStream, head: &[u8], mut body: Body, pending: &mut BytesMut) -> Result<(), Gone> {
-    write_all(socket, &[head]).await?;
+async fn serve_body(
+    socket: &TcpStream,
+    head: &[u8],
+    mut body: Body,
+    pending: &mut BytesMut,
+    stall: Duration,
+) -> Result<(), Gone> {
+    write_all(socket, &[head], stall).await?;
     loop {
         let frame = tokio::select! {
             biased;
@@ -165,10 +176,10 @@ async fn serve_body(socket: &TcpStream, head: &[u8], mut body: Body, pending: &m
         match frame {
             Some(Ok(frame)) => {
                 let Ok(data) = frame.into_data() else { continue };
-                write_chunk(socket, &data).await?;
+                write_chunk(socket, &data, stall).await?;
             }
             Some(Err(_)) => return Err(Gone),
-            None => return write_all(socket, &[LAST_CHUNK]).await,
+            None => return write_all(socket, &[LAST_CHUNK], stall).await,
         }
     }
 }
@@ -183,8 +194,9 @@ async fn serve_sse(
     head: &[u8],
     mut sse: SseBody,
     pending: &mut BytesMut,
+    stall: Duration,
 ) -> Result<Option<oneshot::Receiver<()>>, Gone> {
-    write_all(socket, &[head]).await?;
+    write_all(socket, &[head], stall).await?;
     let (sink, released) = ConnSink::new(socket, sse.stats().clone());
     let sink = Arc::new(sink);
     let as_sink: Arc<dyn SseSink> = sink.clone();
@@ -199,17 +211,17 @@ async fn serve_sse(
             }
         };
         match step {
-            Step::Data(data) => write_chunk(socket, &data).await?,
+            Step::Data(data) => write_chunk(socket, &data, stall).await?,
             Step::End => {
-                write_all(socket, &[LAST_CHUNK]).await?;
+                write_all(socket, &[LAST_CHUNK], stall).await?;
                 return Ok(Some(released));
             }
             Step::Handed => {
                 sink.stats.handovers.fetch_add(1, Ordering::Relaxed);
-                wait_handed(socket, &sink, &mut sse, pending).await?;
+                wait_handed(socket, &sink, &mut sse, pending, stall).await?;
                 // Taken back: what the sink kept goes first.
                 let kept = sink.take_kept()?;
-                write_all(socket, &[&kept]).await?;
+                write_all(socket, &[&kept], stall).await?;
             }
         }
     }
@@ -223,9 +235,20 @@ async fn wait_handed(
     sink: &ConnSink,
     sse: &mut SseBody,
     pending: &mut BytesMut,
+    stall: Duration,
 ) -> Result<(), Gone> {
+    // Since when the kept bytes have not shrunk: a client that takes none of them for `stall` is
+    // gone, as far as this server is concerned.
+    let mut stuck: Option<(usize, tokio::time::Instant)> = None;
     loop {
-        let backlog = sink.has_kept();
+        let kept = sink.kept_len();
+        let backlog = kept > 0;
+        stuck = match stuck {
+            Some((was, since)) if backlog && kept >= was => Some((was, since)),
+            _ if backlog => Some((kept, tokio::time::Instant::now())),
+            _ => None,
+        };
+        let deadline = stuck.map_or_else(tokio::time::Instant::now, |(_, since)| since + stall);
         tokio::select! {
             biased;
             () = sink.resumed.notified() => return Ok(()),
@@ -237,6 +260,7 @@ async fn wait_handed(
                 ready.map_err(|_| Gone)?;
                 sink.write_kept()?;
             }
+            () = tokio::time::sleep_until(deadline), if backlog => return Err(Gone),
             ping = std::future::poll_fn(|cx| sse.poll_ping(cx)) => sink.send(&ping)?,
         }
     }

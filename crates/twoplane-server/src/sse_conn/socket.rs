@@ -7,6 +7,7 @@
 //! while its response is written are kept in order, up to [`MAX_HEAD`].
 
 use std::io;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::net::TcpStream;
@@ -34,22 +35,26 @@ pub(super) fn probe(socket: &TcpStream, pending: &mut BytesMut) -> Result<(), Go
 }
 
 /// One chunk of the body (nothing for empty data: an empty chunk would end the body).
-pub(super) async fn write_chunk(socket: &TcpStream, data: &[u8]) -> Result<(), Gone> {
+pub(super) async fn write_chunk(socket: &TcpStream, data: &[u8], stall: Duration) -> Result<(), Gone> {
     if data.is_empty() {
         return Ok(());
     }
     let mut size = [0u8; 18];
-    write_all(socket, &chunk(&mut size, data)).await
+    write_all(socket, &chunk(&mut size, data), stall).await
 }
 
-/// Write every byte of `parts`, in order, waiting for room as needed.
-pub(super) async fn write_all(socket: &TcpStream, parts: &[&[u8]]) -> Result<(), Gone> {
+/// Write every byte of `parts`, in order, waiting for room as needed, but never longer than
+/// `stall` for any one write to make progress: a client that takes no byte for that long is
+/// [`Gone`].
+pub(super) async fn write_all(socket: &TcpStream, parts: &[&[u8]], stall: Duration) -> Result<(), Gone> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0;
     while done < total {
         match write_vectored_from(socket, parts, done) {
             Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => socket.writable().await.map_err(|_| Gone)?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                tokio::time::timeout(stall, socket.writable()).await.map_err(|_| Gone)?.map_err(|_| Gone)?
+            }
             Err(_) => return Err(Gone),
         }
     }

@@ -1,0 +1,248 @@
+//! How many connections the server holds, and whose: the bounds that keep a client from taking
+//! every descriptor, and keep room for producers while readers misbehave.
+//!
+//! Guarantees:
+//! - At most [`ConnLimitsConfig::max_connections`] connections are open at once, at most
+//!   [`ConnLimitsConfig::max_per_ip`] from one address, and at most
+//!   [`ConnLimitsConfig::max_waiting`] of them still waiting for their first request head (a
+//!   silent connection is closed by the head budget anyway; this bounds how many can wait).
+//!   A connection past the per-address bound is closed at once, before anything is read from
+//!   it; past the others, the connection that has waited longest for its head makes room.
+//! - Subscriptions are bounded by the SSE endpoint (`SseConfig::max_subscribers`, which
+//!   [`ConnLimitsConfig::max_subscribers`] derives): waiting heads and subscribers together can
+//!   never take the last [`ConnLimitsConfig::reserved`] connections, which stay for producers and
+//!   every other request.
+//! - Every admission is released exactly once, when its [`Admitted`] is dropped.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::lock::lock;
+
+/// The bounds (see the module guarantees).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnLimitsConfig {
+    pub max_connections: usize,
+    pub max_per_ip: usize,
+    pub max_waiting: usize,
+    /// Connections neither waiting heads nor subscribers may use.
+    pub reserved: usize,
+}
+
+impl ConnLimitsConfig {
+    /// Descriptors kept out of the connection budget: the database pool, the relay, the
+    /// listener, log files, and the process's own.
+    const OTHER_DESCRIPTORS: u64 = 256;
+
+    /// The defaults for a process allowed `open_files` descriptors: every descriptor but
+    /// [`Self::OTHER_DESCRIPTORS`] for connections, half of them for one address, a quarter
+    /// waiting for a head, an eighth reserved for producers.
+    pub fn for_open_files(open_files: u64) -> ConnLimitsConfig {
+        let max = usize::try_from(open_files.saturating_sub(Self::OTHER_DESCRIPTORS)).unwrap_or(usize::MAX).max(64);
+        ConnLimitsConfig { max_connections: max, max_per_ip: max / 2, max_waiting: max / 4, reserved: max / 8 }
+    }
+
+    /// How many subscriptions the SSE endpoint may hold at once.
+    pub fn max_subscribers(&self) -> usize {
+        self.max_connections.saturating_sub(self.max_waiting).saturating_sub(self.reserved).max(1)
+    }
+
+    /// A sentence naming what does not fit, for `twoplane serve` to refuse.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_connections == 0 || self.max_per_ip == 0 || self.max_waiting == 0 {
+            return Err("--max-connections, --max-connections-per-ip and --max-waiting-heads must be at least 1".into());
+        }
+        if self.max_waiting + self.reserved >= self.max_connections {
+            return Err(format!(
+                "--max-waiting-heads ({}) and the connections reserved for producers ({}) leave no room for readers \
+                 within --max-connections ({})",
+                self.max_waiting, self.reserved, self.max_connections
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The live counts behind [`ConnLimitsConfig`].
+#[derive(Debug)]
+pub struct ConnLimits {
+    config: ConnLimitsConfig,
+    state: Mutex<State>,
+    /// Connections closed at once because a bound was reached, and waiting ones closed to make
+    /// room for newer ones.
+    pub refused: AtomicUsize,
+    pub evicted: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    open: usize,
+    by_ip: HashMap<IpAddr, usize>,
+    /// The connections still waiting for a head, oldest first.
+    waiting: VecDeque<Arc<Slot>>,
+}
+
+/// One admission's place, shared by its [`Admitted`] and, while it waits, the queue.
+#[derive(Debug)]
+struct Slot {
+    ip: IpAddr,
+    /// Its place was given back (by eviction or by its owner): given back once only.
+    released: AtomicBool,
+    waiting: AtomicBool,
+    evict: CancellationToken,
+}
+
+impl ConnLimits {
+    pub fn new(config: ConnLimitsConfig) -> Arc<ConnLimits> {
+        Arc::new(ConnLimits {
+            config,
+            state: Mutex::new(State::default()),
+            refused: AtomicUsize::new(0),
+            evicted: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn config(&self) -> ConnLimitsConfig {
+        self.config
+    }
+
+    /// Open connections now.
+    pub fn open(&self) -> usize {
+        lock(&self.state).open
+    }
+
+    /// A new connection from `ip`, waiting for its first head; `None` when a bound is reached.
+    ///
+    /// A new connection cannot be told from a silent one until its head arrives, so when the
+    /// waiting connections (or all of them) are at their bound, the one that has waited longest is
+    /// closed to make room: a flood of silent connections then only ever displaces itself, and a
+    /// producer's connection, whose head follows at once, gets through.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Admitted> {
+        let mut state = lock(&self.state);
+        if state.by_ip.get(&ip).copied().unwrap_or(0) >= self.config.max_per_ip {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        while state.open >= self.config.max_connections || state.waiting.len() >= self.config.max_waiting {
+            let Some(oldest) = state.waiting.pop_front() else {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                return None;
+            };
+            oldest.evict.cancel();
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+            Self::give_back(&mut state, &oldest);
+        }
+        *state.by_ip.entry(ip).or_insert(0) += 1;
+        state.open += 1;
+        let slot = Arc::new(Slot {
+            ip,
+            released: AtomicBool::new(false),
+            waiting: AtomicBool::new(true),
+            evict: CancellationToken::new(),
+        });
+        state.waiting.push_back(slot.clone());
+        Some(Admitted { limits: self.clone(), slot })
+    }
+
+    fn give_back(state: &mut State, slot: &Slot) {
+        if slot.released.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        state.open -= 1;
+        if let Some(n) = state.by_ip.get_mut(&slot.ip) {
+            *n -= 1;
+            if *n == 0 {
+                state.by_ip.remove(&slot.ip);
+            }
+        }
+    }
+}
+
+/// One admitted connection; dropping it gives its place back.
+#[derive(Debug)]
+pub struct Admitted {
+    limits: Arc<ConnLimits>,
+    slot: Arc<Slot>,
+}
+
+impl Admitted {
+    /// The first request head is in: the connection no longer counts as waiting (and is never
+    /// evicted).
+    pub fn head_read(&mut self) {
+        if self.slot.waiting.swap(false, Ordering::SeqCst) {
+            let mut state = lock(&self.limits.state);
+            state.waiting.retain(|s| !Arc::ptr_eq(s, &self.slot));
+        }
+    }
+
+    /// Resolves when this connection, still waiting for its head, was closed to make room.
+    pub async fn evicted(&self) {
+        self.slot.evict.cancelled().await
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.head_read();
+        ConnLimits::give_back(&mut lock(&self.limits.state), &self.slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_oldest_waiting_connection_makes_room_and_every_place_comes_back() {
+        let limits =
+            ConnLimits::new(ConnLimitsConfig { max_connections: 4, max_per_ip: 2, max_waiting: 2, reserved: 0 });
+        let a1 = limits.admit(ip("10.0.0.1")).unwrap();
+        let mut a2 = limits.admit(ip("10.0.0.1")).unwrap();
+        assert!(limits.admit(ip("10.0.0.1")).is_none(), "per address");
+        a2.head_read();
+        let b1 = limits.admit(ip("10.0.0.2")).unwrap();
+        // Two waiting (a1, b1): the next one evicts a1, the oldest.
+        let c1 = limits.admit(ip("10.0.0.3")).unwrap();
+        assert!(a1.slot.evict.is_cancelled() && !b1.slot.evict.is_cancelled());
+        assert_eq!(limits.evicted.load(Ordering::Relaxed), 1);
+        assert_eq!(limits.open(), 3, "a1's place was given back when it was evicted");
+        drop(a1);
+        assert_eq!(limits.open(), 3, "and not given back twice");
+        let mut heads = vec![b1, c1];
+        for h in &mut heads {
+            h.head_read();
+        }
+        let d1 = limits.admit(ip("10.0.0.4")).unwrap();
+        assert_eq!(limits.open(), 4);
+        // All four open, none waiting but d1: a fifth evicts d1; then nothing is left to evict.
+        let e1 = limits.admit(ip("10.0.0.5")).unwrap();
+        assert!(d1.slot.evict.is_cancelled());
+        let mut e1 = e1;
+        e1.head_read();
+        assert!(limits.admit(ip("10.0.0.6")).is_none(), "all connections, none waiting");
+        assert_eq!(limits.refused.load(Ordering::Relaxed), 2);
+        drop((a2, heads, d1, e1));
+        assert_eq!(limits.open(), 0);
+        let state = lock(&limits.state);
+        assert!(state.by_ip.is_empty() && state.waiting.is_empty());
+    }
+
+    #[test]
+    fn defaults_follow_the_open_file_limit_and_keep_a_reserve() {
+        let d = ConnLimitsConfig::for_open_files(1024);
+        assert_eq!((d.max_connections, d.max_per_ip, d.max_waiting, d.reserved), (768, 384, 192, 96));
+        assert_eq!(d.max_subscribers(), 480);
+        assert!(d.check().is_ok());
+        assert_eq!(ConnLimitsConfig::for_open_files(10).max_connections, 64);
+        let tight = ConnLimitsConfig { max_connections: 10, max_per_ip: 10, max_waiting: 8, reserved: 2 };
+        assert!(tight.check().unwrap_err().contains("no room for readers"));
+    }
+}
