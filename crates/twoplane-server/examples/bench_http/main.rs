@@ -43,6 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use twoplane_server::conn_limits::ConnLimitsConfig;
 use twoplane_server::demo::DemoDb;
 use twoplane_server::http::{sse_router, SseConfig};
 use twoplane_server::server::{self, HttpConfig};
@@ -339,7 +340,12 @@ async fn serve(plane: &Plane) -> Served {
     let listener = server::bind("127.0.0.1:0".parse().unwrap()).await.expect("bind");
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server::serve(listener, router, HttpConfig::default(), async move {
+    // The limits on, as `twoplane serve` sets them, except that every client of this benchmark
+    // comes from 127.0.0.1: one address may hold every connection.
+    let http = HttpConfig::default();
+    let limits = ConnLimitsConfig { max_per_ip: http.conn_limits.max_connections, ..http.conn_limits };
+    let http = HttpConfig { conn_limits: limits, ..http };
+    let task = tokio::spawn(server::serve(listener, router, http, async move {
         let _ = stopped.await;
     }));
     Served { addr, stats, stop, task }
