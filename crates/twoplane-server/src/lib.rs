@@ -3,24 +3,30 @@
 //!
 //! - [`http`]: the SSE endpoint, mountable in any axum app ([`http::sse_router`]).
 //! - [`server`]: the accept loop with the socket settings SSE needs (no Nagle, a bounded
-//!   per-connection buffer, vectored writes) and graceful shutdown; [`sse_conn`], the direct SSE
-//!   connection layer, answers a connection whose first request subscribes to a stream without
-//!   hyper (its `framing.rs` is the server's only hand-written HTTP; `--no-direct-sse` turns the
-//!   layer off).
+//!   per-connection buffer, vectored writes, TCP keepalive), within the bounds of
+//!   [`conn_limits`] (connections in all, per address, waiting for a head), and graceful
+//!   shutdown; [`sse_conn`], the direct SSE connection layer, answers a connection whose first
+//!   request subscribes to a stream without hyper (its `framing.rs` is the server's only
+//!   hand-written HTTP; `--no-direct-sse` turns the layer off).
 //! - [`serve`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
 //!   plane, the live relay between instances (Redis), host-lease sweeper, routes, signals. One
 //!   module per subcommand: this one and [`relay`].
 //! - [`relay`]: `twoplane relay`: the commit-log relay from PostgreSQL into S2 or Redis logs.
-//! - [`store`]: the server's database (the message and chunk tables) on SQLite or PostgreSQL.
+//! - [`store`]: the server's database (the message and chunk tables) on SQLite or PostgreSQL,
+//!   its statements run by the plane's one executor, and the message view that the demo and the
+//!   producer API read.
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
 //! - [`assets`]: the browser package the page imports, compiled into the binary.
 //! - [`producer`]: the producer API (`/v1/streams/...`): applications in any language produce
 //!   streams over HTTP.
-//! - [`access`] and [`token`]: the producer secret, the signed read tokens, loopback rules
-//!   ([`browser`]: what a web page on this machine could send, refused where trust rests on
-//!   loopback)
-//!   ([`token`] is the `twoplane-token` crate: the rule is pure and fuzzed on its own); [`cors`]:
-//!   which other origins' pages may read.
+//! - [`access`]: the producer secret, the signed read tokens, the loopback default; [`loopback`]:
+//!   what counts as this machine; [`browser`]: what a web page on this machine could send,
+//!   refused where trust rests on loopback; [`token`] is the `twoplane-token` crate (the rule is
+//!   pure and fuzzed on its own); [`cors`]: which other origins' pages may read.
+//! - `lock.rs`: taking a mutex, poisoned or not.
+//!
+//! Dependencies run one way (`scripts/check-module-cycles.py`, run by the lint part, fails on a
+//! circle).
 
 pub mod access;
 pub mod assets;
