@@ -57,13 +57,18 @@ pub struct SseConfig {
     pub max_subscribers: Option<usize>,
 }
 
+impl SseConfig {
+    /// A 15 s keep-alive (docs/contract.md §5), 32 KiB batches, no bound on subscribers.
+    pub const DEFAULT: SseConfig = SseConfig {
+        keep_alive: Duration::from_millis(DEFAULT_KEEP_ALIVE_MS),
+        max_batch_bytes: 32 * 1024,
+        max_subscribers: None,
+    };
+}
+
 impl Default for SseConfig {
     fn default() -> Self {
-        SseConfig {
-            keep_alive: Duration::from_millis(DEFAULT_KEEP_ALIVE_MS),
-            max_batch_bytes: 32 * 1024,
-            max_subscribers: None,
-        }
+        SseConfig::DEFAULT
     }
 }
 
