@@ -49,6 +49,13 @@ trap stop_started EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Free space where the build goes, printed after each part: a full clean run takes several
+# gigabytes (most of it test binaries), and a machine that runs out fails in the linker with
+# messages that do not say why.
+free_space() { df -h --output=avail "${CARGO_TARGET_DIR:-$ROOT/target}" 2>/dev/null | tail -1 | tr -d ' ' || echo "?"; }
+mkdir -p "${CARGO_TARGET_DIR:-$ROOT/target}"
+echo "test.sh: $(free_space) free for the build at the start"
+
 passed=0
 failed=0
 failures=()
@@ -70,11 +77,11 @@ for part in "${parts[@]}"; do
   fi
   if [ -n "$ok" ]; then
     passed=$((passed + 1))
-    echo "part $part: passed in $(( $(date +%s) - t0 ))s"
+    echo "part $part: passed in $(( $(date +%s) - t0 ))s ($(free_space) free)"
   else
     failed=$((failed + 1))
     failures+=("$part")
-    echo "part $part: FAILED after $(( $(date +%s) - t0 ))s"
+    echo "part $part: FAILED after $(( $(date +%s) - t0 ))s ($(free_space) free)"
   fi
 done
 echo
