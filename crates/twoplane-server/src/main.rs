@@ -140,6 +140,24 @@ struct ServeArgs {
     /// released).
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     write_stall_ms: u64,
+    /// Most text (UTF-16 code units) one stream holds that the store has not confirmed; past
+    /// it an append gets `503 backpressure` and appends nothing.
+    #[arg(long, value_name = "N", default_value_t = twoplane_stream::DEFAULT_MAX_UNDURABLE_CHARS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_undurable_chars: u64,
+    /// How long a stream takes appends after a checkpoint the store has not answered began;
+    /// past it, `503 backpressure` until a checkpoint lands.
+    #[arg(long, value_name = "MS", default_value_t = twoplane_stream::DEFAULT_MAX_UNDURABLE_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_undurable_ms: u64,
+    /// How long a close keeps retrying a store that fails before the stream ends at the length
+    /// the store holds (readers get `end` only then, or once the seal landed).
+    #[arg(long, value_name = "MS", default_value_t = twoplane_stream::DEFAULT_SEAL_DEADLINE_MS)]
+    seal_deadline_ms: u64,
+    /// How long the shutdown (SIGTERM, Ctrl-C) waits for the streams' seals [default:
+    /// --seal-deadline-ms plus 1000]. Keep a supervisor's grace period above it.
+    #[arg(long, value_name = "MS")]
+    drain_timeout_ms: Option<u64>,
     /// Milliseconds between SSE keep-alive comments.
     #[arg(long, default_value_t = twoplane_core::sse::DEFAULT_KEEP_ALIVE_MS, value_parser = clap::value_parser!(u64).range(10..))]
     keep_alive_ms: u64,
@@ -323,6 +341,12 @@ fn main() -> ExitCode {
         direct_sse: !args.no_direct_sse,
         conn_limits,
         write_stall: std::time::Duration::from_millis(args.write_stall_ms),
+        durability: serve::Durability {
+            max_undurable_chars: args.max_undurable_chars,
+            max_undurable_ms: args.max_undurable_ms,
+            seal_deadline_ms: args.seal_deadline_ms,
+            drain_timeout_ms: args.drain_timeout_ms,
+        },
     };
     // Refuse bad combinations before the runtime and the database are touched.
     if let Err(e) = config.check() {

@@ -135,6 +135,33 @@ pub struct ServeConfig {
     pub conn_limits: Option<crate::conn_limits::ConnLimitsConfig>,
     /// How long a response may take no byte before it is dropped.
     pub write_stall: Duration,
+    /// What a producer's text may wait for the store, and how long a seal and the drain try.
+    pub durability: Durability,
+}
+
+/// The bounds on text the store has not confirmed (docs/server.md, "What a 200 means").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Durability {
+    /// Most code units one stream holds unconfirmed; past it an append gets `503 backpressure`.
+    pub max_undurable_chars: u64,
+    /// How long a stream takes appends after a checkpoint the store has not answered began;
+    /// past it `503 backpressure` until a checkpoint lands.
+    pub max_undurable_ms: u64,
+    /// How long a seal retries a failing store before the stream ends at its durable length.
+    pub seal_deadline_ms: u64,
+    /// How long the drain at SIGTERM waits for the seals; `None`: the seal deadline plus 1 s.
+    pub drain_timeout_ms: Option<u64>,
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability {
+            max_undurable_chars: twoplane_stream::DEFAULT_MAX_UNDURABLE_CHARS,
+            max_undurable_ms: twoplane_stream::DEFAULT_MAX_UNDURABLE_MS,
+            seal_deadline_ms: twoplane_stream::DEFAULT_SEAL_DEADLINE_MS,
+            drain_timeout_ms: None,
+        }
+    }
 }
 
 /// PostgreSQL settings beside the URL (the URL's `sslmode` and `sslrootcert` say the rest).
@@ -176,6 +203,7 @@ impl ServeConfig {
             direct_sse: true,
             conn_limits: None,
             write_stall: HttpConfig::default().write_stall,
+            durability: Durability::default(),
         }
     }
 
@@ -362,6 +390,10 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     };
     let mut options = PlaneOptions::default().with_authorizer(config.access.authorizer());
     options.host_id = host_id.clone();
+    options.max_undurable_chars = config.durability.max_undurable_chars;
+    options.max_undurable_ms = config.durability.max_undurable_ms;
+    options.seal_deadline_ms = config.durability.seal_deadline_ms;
+    options.drain_seal_ms = config.durability.drain_timeout_ms;
     if let Some(relay) = relay {
         options.relay = Some(relay);
         options.on_relay_error = Some(relay_hook);

@@ -38,6 +38,10 @@ pub enum PlaneErrorKind {
     /// marked the stream `interrupted` (this host's lease lapsed, say in a long pause). The stream
     /// has stopped; the store's row is the truth. Never retried.
     Fenced,
+    /// A push refused because the stream already holds as much text as it may without the
+    /// store confirming it (`max_undurable_chars`, `max_undurable_ms`). Nothing was appended;
+    /// push the same text again after [`PlaneError::retry_after`].
+    Backpressure,
 }
 
 impl PlaneErrorKind {
@@ -55,6 +59,7 @@ impl PlaneErrorKind {
             PlaneErrorKind::InvalidArgument => "invalid_argument",
             PlaneErrorKind::Shutdown => "shutdown",
             PlaneErrorKind::Fenced => "fenced",
+            PlaneErrorKind::Backpressure => "backpressure",
         }
     }
 }
@@ -73,11 +78,22 @@ pub struct PlaneError {
     kind: PlaneErrorKind,
     message: String,
     source: Option<Source>,
+    retry_after: Option<std::time::Duration>,
 }
 
 impl PlaneError {
     pub fn new(kind: PlaneErrorKind, message: impl Into<String>) -> Self {
-        PlaneError { kind, message: message.into(), source: None }
+        PlaneError { kind, message: message.into(), source: None, retry_after: None }
+    }
+
+    /// How long to wait before trying the same call again, when the plane can tell.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        self.retry_after
+    }
+
+    pub(crate) fn with_retry_after(mut self, wait: std::time::Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
     }
 
     /// Attach the cause (a driver error, a callback's error).

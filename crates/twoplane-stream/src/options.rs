@@ -28,6 +28,16 @@ pub const DEFAULT_RELAY_ATTACH_TIMEOUT_MS: u64 = 2_000;
 /// The default checkpoint jitter bound is this fraction of the interval (1/5: 150 ms of 750).
 pub const DEFAULT_INTERVAL_JITTER_DIVISOR: u64 = 5;
 pub const DEFAULT_DRAIN_RELAY_MS: u64 = 5_000;
+/// Text one stream may hold only in memory: 4 Mi code units (8 MiB), minutes of any model's
+/// output, so only a store that stopped answering reaches it.
+pub const DEFAULT_MAX_UNDURABLE_CHARS: u64 = 4 * 1024 * 1024;
+/// How long a stream takes text once the store stopped answering its checkpoints: 40 intervals.
+pub const DEFAULT_MAX_UNDURABLE_MS: u64 = 30_000;
+/// How long a seal keeps trying a store that fails: a database restart or a failover fits.
+pub const DEFAULT_SEAL_DEADLINE_MS: u64 = 60_000;
+/// The longest wait between two attempts of a seal (the backoff doubles up to it), so a store
+/// that comes back is written to within this much of its return.
+pub const SEAL_RETRY_CAP: Duration = Duration::from_secs(2);
 
 /// Context for [`CheckpointErrorHook`]: the slice that failed.
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +90,22 @@ pub struct PlaneOptions {
     /// queued (the `end` frames above all). Default 5000. Past it the drain returns anyway and
     /// says so in its report; readers on other instances then fall back to the store.
     pub drain_relay_ms: u64,
+    /// Text (UTF-16 code units) one stream may hold that the store has not confirmed; a push
+    /// that would pass it, onto a stream with text already waiting, is refused with
+    /// `backpressure` and appends nothing. Default 4 Mi; at least `chars`.
+    pub max_undurable_chars: u64,
+    /// How long a stream takes pushes, with text waiting, after the oldest checkpoint round the
+    /// store has not answered with progress began; past it, pushes are refused with
+    /// `backpressure` until a checkpoint lands. Default 30000.
+    pub max_undurable_ms: u64,
+    /// How long a seal keeps retrying a failing store (backing off from `retry_backoff_ms`, at
+    /// most 2 s between attempts) before the stream ends at the durable length it has. Readers
+    /// get `end` only when the seal landed or this passed. Default 60000.
+    pub seal_deadline_ms: u64,
+    /// How long [`crate::Plane::drain`] waits for the seals; a seal still trying then is
+    /// reported failed with the prefix that is durable. Default `None`: the seal deadline plus
+    /// one second, so every seal ends by its own deadline first.
+    pub drain_seal_ms: Option<u64>,
     /// Refused without a relay (it would never be called).
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
@@ -102,6 +128,10 @@ impl Default for PlaneOptions {
             authorizer: None,
             relay: None,
             drain_relay_ms: DEFAULT_DRAIN_RELAY_MS,
+            max_undurable_chars: DEFAULT_MAX_UNDURABLE_CHARS,
+            max_undurable_ms: DEFAULT_MAX_UNDURABLE_MS,
+            seal_deadline_ms: DEFAULT_SEAL_DEADLINE_MS,
+            drain_seal_ms: None,
             on_relay_error: None,
             on_checkpoint_error: None,
         }
@@ -137,10 +167,21 @@ impl fmt::Debug for PlaneOptions {
             .field("authorizer", &self.authorizer.is_some())
             .field("relay", &self.relay.is_some())
             .field("drain_relay_ms", &self.drain_relay_ms)
+            .field("max_undurable_chars", &self.max_undurable_chars)
+            .field("max_undurable_ms", &self.max_undurable_ms)
+            .field("seal_deadline_ms", &self.seal_deadline_ms)
+            .field("drain_seal_ms", &self.drain_seal_ms)
             .field("on_relay_error", &self.on_relay_error.is_some())
             .field("on_checkpoint_error", &self.on_checkpoint_error.is_some())
             .finish()
     }
+}
+
+/// The bound on text a stream holds only in memory (`hosted/backlog.rs`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BacklogLimits {
+    pub max_chars: u64,
+    pub max_age: Duration,
 }
 
 /// The options after the check, with the mode's defaults applied.
@@ -162,6 +203,11 @@ pub(crate) struct Config {
     pub authorizer: Arc<dyn Authorizer>,
     pub relay: Option<Arc<dyn Relay>>,
     pub drain_relay: Duration,
+    pub backlog: BacklogLimits,
+    /// The seal's schedule: no count, until `seal_deadline` after it starts.
+    pub seal_retry: Backoff,
+    pub seal_deadline: Duration,
+    pub drain_seal: Duration,
     pub topology: RelayTopology,
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
@@ -186,6 +232,13 @@ impl Config {
         }
         if options.retries > 20 {
             return Err(bad("retries above 20 would back off for days; use a smaller number"));
+        }
+        if options.max_undurable_chars < options.chars {
+            return Err(bad("max_undurable_chars must be at least chars: a stream would refuse text before its \
+                 first checkpoint could start"));
+        }
+        if options.max_undurable_ms == 0 {
+            return Err(bad("max_undurable_ms must be at least 1 (0 would refuse text while any round is in flight)"));
         }
         let authorizer = options.authorizer.ok_or_else(|| {
             bad("an authorizer is required: subscribing is reading someone's stream, so there is no default-allow \
@@ -240,6 +293,16 @@ impl Config {
             authorizer,
             relay: options.relay,
             drain_relay: Duration::from_millis(options.drain_relay_ms),
+            backlog: BacklogLimits {
+                max_chars: options.max_undurable_chars,
+                max_age: Duration::from_millis(options.max_undurable_ms),
+            },
+            seal_retry: Backoff::new(Duration::from_millis(options.retry_backoff_ms.max(1)), 0)
+                .with_cap(SEAL_RETRY_CAP),
+            seal_deadline: Duration::from_millis(options.seal_deadline_ms),
+            drain_seal: Duration::from_millis(
+                options.drain_seal_ms.unwrap_or_else(|| options.seal_deadline_ms.saturating_add(1_000)),
+            ),
             topology,
             on_relay_error: options.on_relay_error,
             on_checkpoint_error: options.on_checkpoint_error,

@@ -7,8 +7,10 @@
 //! - `subscribe` asks the authorizer before anything is looked up, and a denial is the same
 //!   error whether or not the stream exists. Then: hosted here, one atomic replay; otherwise
 //!   the relay (bounded, conformed), otherwise `absent`.
-//! - `drain` seals every live stream `interrupted` and refuses new streams from then on, then
-//!   waits (bounded) for the relay to write out the `end` frames it queued.
+//! - `drain` seals every live stream `interrupted` and refuses new streams from then on, waits
+//!   for the seals (each retries a failing store until its deadline; the drain waits at most
+//!   `drain_seal_ms` and reports a seal still trying with its durable prefix), then waits
+//!   (bounded) for the relay to write out the `end` frames it queued.
 //! - A sealed stream stays joinable for `linger_ms`, then is evicted: the plane spawns each
 //!   stream's checkpoint driver and removes the stream from its map when the driver returns
 //!   (unless a newer stream took the id), so the stream needs no pointer back to the plane.
@@ -222,9 +224,25 @@ impl Plane {
     pub async fn drain(&self) -> DrainReport {
         self.shared.draining.store(true, Ordering::SeqCst);
         let streams: Vec<Arc<LiveStream>> = self.shared.live().values().cloned().collect();
+        let bound = self.shared.cfg.drain_seal;
         let seals = streams.into_iter().map(|stream| async move {
             let rx = stream.request_seal(Seal::interrupted());
-            (stream.id.clone(), wait_seal(rx).await)
+            let outcome = match tokio::time::timeout(bound, wait_seal(rx)).await {
+                Ok(outcome) => outcome,
+                // The seal goes on trying until the process exits; what the store holds is
+                // what the durable length says.
+                Err(_) => Err(PlaneError::new(
+                    PlaneErrorKind::NotDurable,
+                    format!(
+                        "stream {}: the seal was still trying when the drain's {} ms passed; {} of {} code units are durable",
+                        stream.id,
+                        bound.as_millis(),
+                        stream.durable_seq(),
+                        stream.seq()
+                    ),
+                )),
+            };
+            (stream.id.clone(), outcome)
         });
         let mut report = DrainReport::default();
         for (id, outcome) in futures::future::join_all(seals).await {

@@ -1,6 +1,8 @@
 //! Retry with doubling backoff, the one schedule every store call of this crate follows.
 //!
-//! Guarantees: an operation runs at most `retries + 1` times; retry `n` (1-based) waits
+//! Guarantees: [`Backoff::retry`] runs an operation at most `retries + 1` times;
+//! [`Backoff::retry_until`] runs it until a deadline instead, and never sleeps past it. Retry
+//! `n` (1-based) waits
 //! `base * 2^(n-1)` first, never more than the cap when one is set ([`Backoff::with_cap`]; the
 //! factor stops growing at 2^20, so no delay overflows); an error the caller calls final is
 //! returned at once, and after the last retry the last error is returned. Loops that retry until
@@ -40,7 +42,38 @@ impl Backoff {
     /// before each retry.
     ///
     /// [`delay`]: Backoff::delay
-    pub async fn retry<T, E, F, Fut>(&self, mut op: F, retryable: impl Fn(&E) -> bool) -> Result<T, E>
+    pub async fn retry<T, E, F, Fut>(&self, op: F, retryable: impl Fn(&E) -> bool) -> Result<T, E>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run(op, retryable, |attempt, _| attempt <= self.retries).await
+    }
+
+    /// Run `op` like [`retry`](Backoff::retry), but with no count: it is retried for as long as
+    /// the next wait ends before `deadline` (the seal, which must not give up on a store that
+    /// comes back within a minute). The last attempt starts before the deadline; the error of
+    /// the last one is returned.
+    pub async fn retry_until<T, E, F, Fut>(
+        &self,
+        deadline: tokio::time::Instant,
+        op: F,
+        retryable: impl Fn(&E) -> bool,
+    ) -> Result<T, E>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run(op, retryable, |_, wait| tokio::time::Instant::now() + wait < deadline).await
+    }
+
+    /// The one loop: `again(attempt, wait)` says whether retry `attempt` (after `wait`) runs.
+    async fn run<T, E, F, Fut>(
+        &self,
+        mut op: F,
+        retryable: impl Fn(&E) -> bool,
+        again: impl Fn(u32, Duration) -> bool,
+    ) -> Result<T, E>
     where
         F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -49,10 +82,14 @@ impl Backoff {
         loop {
             match op(attempt).await {
                 Ok(v) => return Ok(v),
-                Err(e) if attempt >= self.retries || !retryable(&e) => return Err(e),
-                Err(_) => {
-                    attempt += 1;
-                    tokio::time::sleep(self.delay(attempt)).await;
+                Err(e) if !retryable(&e) => return Err(e),
+                Err(e) => {
+                    let wait = self.delay(attempt.saturating_add(1));
+                    if !again(attempt.saturating_add(1), wait) {
+                        return Err(e);
+                    }
+                    attempt = attempt.saturating_add(1);
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -132,5 +169,46 @@ mod tests {
             )
             .await;
         assert_eq!((final_err, *calls.borrow()), (Err("refused"), 1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_until_keeps_going_until_the_deadline_and_never_sleeps_past_it() {
+        let b = Backoff::new(Duration::from_millis(100), 0).with_cap(Duration::from_millis(400));
+        let start = Instant::now();
+        let seen = RefCell::new(Vec::new());
+        let out: Result<(), u32> = b
+            .retry_until(
+                start + Duration::from_millis(2_000),
+                |n| {
+                    seen.borrow_mut().push(start.elapsed().as_millis());
+                    async move { Err(n) }
+                },
+                |_| true,
+            )
+            .await;
+        // 0, then waits of 100, 200, 400, 400, ... while they end before 2,000 ms: the count
+        // (0 retries) does not apply.
+        assert_eq!(*seen.borrow(), [0, 100, 300, 700, 1_100, 1_500, 1_900]);
+        assert_eq!(out, Err(6));
+        assert!(start.elapsed() < Duration::from_millis(2_000));
+        // Success ends it at once, and a final error too.
+        let calls = RefCell::new(0);
+        let ok: Result<u32, &str> = b
+            .retry_until(
+                Instant::now() + Duration::from_secs(60),
+                |n| {
+                    *calls.borrow_mut() += 1;
+                    async move {
+                        if n == 3 {
+                            Ok(n)
+                        } else {
+                            Err("busy")
+                        }
+                    }
+                },
+                |e| *e == "busy",
+            )
+            .await;
+        assert_eq!((ok, *calls.borrow()), (Ok(3), 4));
     }
 }

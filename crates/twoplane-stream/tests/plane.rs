@@ -414,15 +414,25 @@ async fn a_seal_supersedes_a_stalled_checkpoint() {
 async fn a_seal_that_never_lands_is_rejected_and_end_reports_the_durable_length() {
     let m = memory();
     let faulty = Arc::new(FaultyTarget::new(m.clone()));
-    let plane = plane_with(faulty.clone(), |o| o.retries = 1);
+    let plane = plane_with(faulty.clone(), |o| {
+        o.retries = 1;
+        o.seal_deadline_ms = 5_000;
+    });
     let h = plane.open(ID).await.unwrap();
     h.push("abc").unwrap();
     h.flush().await.unwrap();
     let mut r = reader(&plane, 0, &units("abc")).await;
     h.push("def").unwrap();
-    faulty.inject_n(FaultOp::Close, Fault::FailCommit, 2);
+    faulty.inject_n(FaultOp::Close, Fault::FailCommit, 1_000);
+    let started = tokio::time::Instant::now();
     let e = h.close().await.unwrap_err();
+    // It kept trying until its deadline (the retry count is for checkpoints), and says which
+    // prefix is durable.
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(5), "{took:?}");
+    assert!(faulty.calls(FaultOp::Close) > 4, "{} attempts", faulty.calls(FaultOp::Close));
     assert_eq!(e.kind(), PlaneErrorKind::NotDurable);
+    assert!(e.message().contains("the first 3 of 6 code units are durable"), "{e}");
     r.read_to_end().await;
     assert!(matches!(r.terminal(), Some(Frame::End { seq: 3, .. })), "{:?}", r.terminal());
     assert_eq!(r.acc, units("abcdef"), "the live plane still delivered everything");
@@ -430,6 +440,124 @@ async fn a_seal_that_never_lands_is_rejected_and_end_reports_the_durable_length(
     // A second close reports the same outcome rather than sealing again.
     assert_eq!(h.close().await.unwrap_err().kind(), PlaneErrorKind::NotDurable);
     assert_eq!(h.push("x").unwrap_err().kind(), PlaneErrorKind::StreamClosed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seal_outlasts_a_store_outage_and_readers_end_only_once_it_landed() {
+    let m = memory();
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let plane = plane_with(faulty.clone(), |_| {});
+    let h = Arc::new(plane.open(ID).await.unwrap());
+    h.push("abc").unwrap();
+    h.flush().await.unwrap();
+    let mut r = reader(&plane, 0, &units("abc")).await;
+    h.push("def").unwrap();
+    // The store refuses every write for 20 s (at most 2 s between attempts: about 14 of them).
+    let outage = Duration::from_secs(20);
+    faulty.inject_n(FaultOp::Close, Fault::FailCommit, 1_000);
+    faulty.inject_n(FaultOp::Append, Fault::FailCommit, 1_000);
+    let closing = tokio::spawn({
+        let h = h.clone();
+        async move { h.close().await }
+    });
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < outage {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        r.drain();
+        assert!(r.terminal().is_none(), "a reader got {:?} before the seal landed", r.terminal());
+        assert!(m.row(ID).unwrap().status.as_deref() != Some("complete"));
+    }
+    faulty.clear();
+    closing.await.unwrap().expect("the seal landed once the store was back");
+    assert!(started.elapsed() < outage + Duration::from_secs(3), "at most 2 s between attempts");
+    r.read_to_end().await;
+    assert!(matches!(r.terminal(), Some(Frame::End { seq: 6, .. })), "{:?}", r.terminal());
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.body, row.status.as_deref()), (units("abcdef"), Some("complete")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn pushes_are_refused_while_the_store_confirms_nothing_and_taken_again_after() {
+    let m = memory();
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let plane = plane_with(faulty.clone(), |o| {
+        o.max_undurable_ms = 5_000;
+        o.max_undurable_chars = 1_000;
+    });
+    let h = plane.open(ID).await.unwrap();
+    h.push("ok").unwrap();
+    h.flush().await.unwrap();
+    faulty.inject_n(FaultOp::Append, Fault::FailCommit, 1_000);
+    faulty.inject_n(FaultOp::Probe, Fault::FailReadBack, 1_000);
+    // The size bound: text waiting plus the push may not pass 1,000 units.
+    h.push(&"a".repeat(600)).unwrap();
+    let e = h.push(&"b".repeat(401)).unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::Backpressure);
+    assert!(e.retry_after().is_some());
+    assert_eq!(h.seq(), 602, "a refused push appends nothing");
+    h.push(&"c".repeat(300)).unwrap();
+    assert!(h.push("d").is_ok(), "within both bounds");
+    // The age bound: 5 s since the first round the store did not answer (it started at once:
+    // 600 units passed `chars`), with room left under the size bound.
+    tokio::time::sleep(Duration::from_millis(5_100)).await;
+    let e = h.push("e").unwrap_err();
+    assert_eq!(e.kind(), PlaneErrorKind::Backpressure, "{e}");
+    assert!(e.message().contains("901 code units are not durable"), "{e}");
+    assert_eq!(h.seq(), 903);
+    // The store is back: the next checkpoint lands everything and pushes are taken again.
+    faulty.clear();
+    assert_eq!(h.flush().await.unwrap(), 903);
+    h.push("e").unwrap();
+    h.close().await.unwrap();
+    assert_eq!(m.row(ID).unwrap().body.len(), 904);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_checkpoints_rarely_on_purpose_is_never_refused_for_age() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| {
+        o.interval_ms = 1_000_000;
+        o.chars = 1_000_000;
+        o.max_undurable_ms = 1_000;
+    });
+    let h = plane.open(ID).await.unwrap();
+    for _ in 0..10 {
+        h.push("x").unwrap();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
+    assert_eq!(h.durable_seq(), 0, "no round ran: nothing was asked of the store");
+    h.close().await.unwrap();
+    assert_eq!(m.row(ID).unwrap().body.len(), 10);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_drain_waits_for_a_seal_within_its_own_bound() {
+    let m = memory();
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let plane = plane_with(faulty.clone(), |o| {
+        o.seal_deadline_ms = 60_000;
+        o.drain_seal_ms = Some(3_000);
+    });
+    let h = plane.open(ID).await.unwrap();
+    h.push("abc").unwrap();
+    h.flush().await.unwrap();
+    h.push("def").unwrap();
+    faulty.inject_n(FaultOp::Close, Fault::FailCommit, 1_000);
+    faulty.inject_n(FaultOp::Append, Fault::FailCommit, 1_000);
+    let started = tokio::time::Instant::now();
+    let report = plane.drain().await;
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(4), "{took:?}");
+    assert!(report.sealed.is_empty());
+    let (id, e) = &report.failed[0];
+    assert_eq!(id, ID);
+    assert_eq!(e.kind(), PlaneErrorKind::NotDurable);
+    assert!(e.message().contains("3 of 6 code units are durable"), "{e}");
+    // The seal goes on: a store back before its own deadline still gets the whole text.
+    faulty.clear();
+    let e = h.close().await;
+    assert!(e.is_ok(), "{e:?}");
+    assert_eq!(m.row(ID).unwrap().body, units("abcdef"));
 }
 
 #[tokio::test(start_paused = true)]

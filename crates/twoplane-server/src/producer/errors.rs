@@ -1,9 +1,11 @@
-//! The producer API's errors: an HTTP status and a JSON body `{"kind", "message", "seq"?}`
-//! whose `kind` is a stable snake_case name clients match on (docs/server.md lists them).
+//! The producer API's errors: an HTTP status and a JSON body `{"kind", "message", "seq"?,
+//! "durableSeq"?}` whose `kind` is a stable snake_case name clients match on (docs/server.md
+//! lists them).
 //!
 //! Guarantees: every refusal of the producer API goes through [`ApiError`], so every one has a
-//! `kind`; `seq` is present whenever the stream is hosted here, so a client always learns where
-//! the stream stands (the offset to retry from).
+//! `kind`; `seq` and `durableSeq` are present whenever the stream is hosted here, so a client
+//! always learns where the stream stands (the offset to retry from) and which prefix the store
+//! holds; a refusal that is worth retrying as it is (`backpressure`) carries `Retry-After`.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,6 +21,10 @@ pub struct ApiError {
     pub message: String,
     /// The stream's produced length (UTF-16 code units), when it is hosted here.
     pub seq: Option<u64>,
+    /// How much of it the store holds, when it is hosted here.
+    pub durable_seq: Option<u64>,
+    /// Seconds to wait before sending the same request again.
+    pub retry_after: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -27,11 +33,13 @@ struct Body<'a> {
     message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     seq: Option<u64>,
+    #[serde(rename = "durableSeq", skip_serializing_if = "Option::is_none")]
+    durable_seq: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, kind, message: message.into(), seq: None }
+        ApiError { status, kind, message: message.into(), seq: None, durable_seq: None, retry_after: None }
     }
 
     pub fn with_seq(mut self, seq: u64) -> ApiError {
@@ -74,6 +82,11 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, kind, message)
     }
 
+    /// Where the stream stands: produced and durable lengths.
+    pub fn at(self, handle: &twoplane_stream::StreamHandle) -> ApiError {
+        ApiError { seq: Some(handle.seq()), durable_seq: Some(handle.durable_seq()), ..self }
+    }
+
     /// A plane error on a hosted stream (`seq`: where it stands).
     pub fn from_plane(e: &PlaneError, id: &str, seq: Option<u64>) -> ApiError {
         let error = match e.kind() {
@@ -84,6 +97,11 @@ impl ApiError {
             PlaneErrorKind::Fenced => ApiError::new(StatusCode::CONFLICT, "fenced", e.message()),
             PlaneErrorKind::Draining => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "draining", e.message()),
             PlaneErrorKind::NotDurable => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_durable", e.message()),
+            // Nothing was appended: the same request, later, is the retry.
+            PlaneErrorKind::Backpressure => ApiError {
+                retry_after: Some(e.retry_after().map_or(1, |d| d.as_secs_f64().ceil().max(1.0) as u64)),
+                ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "backpressure", e.message())
+            },
             PlaneErrorKind::InvalidArgument => ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", e.message()),
             kind => {
                 tracing::warn!(stream_id = ?id, error = %e, "producer API: plane error");
@@ -91,6 +109,11 @@ impl ApiError {
             }
         };
         ApiError { seq, ..error }
+    }
+
+    /// [`from_plane`](ApiError::from_plane) with where the stream stands (both lengths).
+    pub fn from_plane_at(e: &PlaneError, id: &str, handle: &twoplane_stream::StreamHandle) -> ApiError {
+        ApiError::from_plane(e, id, None).at(handle)
     }
 
     /// A store failure outside the plane (the row lookups of this API).
@@ -102,7 +125,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body { kind: self.kind, message: &self.message, seq: self.seq };
-        (self.status, Json(body)).into_response()
+        let body = Body { kind: self.kind, message: &self.message, seq: self.seq, durable_seq: self.durable_seq };
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(secs));
+        }
+        response
     }
 }

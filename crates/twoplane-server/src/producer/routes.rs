@@ -167,7 +167,7 @@ async fn append(
     let _order = crate::lock::lock(&p.order);
     ensure_open(&p)?;
     check_offset(&p, Some(offset))?;
-    p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
+    p.handle.push(text).map_err(|e| ApiError::from_plane_at(&e, &id, &p.handle))?;
     Ok(appended(&p))
 }
 
@@ -234,7 +234,7 @@ async fn body(
         {
             let _order = crate::lock::lock(&p.order);
             ensure_open(&p)?;
-            p.handle.push(&text).map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
+            p.handle.push(&text).map_err(|e| ApiError::from_plane_at(&e, &id, &p.handle))?;
         }
         if bad {
             return Err(ApiError::invalid_utf8(p.handle.seq(), "the text before the first invalid byte was appended"));
@@ -259,7 +259,7 @@ fn appended(p: &Producing) -> Response {
 async fn flush(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {
     let p = hosted(&producers, &id).await?;
     ensure_open(&p)?;
-    let durable = p.handle.flush().await.map_err(|e| ApiError::from_plane(&e, &id, Some(p.handle.seq())))?;
+    let durable = p.handle.flush().await.map_err(|e| ApiError::from_plane_at(&e, &id, &p.handle))?;
     Ok(Json(json!({ "seq": p.handle.seq(), "durableSeq": durable })).into_response())
 }
 
@@ -267,7 +267,8 @@ async fn seal(producers: &Producers, id: &str, error: Option<&str>) -> Reply {
     let p = hosted(producers, id).await?;
     let (ended, outcome) = p.seal(error).await;
     let (seq, durable) = (p.handle.seq(), p.handle.durable_seq());
-    outcome.map_err(|e| ApiError::from_plane(&e, id, Some(seq)))?;
+    // Past the seal deadline: `durableSeq` is exactly the prefix the store holds.
+    outcome.map_err(|e| ApiError::from_plane_at(&e, id, &p.handle))?;
     Ok(Json(json!({ "status": ended.as_str(), "seq": seq, "durableSeq": durable })).into_response())
 }
 

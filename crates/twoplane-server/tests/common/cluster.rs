@@ -229,6 +229,27 @@ impl Instance {
         }
     }
 
+    /// Wait (bounded by `within`) for the child to exit on its own; `None` when it has not.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            let child = self.child.as_mut()?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the child is still running.
+    pub fn running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
     /// Everything the process wrote so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -280,6 +301,20 @@ pub async fn http(
     path: &str,
     body: Option<String>,
 ) -> Result<(u16, Value, String), String> {
+    http_full(addr, method, path, body).await.map(|r| (r.status, r.json, r.raw))
+}
+
+/// A response with its headers.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub json: Value,
+    pub raw: String,
+}
+
+/// [`http`], keeping the response's headers.
+pub async fn http_full(addr: SocketAddr, method: &str, path: &str, body: Option<String>) -> Result<Reply, String> {
     let call = async {
         let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
@@ -293,11 +328,12 @@ pub async fn http(
         let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).map_err(|e| e.to_string())?;
         let response = sender.send_request(request).await.map_err(|e| format!("{method} {path}: {e}"))?;
         let status = response.status().as_u16();
+        let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
         conn.abort();
         let raw = String::from_utf8_lossy(&bytes).into_owned();
-        let value = serde_json::from_slice(&bytes).map_err(|e| format!("{method} {path}: {status} {raw}: {e}"))?;
-        Ok((status, value, raw))
+        let json = serde_json::from_slice(&bytes).map_err(|e| format!("{method} {path}: {status} {raw}: {e}"))?;
+        Ok(Reply { status, headers, json, raw })
     };
     tokio::time::timeout(EVENT_TIMEOUT, call).await.map_err(|_| format!("{method} {path} on {addr} timed out"))?
 }

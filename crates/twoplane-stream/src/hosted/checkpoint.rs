@@ -11,7 +11,10 @@
 //!   append finds the store already part-way through its slice, the store's answer is adopted
 //!   and the rest is written at once: no waiter is failed on a store that answered.
 //! - A seal requested while a round is in flight or backing off supersedes it at once: the
-//!   seal writes the whole body, which also repairs whatever the stalled round missed.
+//!   seal writes the whole body, which also repairs whatever the stalled round missed. A
+//!   failing seal is retried until `seal_deadline` (backing off, at most 2 s apart), holding
+//!   the whole text meanwhile; `end` goes out only when the seal landed, or at the deadline
+//!   with the durable length the store reports then.
 //! - After the seal the stream stays joinable for `linger`; then `drive` returns, which is the
 //!   stream's "evict me": whoever spawned the driver (the plane) removes it from its map. The
 //!   stream itself holds no pointer back to the plane.
@@ -81,6 +84,7 @@ impl LiveStream {
         let durable = st.durable.seq();
         let behind = end.saturating_sub(durable);
         if st.policy.start_round(behind, self.cfg.chars) {
+            st.backlog.round_started(Instant::now());
             return Step::Append(Slice { from: durable, to: end, text: st.text.range(durable, end).to_vec() });
         }
         let seq = st.text.seq();
@@ -266,7 +270,11 @@ impl LiveStream {
                 error: seal.error.as_deref(),
             })
         };
-        let outcome = self.cfg.retry.retry(close, PlaneError::is_retryable).await;
+        // Retried until the seal deadline, not a count: the text past the last checkpoint
+        // exists only here, and a store that restarts or fails over within the deadline must
+        // get it. Readers wait for `end` meanwhile (it is sent below, once this settles).
+        let deadline = Instant::now() + self.cfg.seal_deadline;
+        let outcome = self.cfg.seal_retry.retry_until(deadline, close, PlaneError::is_retryable).await;
         if let Err(err) = &outcome {
             if err.kind() == PlaneErrorKind::Fenced {
                 self.fence(err.clone());
@@ -297,8 +305,10 @@ impl LiveStream {
                     Err(PlaneError::new(
                         PlaneErrorKind::NotDurable,
                         format!(
-                            "stream {}: the seal did not land; {} of {} code units are durable ({})",
+                            "stream {}: the seal did not land within {} ms; the first {} of {} code units are durable, \
+                             the rest is lost ({})",
                             self.id,
+                            self.cfg.seal_deadline.as_millis(),
                             st.durable.seq(),
                             st.text.seq(),
                             cause.message()

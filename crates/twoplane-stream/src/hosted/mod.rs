@@ -6,6 +6,7 @@
 //! - `text.rs`: the produced text still held, and where a checkpoint may cut it.
 //! - `waiters.rs`: the durable length and the flushes waiting for it.
 //! - `policy.rs`: when the next checkpoint round is due.
+//! - `backlog.rs`: the bound on text held only in memory.
 //! - `lifecycle.rs`: live, sealing, ended, fenced; a reader's cancel; the seal's outcome.
 //! - `shards.rs`: the fan-out shards the subscribers' cursors live in.
 //! - `writers.rs`: the direct-delivery writer tasks (over any [`writers::WriterHost`]).
@@ -28,6 +29,7 @@
 //! - The stream knows no plane and no subscription: its driver returns when it is to leave the
 //!   plane's map, and a join is a value the plane wraps.
 
+mod backlog;
 mod checkpoint;
 mod join;
 mod lifecycle;

@@ -3,7 +3,8 @@
 //! Guarantees (each under the stream's lock, so atomic):
 //! - `push` appends to the text and fans `chunk{from: old seq, seq, text}` out to the relay and
 //!   every subscriber in the same critical section, so frames leave in production order; a
-//!   frame nobody reads (no subscriber, no publishing relay) is not built.
+//!   frame nobody reads (no subscriber, no publishing relay) is not built. A push past the
+//!   bound on undurable text (`backlog.rs`) is refused whole with `backpressure`.
 //! - `advance` moves the durable length only forward, never past the produced length, and
 //!   emits `durable` for each move; then releases the text below the retained allowance and
 //!   resolves the flushes it covers.
@@ -14,10 +15,14 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use twoplane_core::frame::chunk_end;
 use twoplane_core::{Frame, Text};
 
+use super::backlog::OverBound;
 use super::policy::interval_deadline;
 use super::state::State;
 use super::stream::{Effects, LiveStream};
@@ -39,6 +44,11 @@ impl LiveStream {
             let seq = chunk_end(from, text.len()).map_err(|_| {
                 PlaneError::new(PlaneErrorKind::InvalidArgument, "the stream would pass 2^53 - 1 code units")
             })?;
+            let waiting = st.undurable();
+            let now = Instant::now();
+            if let Err(over) = st.backlog.admit(waiting, text.len() as u64, &self.cfg.backlog, now) {
+                return Err(self.backpressure(&st, over));
+            }
             st.text.append(text.units(), seq);
             if self.has_readers() || self.cfg.topology.publish {
                 let frame = Arc::new(Frame::Chunk { from, seq, text });
@@ -51,6 +61,26 @@ impl LiveStream {
         }
         self.apply(fx);
         Ok(())
+    }
+
+    /// The refusal of a push past the backlog bound: what waits, and when to try again (the
+    /// next checkpoint's deadline is as soon as the store could confirm anything).
+    fn backpressure(&self, st: &State, over: OverBound) -> PlaneError {
+        PlaneError::new(
+            PlaneErrorKind::Backpressure,
+            format!(
+                "stream {}: {} code units are not durable yet and the store has not answered a checkpoint for {} ms \
+                 (at most {} code units, {} ms); nothing was appended, push it again later ({} of {} are durable)",
+                self.id,
+                over.waiting,
+                over.silent_for.as_millis(),
+                self.cfg.backlog.max_chars,
+                self.cfg.backlog.max_age.as_millis(),
+                st.durable.seq(),
+                st.text.seq()
+            ),
+        )
+        .with_retry_after(self.cfg.interval.max(Duration::from_secs(1)))
     }
 
     /// Send a frame to the relay and every subscriber, in that order, under the lock.
@@ -86,6 +116,7 @@ impl LiveStream {
             return;
         }
         st.durable.raise_to(seq.min(st.text.seq()));
+        st.backlog.moved();
         if self.has_readers() || self.cfg.topology.publish {
             let frame = Arc::new(Frame::Durable { seq: st.durable.seq() });
             self.fan_out(st, frame, fx);

@@ -2,6 +2,7 @@
 //! and keeps its own rules (see its file). Everything that changes more than one part at once
 //! (a push, a checkpoint's answer, the seal) happens under the one lock, so it is atomic.
 
+use super::backlog::Backlog;
 use super::lifecycle::Lifecycle;
 use super::policy::Policy;
 use super::shards::ShardUse;
@@ -19,6 +20,8 @@ pub(crate) struct State {
     pub life: Lifecycle,
     /// Which fan-out shards are in use (`shards.rs`).
     pub shards: ShardUse,
+    /// Since when undurable text has waited unconfirmed (`backlog.rs`).
+    pub backlog: Backlog,
 }
 
 impl State {
@@ -29,7 +32,13 @@ impl State {
             policy: Policy::new(),
             life: Lifecycle::new(),
             shards: ShardUse::new(),
+            backlog: Backlog::new(),
         }
+    }
+
+    /// Produced units the store has not confirmed.
+    pub fn undurable(&self) -> u64 {
+        self.text.seq().saturating_sub(self.durable.seq())
     }
 
     /// The end of the text a checkpoint may write now (the whole text once a seal was asked
