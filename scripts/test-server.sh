@@ -64,6 +64,9 @@ say "server: producer API end to end (Node and curl producers, Chromium and Pyth
 say "server: cross-origin readers in Chromium (--allow-origin; tests/demo/cors.test.mjs)"
 (cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test cors.test.mjs)
 
+say "server: web pages against the loopback default in Chromium (no-cors posts, a rebound Host; tests/demo/cross-origin.test.mjs)"
+(cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test cross-origin.test.mjs)
+
 say "server: producer API end to end again, on PostgreSQL (the row statements and the cancel column there)"
 (cd tests/demo && TWOPLANE_PRODUCER_PG_URL="$TWOPLANE_PG_URL" TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" \
   CHROMIUM=/usr/bin/chromium node --test producer.test.mjs)
