@@ -27,6 +27,9 @@ use twoplane_core::{jsnum, splice};
 
 use wasm_bindgen::prelude::*;
 
+/// Messages made of parts (docs/contract.md §8).
+pub mod message;
+
 /// Live instances, addressed by the handles JavaScript holds (the adapter frees a slot when its
 /// object is collected; freed slots are reused). Cheaper per call than wasm-bindgen's exported
 /// classes, which add a reference count and a generated wrapper to every call: on the per-frame
