@@ -305,6 +305,10 @@ function wasmMessageMembers(glue, raw) {
     }
   }
 
+  // The text half is in the module only when it was built with the `message-text` feature (the
+  // shipped build leaves it out for its size: bindings/wasm/src/message.rs); without it these
+  // members are absent and the facade says so with an `invalid_state` error.
+  if (typeof glue.messageFrameEncode !== 'function') return { MessageConform };
   return {
     MessageConform,
     messageFrame(json, asEvent) {

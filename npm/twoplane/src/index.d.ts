@@ -250,6 +250,9 @@ export declare class TwoplaneError extends Error {
 }
 
 // ---------------------------------------------------------------- messages made of parts (§8)
+// MessageRelayConform works in every build. The codec, assembleDurableMessage and MessageReader
+// need the message codec, which the shipped wasm build leaves out for its size: there they throw
+// a TwoplaneError of kind `invalid_state` (the Node addon, and so the Node entries, have it).
 
 /** A JSON value, as attributes and metadata hold them. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

@@ -74,8 +74,18 @@ function readRows(chunks) {
 const stringOrNull = (v) => (typeof v === 'string' ? v : null);
 
 export function buildMessageApi(backend) {
+  // The text half (codec, durable message, reader) is a backend's only when it has the members:
+  // the shipped wasm build leaves it out for its size, and these names then throw `invalid_state`.
+  const textHalf = typeof backend.messageFrame === 'function' && typeof backend.assembleMessage === 'function';
+  const needText = (name) => {
+    if (!textHalf) {
+      throw new TwoplaneError('invalid_state', `${name} needs the message codec, which the ${backend.name} build here does not have (the Node addon does)`);
+    }
+  };
+
   /** The core's JSON of a message frame (strict: an invalid frame throws with the core's kind). */
   function encodeMessageFrame(frame) {
+    needText('encodeMessageFrame');
     try {
       return backend.messageFrame(frameJson(frame), false);
     } catch (err) {
@@ -85,6 +95,7 @@ export function buildMessageApi(backend) {
 
   /** One message frame as one SSE event: `id: <resume point>` when it has one, then `data:`. */
   function encodeMessageEvent(frame) {
+    needText('encodeMessageEvent');
     try {
       return backend.messageFrame(frameJson(frame), true);
     } catch (err) {
@@ -94,6 +105,7 @@ export function buildMessageApi(backend) {
 
   /** Parse and check one message frame's JSON text (the core's strict decoder). */
   function decodeMessageFrame(json) {
+    needText('decodeMessageFrame');
     if (typeof json !== 'string') throw new TwoplaneError('invalid_json', 'a frame is decoded from a string');
     let canonical;
     try {
@@ -109,6 +121,7 @@ export function buildMessageApi(backend) {
 
   /** The SSE `id:` of a message frame, or undefined; an invalid frame throws. */
   function messageResumePoint(frame) {
+    needText('messageResumePoint');
     let id;
     try {
       id = backend.messageResumePoint(frameJson(frame));
@@ -158,6 +171,7 @@ export function buildMessageApi(backend) {
    *  none), `chunks` its chunk rows `{ seq, text, parts }` (`parts` null in a text row). A row set
    *  no producer could have written throws (`invalid_field`, `invalid_offset`, `invalid_json`). */
   function assembleDurableMessage(row, chunks = []) {
+    needText('assembleDurableMessage');
     const seq = field(row, 'seq');
     try {
       const core = backend.assembleMessage(

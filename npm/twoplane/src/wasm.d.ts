@@ -101,14 +101,15 @@ export interface TwoplaneBackend {
   streamRequestFromHttp(url: string, lastEventId: string | null, requireAbsolute?: boolean): { streamId: string; from: number };
   /** The URL a reader subscribes with; throws `invalid_offset` when `from` is not an offset. */
   subscribeUrl(endpoint: string, streamId: string, from: number): string;
-  /** The core's JSON (or SSE event, with `asEvent`) of a message frame's JSON text. */
-  messageFrame(json: string, asEvent: boolean): string;
-  /** A message frame's SSE id, or -1 when it has none. */
-  messageResumePoint(json: string): number;
-  /** The field a refused frame's decode error names, or null. */
-  messageErrorField(json: string): string | null;
   MessageConform: new (from: number) => BackendMessageConform;
-  assembleMessage(body: string | null, stored: string | null, seq: number, rows: BackendChunkRow[]): BackendMessage;
+  // The text half of messages: absent from the shipped wasm build (for its size).
+  /** The core's JSON (or SSE event, with `asEvent`) of a message frame's JSON text. */
+  messageFrame?(json: string, asEvent: boolean): string;
+  /** A message frame's SSE id, or -1 when it has none. */
+  messageResumePoint?(json: string): number;
+  /** The field a refused frame's decode error names, or null. */
+  messageErrorField?(json: string): string | null;
+  assembleMessage?(body: string | null, stored: string | null, seq: number, rows: BackendChunkRow[]): BackendMessage;
 }
 
 /** Every public name, as `buildApi` returns them. */

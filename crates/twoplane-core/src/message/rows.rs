@@ -41,10 +41,10 @@ impl MessageChunkRow {
         }
         let (mut text_at, mut parts_at) = (0usize, 0usize);
         let mut rows = Vec::with_capacity(seqs.len());
-        for i in 0..seqs.len() {
-            let seq = jsnum::offset_arg("chunk seq", seqs[i])?;
-            let text = take(texts, &mut text_at, text_lens[i])?;
-            let parts = take(parts, &mut parts_at, parts_lens[i])?;
+        for ((&seq, &text_len), &parts_len) in seqs.iter().zip(text_lens).zip(parts_lens) {
+            let seq = jsnum::offset_arg("chunk seq", seq)?;
+            let text = take(texts, &mut text_at, text_len)?;
+            let parts = take(parts, &mut parts_at, parts_len)?;
             rows.push(MessageChunkRow { seq, text, parts });
         }
         Ok(rows)
@@ -53,7 +53,7 @@ impl MessageChunkRow {
 
 /// The next `len` units of `units` from `*at`, or `None` for a negative or NaN `len`.
 fn take(units: &[u16], at: &mut usize, len: f64) -> Result<Option<Text>> {
-    if !(len >= 0.0) {
+    if len.is_nan() || len < 0.0 {
         return Ok(None);
     }
     let n = jsnum::as_offset(len).and_then(|n| usize::try_from(n).ok());
