@@ -35,6 +35,57 @@ export declare class CoreSseDecoder {
 }
 export type NapiSseDecoder = CoreSseDecoder
 
+/** A durable message, as assembled from its row and chunk rows. */
+export declare class DurableMessage {
+  document(): string
+  /** The length in the coordinate (`len` is taken by clippy's convention for collections). */
+  len(): number
+  /** Every part's body length (an `open`'s `parts`), empty when nothing structural happened. */
+  partTable(): Array<number>
+  /** A reader holding a copy of this message. */
+  reader(): NapiMessageReader
+}
+export type NapiMessage = DurableMessage
+
+export declare class MessageConform {
+  constructor(from: number)
+  /** One frame other than an `open` with a part table; returns the verdict code. */
+  feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number
+  /** An `open` whose `parts` member is present (its elements as numbers, NaN for others). */
+  open(idMatches: boolean, from: number, seq: number, durableSeq: number, parts: Float64Array): number
+  end(): number
+  fail(): number
+  pos(): number
+  lastDurable(): number
+  requested(): number
+  violation(): number
+  /**
+   * The last violation's reason: a six-frame rule's quotes the frame's printed values, a part
+   * rule's is built from numbers alone.
+   */
+  reason(streamIdJson: string, from: string, seq: string, typeJson: string): string
+}
+export type NapiMessageConform = MessageConform
+
+/**
+ * A message's reader: the numeric core decides; the adapter hands over the frames whose action
+ * changed the message, so the message held (and its document) is the core's.
+ */
+export declare class MessageReader {
+  /** One frame as numbers; returns the `MessageAction::code`. */
+  feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number
+  /** The part of the last action (NaN when it named none). */
+  part(): number
+  /** The splice offset of the last action (NaN when it was no splice). */
+  at(): number
+  /** Fold the frame (its JSON text) whose action changed the message into the message held. */
+  apply(json: string): void
+  document(): string
+  resumeFrom(): number
+  stopCode(): number
+}
+export type NapiMessageReader = MessageReader
+
 export declare class Reader {
   /** `durableLen` is the length of the durable text the reader joined with: an offset. */
   constructor(durableLen: number)
@@ -47,6 +98,13 @@ export declare class Reader {
   resumeFrom(): number
 }
 export type NapiReader = Reader
+
+/**
+ * The durable message from its row (`body`, the stored document `stored`: null when not a
+ * string; the row's `seq`) and its chunk rows packed as `MessageChunkRow::from_js_packed` reads
+ * them.
+ */
+export declare function assembleDurableMessageOf(body: string | undefined | null, stored: string | undefined | null, seq: number, seqs: Float64Array, texts: string, textLens: Float64Array, parts: string, partsLens: Float64Array): DurableMessage
 
 /** Chunk indices in assembly order: ascending `seq`, input order kept for equal `seq`. */
 export declare function assemblyOrderOf(seqs: Float64Array): Uint32Array
@@ -65,6 +123,21 @@ export interface CoreSseEvent {
  * can reuse one scratch array (allocating a typed array per call costs more than a small batch).
  */
 export declare function encodeSseJson(json: string, ids: Float64Array, count: number): string
+
+/**
+ * `JSON.stringify(frame)` decoded strictly and written back by the core: the frame's JSON, or
+ * its SSE event when `asEvent`.
+ */
+export declare function messageFrameEncode(json: string, asEvent: boolean): string
+
+/**
+ * The field a refused frame's decode error names, null when it names none or the frame
+ * decodes: asked once a decode failed, so the error can carry it.
+ */
+export declare function messageFrameErrorField(json: string): string | null
+
+/** The SSE `id:` of a frame given as JSON text, or -1 when it has none. */
+export declare function messageFrameResumePoint(json: string): number
 
 /** `-1` when the durable text wins whole, else where the produced tail starts. */
 export declare function splicePointOf(durableLen: number, producedLen: number): number

@@ -6,6 +6,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { BACKEND, loadBackendApi } from './backends.mjs';
+// The one replay of message.json, shared with the wasm build in Node and in Chromium.
+import { hasMessageCodec, replayMessageVectors } from '../browser/lib/replay.mjs';
 
 const api = await loadBackendApi();
 const load = (name) => JSON.parse(readFileSync(new URL(`../vectors/${name}.json`, import.meta.url), 'utf8'));
@@ -205,4 +207,15 @@ test(`[${BACKEND}] request.json subscribe: the URL the reader requests, and the 
     assert.equal(urlRequested(c.endpoint, c.streamId, c.from), c.url, msg);
     assert.equal(api.backend.subscribeUrl(c.endpoint, c.streamId, c.from), c.url, `backend.subscribeUrl ${msg}`);
   }
+});
+
+test(`[${BACKEND}] message.json: codec, SSE events, decode errors, conform, reader, assembly, resume points`, async (t) => {
+  const results = replayMessageVectors(api, load('message'));
+  // The addon has every section; the shipped wasm build the conform pass only (size budget).
+  assert.equal(hasMessageCodec(api), BACKEND !== 'wasm', 'which builds carry the message codec');
+  const sections = hasMessageCodec(api) ? ['encode', 'sse', 'decodeError', 'resumePoint', 'conform', 'reader', 'assemble'] : ['conform', 'text half absent:'];
+  for (const section of sections) {
+    assert.ok(results.some((r) => r.name.startsWith(`${section} `)), `no ${section} case ran`);
+  }
+  for (const r of results) await t.test(r.name, () => assert.ok(r.ok, r.detail ?? ''));
 });

@@ -19,6 +19,7 @@
 mod conform;
 mod error;
 mod functions;
+mod message;
 mod reader;
 mod sse;
 mod sse_decode;

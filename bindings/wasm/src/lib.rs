@@ -27,6 +27,12 @@ use twoplane_core::{jsnum, splice};
 
 use wasm_bindgen::prelude::*;
 
+/// Messages made of parts (docs/contract.md §8): the conform pass.
+pub mod message;
+/// Their text half (codec, durable message, reader), with the `message-text` feature.
+#[cfg(feature = "message-text")]
+pub mod message_text;
+
 /// Live instances, addressed by the handles JavaScript holds (the adapter frees a slot when its
 /// object is collected; freed slots are reused). Cheaper per call than wasm-bindgen's exported
 /// classes, which add a reference count and a generated wrapper to every call: on the per-frame

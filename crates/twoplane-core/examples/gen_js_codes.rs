@@ -14,6 +14,7 @@ use std::fs;
 use std::path::Path;
 
 use twoplane_core::ddl_args::JsType;
+use twoplane_core::message::{MessageAction, MessageKind};
 use twoplane_core::reader::StopReason;
 use twoplane_core::{ErrorKind, FrameKind, ReaderAction, StreamStatus, Verdict, Violation};
 
@@ -38,6 +39,46 @@ fn action_name(a: ReaderAction) -> &'static str {
         ReaderAction::Splice { .. } => "ACTION_SPLICE",
         ReaderAction::Stop(_) => "ACTION_STOP",
     }
+}
+
+/// The reader's report of a message action (the `action` of message.json's reader vectors).
+fn message_action_name(a: MessageAction) -> &'static str {
+    match a {
+        MessageAction::Ignore => "ignore",
+        MessageAction::Splice { .. } => "splice",
+        MessageAction::Stop(_) => "stop",
+        MessageAction::Start { .. } => "start",
+        MessageAction::End { .. } => "end",
+        MessageAction::Set { .. } => "set",
+        MessageAction::Meta => "meta",
+        MessageAction::Finish => "finish",
+        MessageAction::Transient => "transient",
+    }
+}
+
+/// Every message action, in code order (the test below the list holds it to `code`).
+fn message_actions() -> [MessageAction; 9] {
+    [
+        MessageAction::Ignore,
+        MessageAction::Splice { part: 0, at: 0 },
+        MessageAction::Stop(StopReason::End),
+        MessageAction::Start { part: 0 },
+        MessageAction::End { part: 0 },
+        MessageAction::Set { part: 0 },
+        MessageAction::Meta,
+        MessageAction::Finish,
+        MessageAction::Transient,
+    ]
+}
+
+/// `MKIND_PART_END` for `part-end`: the message kinds past the six frames' and unknown.
+fn message_kind_name(k: MessageKind) -> String {
+    format!("MKIND_{}", k.as_str().to_ascii_uppercase().replace('-', "_"))
+}
+
+/// The kinds a message frame `type` names beyond the six frames (the structural events).
+fn message_events() -> impl Iterator<Item = MessageKind> {
+    MessageKind::ALL.into_iter().filter(|k| k.is_event())
 }
 
 fn kind_name(k: FrameKind) -> String {
@@ -135,7 +176,32 @@ fn js() -> String {
         "export const JS_TYPES = Object.freeze([{}]);",
         quoted_list(JsType::ALL.into_iter().map(JsType::name))
     );
+    js_message(&mut s);
     s
+}
+
+/// The codes of messages made of parts (docs/contract.md §8).
+fn js_message(s: &mut String) {
+    s.push_str("\n/** Message kind codes past the six frames' (twoplane_core::message::MessageKind). */\n");
+    for k in message_events() {
+        let _ = writeln!(s, "export const {} = {};", message_kind_name(k), k as u32);
+    }
+    s.push_str("\n/** The message kind code of a value: its `type` when a message frame has it, else\n");
+    s.push_str(" *  KIND_UNKNOWN (non-objects included). */\n");
+    s.push_str("export function messageKindCode(frame) {\n");
+    let _ = writeln!(s, "  if (frame === null || frame === undefined) return {};", MessageKind::Unknown as u32);
+    s.push_str("  switch (frame.type) {\n");
+    for k in MessageKind::ALL.into_iter().filter(|k| *k != MessageKind::Unknown) {
+        let _ = writeln!(s, "    case '{}': return {};", k.as_str(), k as u32);
+    }
+    let _ = writeln!(s, "    default: return {};", MessageKind::Unknown as u32);
+    s.push_str("  }\n}\n");
+    s.push_str("\n/** Message reader actions, indexed by twoplane_core::message::MessageAction::code. */\n");
+    let _ = writeln!(
+        s,
+        "export const MESSAGE_ACTIONS = Object.freeze([{}]);",
+        quoted_list(message_actions().into_iter().map(message_action_name))
+    );
 }
 
 fn dts() -> String {
@@ -168,6 +234,30 @@ fn dts() -> String {
     let _ =
         writeln!(s, "export type StreamStatus ={};", union(StreamStatus::ALL.into_iter().map(StreamStatus::as_str)));
     s.push_str("export declare const STREAM_STATUSES: readonly StreamStatus[];\n\n");
-    s.push_str("export declare const JS_TYPES: readonly string[];\n");
+    s.push_str("export declare const JS_TYPES: readonly string[];\n\n");
+    for k in message_events() {
+        let _ = writeln!(s, "export declare const {}: {};", message_kind_name(k), k as u32);
+    }
+    s.push_str("export type MessageKindCode =");
+    for k in MessageKind::ALL {
+        let _ = write!(s, "{} {}", if k as u32 == 0 { "" } else { " |" }, k as u32);
+    }
+    s.push_str(";\n");
+    s.push_str("export declare function messageKindCode(frame: unknown): MessageKindCode;\n");
+    s.push_str("/** What a message reader did with a frame. */\n");
+    let _ = writeln!(s, "export type MessageActionName ={};", union(message_actions().into_iter().map(message_action_name)));
+    s.push_str("export declare const MESSAGE_ACTIONS: readonly MessageActionName[];\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_actions_are_in_code_order() {
+        for (i, a) in message_actions().into_iter().enumerate() {
+            assert_eq!(a.code() as usize, i);
+        }
+    }
 }

@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { TwoplaneError } from './errors.js';
 import { ERROR_KINDS } from './codes.js';
+import { packRows } from './rows.js';
 
 const require = createRequire(import.meta.url);
 
@@ -163,6 +164,7 @@ export function napiBackend(addon) {
     name: 'napi',
     Conform,
     Reader,
+    ...napiMessageMembers(addon),
     splicePoint(durableLen, producedLen) {
       try {
         return addon.splicePointOf(n(durableLen), n(producedLen));
@@ -203,6 +205,142 @@ export function napiBackend(addon) {
       } catch (err) {
         throw toTwoplaneError(err);
       }
+    },
+  };
+}
+
+/** The message members of the backend (facade.js) over the addon's classes; arguments coerced
+ *  to the declared types here, as for Conform and Reader. */
+function napiMessageMembers(addon) {
+  const call = (f) => {
+    try {
+      return f();
+    } catch (err) {
+      throw toTwoplaneError(err);
+    }
+  };
+
+  class MessageConform {
+    #h;
+
+    constructor(from) {
+      this.#h = new addon.MessageConform(n(from));
+    }
+
+    feed(kind, idMatches, a, b, c, part, at) {
+      return this.#h.feed(n(kind), idMatches === true, n(a), n(b), n(c), n(part), n(at));
+    }
+
+    open(idMatches, from, seq, durableSeq, parts) {
+      return this.#h.open(idMatches === true, n(from), n(seq), n(durableSeq), parts);
+    }
+
+    end() {
+      return this.#h.end();
+    }
+
+    fail() {
+      return this.#h.fail();
+    }
+
+    pos() {
+      return this.#h.pos();
+    }
+
+    lastDurable() {
+      return this.#h.lastDurable();
+    }
+
+    requested() {
+      return this.#h.requested();
+    }
+
+    violation() {
+      return this.#h.violation();
+    }
+
+    reason(streamIdJson, from, seq, typeJson) {
+      return this.#h.reason(String(streamIdJson), String(from), String(seq), String(typeJson));
+    }
+  }
+
+  // The addon's DurableMessage and MessageReader are used as they are: their methods take
+  // strings or nothing, and apply() is the one that can fail (wrapped here).
+  class MessageReader {
+    #h;
+
+    constructor(native) {
+      this.#h = native;
+    }
+
+    feed(kind, idMatches, a, b, c, part, at) {
+      return this.#h.feed(n(kind), idMatches === true, n(a), n(b), n(c), n(part), n(at));
+    }
+
+    part() {
+      return this.#h.part();
+    }
+
+    at() {
+      return this.#h.at();
+    }
+
+    apply(json) {
+      call(() => this.#h.apply(String(json)));
+    }
+
+    document() {
+      return this.#h.document();
+    }
+
+    resumeFrom() {
+      return this.#h.resumeFrom();
+    }
+
+    stopCode() {
+      return this.#h.stopCode();
+    }
+  }
+
+  class Message {
+    #h;
+
+    constructor(native) {
+      this.#h = native;
+    }
+
+    document() {
+      return this.#h.document();
+    }
+
+    len() {
+      return this.#h.len();
+    }
+
+    partTable() {
+      return this.#h.partTable();
+    }
+
+    reader() {
+      return new MessageReader(this.#h.reader());
+    }
+  }
+
+  const str = (s) => (typeof s === 'string' ? s : null);
+  return {
+    MessageConform,
+    messageFrame(json, asEvent) {
+      return call(() => addon.messageFrameEncode(String(json), asEvent === true));
+    },
+    messageResumePoint(json) {
+      return call(() => addon.messageFrameResumePoint(String(json)));
+    },
+    messageErrorField(json) {
+      return call(() => addon.messageFrameErrorField(String(json))) ?? null;
+    },
+    assembleMessage(body, stored, seq, rows) {
+      const p = packRows(rows);
+      return new Message(call(() => addon.assembleDurableMessageOf(str(body), str(stored), n(seq), p.seqs, p.texts, p.textLens, p.parts, p.partsLens)));
     },
   };
 }

@@ -7,6 +7,7 @@
 import { TwoplaneError } from './errors.js';
 import { fromUnits, toUnits } from './units.js';
 import { JS_TYPES } from './codes.js';
+import { packRows } from './rows.js';
 
 /** Core errors cross as `"<kind>: <message>"` (the core's Display); rebuild the typed error. */
 function coreError(raw) {
@@ -117,10 +118,13 @@ export function wasmBackend(glue, raw = glue) {
     }
   }
 
+  const messages = wasmMessageMembers(glue, raw);
+
   return {
     name: 'wasm',
     Conform,
     Reader,
+    ...messages,
     splicePoint: glue.splicePoint,
     assemblyOrder(seqs) {
       return glue.assemblyOrder(seqs);
@@ -175,6 +179,153 @@ export function wasmBackend(glue, raw = glue) {
       } catch (err) {
         throw coreError(err);
       }
+    },
+  };
+}
+
+/** The message members of the backend (facade.js): handles into the module's slabs, freed when
+ *  their object is collected, as for Conform and Reader. The id match rides on the kind code as
+ *  `kind | 256` (message kind codes pass 8, the six-frame calls' bit). */
+function wasmMessageMembers(glue, raw) {
+  const conforms = new FinalizationRegistry((h) => glue.messageConformDrop(h));
+  const messages = new FinalizationRegistry((h) => glue.messageDrop(h));
+  const readers = new FinalizationRegistry((h) => glue.messageReaderDrop(h));
+  const call = (f) => {
+    try {
+      return f();
+    } catch (err) {
+      throw coreError(err);
+    }
+  };
+
+  class MessageConform {
+    #h;
+
+    constructor(from) {
+      this.#h = glue.messageConformNew(from);
+      conforms.register(this, this.#h);
+    }
+
+    feed(kind, idMatches, a, b, c, part, at) {
+      return raw.messageConformFeed(this.#h, idMatches ? kind | 256 : kind, a, b, c, part, at);
+    }
+
+    open(idMatches, from, seq, durableSeq, parts) {
+      return glue.messageConformOpen(this.#h, idMatches, from, seq, durableSeq, parts);
+    }
+
+    end() {
+      return raw.messageConformEnd(this.#h);
+    }
+
+    fail() {
+      return raw.messageConformFail(this.#h);
+    }
+
+    pos() {
+      return raw.messageConformPos(this.#h);
+    }
+
+    lastDurable() {
+      return raw.messageConformLastDurable(this.#h);
+    }
+
+    requested() {
+      return raw.messageConformRequested(this.#h);
+    }
+
+    violation() {
+      return raw.messageConformViolation(this.#h);
+    }
+
+    reason(streamIdJson, from, seq, typeJson) {
+      return fromUnits(glue.messageConformReason(this.#h, toUnits(streamIdJson), toUnits(from), toUnits(seq), toUnits(typeJson)));
+    }
+  }
+
+  class MessageReader {
+    #h;
+
+    constructor(h) {
+      this.#h = h;
+      readers.register(this, h);
+    }
+
+    feed(kind, idMatches, a, b, c, part, at) {
+      return raw.messageReaderFeed(this.#h, idMatches ? kind | 256 : kind, a, b, c, part, at);
+    }
+
+    part() {
+      return raw.messageReaderPart(this.#h);
+    }
+
+    at() {
+      return raw.messageReaderAt(this.#h);
+    }
+
+    apply(json) {
+      call(() => glue.messageReaderApply(this.#h, toUnits(json)));
+    }
+
+    document() {
+      return glue.messageReaderDocument(this.#h);
+    }
+
+    resumeFrom() {
+      return raw.messageReaderResumeFrom(this.#h);
+    }
+
+    stopCode() {
+      return raw.messageReaderStopCode(this.#h);
+    }
+  }
+
+  class Message {
+    #h;
+
+    constructor(h) {
+      this.#h = h;
+      messages.register(this, h);
+    }
+
+    document() {
+      return glue.messageDocument(this.#h);
+    }
+
+    len() {
+      return raw.messageLen(this.#h);
+    }
+
+    partTable() {
+      return glue.messagePartTable(this.#h);
+    }
+
+    reader() {
+      return new MessageReader(call(() => glue.messageReaderNew(this.#h)));
+    }
+  }
+
+  // The text half is in the module only when it was built with the `message-text` feature (the
+  // shipped build leaves it out for its size: bindings/wasm/src/message.rs); without it these
+  // members are absent and the facade says so with an `invalid_state` error.
+  if (typeof glue.messageFrameEncode !== 'function') return { MessageConform };
+  return {
+    MessageConform,
+    messageFrame(json, asEvent) {
+      return call(() => glue.messageFrameEncode(toUnits(json), asEvent === true));
+    },
+    messageResumePoint(json) {
+      return call(() => glue.messageFrameResumePoint(toUnits(json)));
+    },
+    messageErrorField(json) {
+      const field = glue.messageFrameErrorField(toUnits(json));
+      return field === '' ? null : field;
+    },
+    assembleMessage(body, stored, seq, rows) {
+      const p = packRows(rows);
+      const units = (s) => (typeof s === 'string' ? toUnits(s) : undefined);
+      const h = call(() => glue.messageAssemble(units(body), units(stored), seq, p.seqs, toUnits(p.texts), p.textLens, toUnits(p.parts), p.partsLens));
+      return new Message(h);
     },
   };
 }

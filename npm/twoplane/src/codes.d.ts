@@ -56,3 +56,24 @@ export type StreamStatus =
 export declare const STREAM_STATUSES: readonly StreamStatus[];
 
 export declare const JS_TYPES: readonly string[];
+
+export declare const MKIND_PART: 7;
+export declare const MKIND_PART_END: 8;
+export declare const MKIND_SET: 9;
+export declare const MKIND_META: 10;
+export declare const MKIND_FINISH: 11;
+export declare const MKIND_TRANSIENT: 12;
+export type MessageKindCode = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12;
+export declare function messageKindCode(frame: unknown): MessageKindCode;
+/** What a message reader did with a frame. */
+export type MessageActionName =
+  | 'ignore'
+  | 'splice'
+  | 'stop'
+  | 'start'
+  | 'end'
+  | 'set'
+  | 'meta'
+  | 'finish'
+  | 'transient';
+export declare const MESSAGE_ACTIONS: readonly MessageActionName[];

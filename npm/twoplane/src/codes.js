@@ -53,3 +53,35 @@ export const STREAM_STATUSES = Object.freeze(['complete', 'cancelled', 'error', 
 /** JavaScript types as the core's argument checks take them (twoplane_core::ddl_args::JsType),
  *  indexed by code: `typeof`, with `null` apart. */
 export const JS_TYPES = Object.freeze(['undefined', 'null', 'boolean', 'number', 'string', 'symbol', 'bigint', 'object', 'function']);
+
+/** Message kind codes past the six frames' (twoplane_core::message::MessageKind). */
+export const MKIND_PART = 7;
+export const MKIND_PART_END = 8;
+export const MKIND_SET = 9;
+export const MKIND_META = 10;
+export const MKIND_FINISH = 11;
+export const MKIND_TRANSIENT = 12;
+
+/** The message kind code of a value: its `type` when a message frame has it, else
+ *  KIND_UNKNOWN (non-objects included). */
+export function messageKindCode(frame) {
+  if (frame === null || frame === undefined) return 6;
+  switch (frame.type) {
+    case 'open': return 0;
+    case 'chunk': return 1;
+    case 'durable': return 2;
+    case 'end': return 3;
+    case 'stale': return 4;
+    case 'absent': return 5;
+    case 'part': return 7;
+    case 'part-end': return 8;
+    case 'set': return 9;
+    case 'meta': return 10;
+    case 'finish': return 11;
+    case 'transient': return 12;
+    default: return 6;
+  }
+}
+
+/** Message reader actions, indexed by twoplane_core::message::MessageAction::code. */
+export const MESSAGE_ACTIONS = Object.freeze(['ignore', 'splice', 'stop', 'start', 'end', 'set', 'meta', 'finish', 'transient']);

@@ -38,6 +38,23 @@
 //   streamRequestFromHttp(url, lastEventId|null, requireAbsolute)  { streamId, from }; a
 //                                         relative url with requireAbsolute throws `invalid_url`
 //   subscribeUrl(endpoint, streamId, from)  the URL a reader subscribes with (string)
+// Messages made of parts (docs/contract.md §8; message.js; the codes of codes.js, MKIND_* and
+// MESSAGE_ACTIONS):
+//   messageFrame(json, asEvent)           the core's JSON (or SSE event) of a frame's JSON text,
+//                                         strictly decoded; throws an error with `.kind`
+//   messageResumePoint(json)              the frame's SSE id, or -1; throws as above
+//   messageErrorField(json)               the field a refused frame's error names, or null
+//   new MessageConform(from)              as Conform, with part numbers; methods:
+//     feed(kind, idMatches, a, b, c, part, at)  as Conform.feed; events: a=from b=seq; part and
+//                                         at NaN when absent
+//     open(idMatches, from, seq, durableSeq, parts)  an open whose `parts` is present
+//                                         (Float64Array, NaN for non-numbers)
+//     end(), fail(), pos(), lastDurable(), requested(), violation(), reason(...)  as Conform
+//   assembleMessage(body|null, stored|null, seq, rows)  the durable message (rows: [{ seq, text,
+//                                         parts }]); throws with `.kind`; methods: document(),
+//                                         len(), partTable() (empty: none), reader()
+//     reader() -> feed(kind, idMatches, a, b, c, part, at) (MessageAction code), part(), at(),
+//                 apply(frameJson), document(), resumeFrom(), stopCode()
 // A backend may be mixed per operation (the Node entry may take some members from the addon and
 // some from the wasm build): the facade never assumes two members come from the same binding,
 // except that a Conform's or Reader's methods come with its constructor.
@@ -45,7 +62,8 @@
 import { TwoplaneError, asTwoplaneError } from './errors.js';
 import { createStreamReader } from './reader.js';
 import { SseDecoder, encodeSseEvent } from './sse.js';
-import { frameKindCode, num, textLen } from './frames.js';
+import { field, frameKindCode, num, printJson, printString, textLen } from './frames.js';
+import { buildMessageApi } from './message.js';
 import {
   KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN,
   VERDICT_DROP, VERDICT_OPEN_THEN_PASS, VERDICT_PASS, VERDICT_VIOLATION,
@@ -62,28 +80,6 @@ export const STREAM_SSE_HEADERS = Object.freeze({
   'x-accel-buffering': 'no',
 });
 
-// The printed pieces a violation reason may quote, exactly as a template literal would print
-// them in the JavaScript this replaces; never throws (a hostile value prints as its tag).
-function printString(v) {
-  try {
-    return String(v);
-  } catch {
-    return Object.prototype.toString.call(v);
-  }
-}
-
-function printJson(v) {
-  try {
-    const s = JSON.stringify(v);
-    return s === undefined ? 'undefined' : s;
-  } catch {
-    return printString(v);
-  }
-}
-
-function field(frame, name) {
-  return frame === null || frame === undefined ? undefined : frame[name];
-}
 
 /** `frameResumePoint` (docs/contract.md §2): the SSE `id:` of a frame, or undefined. */
 export function frameResumePoint(frame) {
@@ -302,6 +298,9 @@ export function buildApi(backend) {
   }
 
   const StreamReader = createStreamReader(backend, { spliceStreamText });
+  // Messages made of parts (docs/contract.md §8): their own names, over their own members of the
+  // backend, so nothing above changes for a single text.
+  const message = buildMessageApi(backend);
 
   return {
     backend: backend.name,
@@ -326,5 +325,6 @@ export function buildApi(backend) {
       return out;
     },
     TwoplaneError,
+    ...message,
   };
 }

@@ -15,3 +15,27 @@ export function num(x) {
 export function textLen(x) {
   return typeof x === 'string' ? x.length : NaN;
 }
+
+/** `frame[name]`, or undefined when there is no frame at all. */
+export function field(frame, name) {
+  return frame === null || frame === undefined ? undefined : frame[name];
+}
+
+// The printed pieces a violation reason may quote, exactly as a template literal would print
+// them in the JavaScript this replaces; never throws (a hostile value prints as its tag).
+export function printString(v) {
+  try {
+    return String(v);
+  } catch {
+    return Object.prototype.toString.call(v);
+  }
+}
+
+export function printJson(v) {
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? 'undefined' : s;
+  } catch {
+    return printString(v);
+  }
+}

@@ -2,7 +2,7 @@
 // except the code names imported from codes.d.ts (generated from the core); checked against a
 // usage file by tests/browser/types (tsc --noEmit).
 
-import type { CoreStopReason, StreamStatus, TwoplaneErrorKind } from './codes.js';
+import type { CoreStopReason, MessageActionName, StreamStatus, TwoplaneErrorKind } from './codes.js';
 
 /** How a sealed stream ended (generated from the core, in codes.d.ts). */
 export type { StreamStatus };
@@ -245,4 +245,201 @@ export type { TwoplaneErrorKind };
 export declare class TwoplaneError extends Error {
   constructor(kind: TwoplaneErrorKind, message: string, options?: { cause?: unknown });
   readonly kind: TwoplaneErrorKind;
+  /** The field a decode error concerns (`decodeMessageFrame` only; null: none). */
+  field?: string | null;
+}
+
+// ---------------------------------------------------------------- messages made of parts (§8)
+// MessageRelayConform works in every build. The codec, assembleDurableMessage and MessageReader
+// need the message codec, which the shipped wasm build leaves out for its size: there they throw
+// a TwoplaneError of kind `invalid_state` (the Node addon, and so the Node entries, have it).
+
+/** A JSON value, as attributes and metadata hold them. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** An `open` of a message subscription: `parts` is every part's body length at `from`, absent
+ *  when nothing structural happened before it. */
+export interface MessageOpenFrame extends StreamOpenFrame {
+  parts?: number[];
+}
+
+/** Body text of part `part` at body offset `at`, spanning `from..seq`; `part` and `at` are absent
+ *  exactly when the chunk is part 0 at `from` (today's chunk). */
+export interface MessageChunkFrame extends StreamChunkFrame {
+  part?: number;
+  at?: number;
+}
+
+/** Part `part` starts with `kind` (`text`, `reasoning`, `tool-<name>`, `data-<name>`, ...). */
+export interface MessagePartFrame {
+  type: 'part';
+  from: number;
+  seq: number;
+  part: number;
+  kind: string;
+  value?: { [key: string]: JsonValue };
+}
+
+/** Part `part` receives no more body; `value` merges into its attributes. */
+export interface MessagePartEndFrame {
+  type: 'part-end';
+  from: number;
+  seq: number;
+  part: number;
+  value?: { [key: string]: JsonValue };
+}
+
+/** `value` merges into part `part`'s attributes. */
+export interface MessageSetFrame {
+  type: 'set';
+  from: number;
+  seq: number;
+  part: number;
+  value?: { [key: string]: JsonValue };
+}
+
+/** `value` merges into the message's metadata. */
+export interface MessageMetaFrame {
+  type: 'meta';
+  from: number;
+  seq: number;
+  value?: { [key: string]: JsonValue };
+}
+
+/** The model's finish reason. */
+export interface MessageFinishFrame {
+  type: 'finish';
+  from: number;
+  seq: number;
+  reason: string;
+}
+
+/** A live-only part, never stored (a stored one has neither `kind` nor `value`). */
+export interface MessageTransientFrame {
+  type: 'transient';
+  from: number;
+  seq: number;
+  kind?: string;
+  value?: { [key: string]: JsonValue };
+}
+
+export type MessageEventFrame =
+  | MessagePartFrame
+  | MessagePartEndFrame
+  | MessageSetFrame
+  | MessageMetaFrame
+  | MessageFinishFrame
+  | MessageTransientFrame;
+
+/** Every frame of a message subscription. */
+export type MessageFrame =
+  | MessageOpenFrame
+  | MessageChunkFrame
+  | StreamDurableFrame
+  | StreamEndFrame
+  | StreamStaleFrame
+  | StreamAbsentFrame
+  | MessageEventFrame;
+
+/** The core's JSON of a frame; an invalid frame throws a TwoplaneError with the decoder's kind. */
+export declare function encodeMessageFrame(frame: MessageFrame): string;
+/** One frame as one SSE event: `id: <resume point>\n` when it has one, then `data: <JSON>\n\n`. */
+export declare function encodeMessageEvent(frame: MessageFrame): string;
+/** Strictly decode one frame's JSON text; throws a TwoplaneError naming the first problem, with
+ *  `field` set to the field it concerns (null: none). */
+export declare function decodeMessageFrame(json: string): MessageFrame;
+/** The SSE `id:` of a frame (`seq` for a structural event), or undefined. */
+export declare function messageResumePoint(frame: MessageFrame): number | undefined;
+
+/** One stored part, as the document lists it (close to the AI SDK's `UIMessage.parts`). */
+export interface StoredPart {
+  type: string;
+  text?: string;
+  inputText?: string;
+  [attribute: string]: JsonValue | undefined;
+}
+
+/** The stored document of a message. */
+export interface StoredMessage {
+  parts: StoredPart[];
+  metadata?: { [key: string]: JsonValue };
+  finishReason?: string;
+}
+
+/** The message row: its plain-text `body`, the stored `document` (JSON text) and its `seq`. */
+export interface MessageRowLike {
+  body?: string | null;
+  document?: string | null;
+  seq?: number;
+}
+
+/** A chunk row of a message: `parts` is the JSON array of its frames, null in a text row. */
+export interface MessageChunkRow {
+  seq: number;
+  text?: string | null;
+  parts?: string | null;
+}
+
+/** The durable message of a row and its chunk rows. */
+export declare class DurableMessage {
+  private constructor();
+  /** The stored document's JSON text. */
+  readonly document: string;
+  /** The document, parsed. */
+  readonly message: StoredMessage;
+  /** The length in the coordinate: where a reader holding it joins. */
+  readonly len: number;
+  /** Every part's body length, or null when nothing structural happened. */
+  readonly parts: number[] | null;
+}
+
+/** Assemble the durable message; a row set no producer could have written throws. */
+export declare function assembleDurableMessage(row: MessageRowLike, chunks?: readonly MessageChunkRow[]): DurableMessage;
+
+/** The relay conform pass for messages: as StreamRelayConform, with the part rules of §8. */
+export declare class MessageRelayConform {
+  constructor(streamId: string, from: number, onViolation?: (reason: string) => void);
+  readonly streamId: string;
+  readonly from: number;
+  onViolation?: (reason: string) => void;
+  readonly pos: number;
+  readonly lastDurable: number;
+  /** The frames to forward for one relayed value (any value: hostile input is handled). */
+  feed(frame: unknown): MessageFrame[];
+  end(): MessageFrame[];
+  fail(): MessageFrame[];
+}
+
+/** One change a MessageReader reports. */
+export interface MessageReaderUpdate {
+  action: Exclude<MessageActionName, 'ignore' | 'stop'>;
+  /** The part touched (absent for `meta`, `finish` and `transient`). */
+  part?: number;
+  /** For a splice: the part's body becomes `body.slice(0, at) + frame.text`. */
+  at?: number;
+  frame: MessageFrame;
+}
+
+export interface MessageReaderOptions {
+  streamId: string;
+  /** The durable message the reader joins holding (none: the empty message). */
+  durable?: DurableMessage | null;
+  onUpdate?: (update: MessageReaderUpdate) => void;
+  onStop?: (reason: CoreStopReason) => void;
+}
+
+/** The reader of a message: accumulates its parts from the subscription's frames. */
+export declare class MessageReader {
+  constructor(options: MessageReaderOptions);
+  readonly streamId: string;
+  /** Why it stopped, or null while live. */
+  readonly stopped: CoreStopReason | null;
+  /** Where a reconnect resumes (`Last-Event-ID`). */
+  readonly resumeFrom: number;
+  /** The message held, as its document's JSON text. */
+  readonly document: string;
+  /** The message held, parsed. */
+  readonly message: StoredMessage;
+  /** One frame of the subscription; returns whether the reader is still live. */
+  push(frame: unknown): boolean;
 }

@@ -19,6 +19,11 @@ export declare const ROUTES: Readonly<{
   streamRequestFromHttp: TwoplaneBuild;
   subscribeUrl: TwoplaneBuild;
   encodeSseEvents: TwoplaneBuild;
+  MessageConform: TwoplaneBuild;
+  messageFrame: TwoplaneBuild;
+  messageResumePoint: TwoplaneBuild;
+  messageErrorField: TwoplaneBuild;
+  assembleMessage: TwoplaneBuild;
 }>;
 /** The smallest batch `encodeSseEvents` hands to the addon; smaller ones stay in JavaScript. */
 export declare const SSE_BATCH_MIN: number;

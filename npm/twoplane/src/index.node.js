@@ -58,6 +58,14 @@ export const ROUTES = Object.freeze({
   // request parser above.
   subscribeUrl: 'wasm',
   encodeSseEvents: 'napi',
+  // Messages made of parts: not measured yet. The conform pass is per frame, so it follows
+  // Conform to wasm; the text half (codec, assembly, and the reader that comes with a durable
+  // message) is the addon's, since the shipped wasm build leaves it out for its size.
+  MessageConform: 'wasm',
+  messageFrame: 'napi',
+  messageResumePoint: 'napi',
+  messageErrorField: 'napi',
+  assembleMessage: 'napi',
 });
 
 /** The smallest batch the addon's SSE encoder is measured faster for (see ROUTES); below it the
@@ -87,7 +95,7 @@ const wasm = wasmApi === null ? null : wasmApi.backend;
 /** Member by member: the routed choice when both builds loaded, else the one that did. */
 const routes = {};
 const backend = { name: napi !== null ? 'napi' : 'wasm' };
-for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkIdText', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl']) {
+for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkIdText', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl', 'MessageConform', 'messageFrame', 'messageResumePoint', 'messageErrorField', 'assembleMessage']) {
   const from = napi === null ? 'wasm' : wasm === null ? 'napi' : ROUTES[member];
   routes[member] = from;
   backend[member] = (from === 'napi' ? napi : wasm)[member];
@@ -125,6 +133,14 @@ export const {
   SseDecoder,
   encodeSseEvent,
   encodeSseEvents,
+  encodeMessageFrame,
+  encodeMessageEvent,
+  decodeMessageFrame,
+  messageResumePoint,
+  assembleDurableMessage,
+  DurableMessage,
+  MessageRelayConform,
+  MessageReader,
 } = api;
 export { TwoplaneError, buildApi };
 export default api;

@@ -16,6 +16,14 @@ import type {
   streamRequestFromHttp,
   encodeSseEvent,
   encodeSseEvents,
+  encodeMessageFrame,
+  encodeMessageEvent,
+  decodeMessageFrame,
+  messageResumePoint,
+  assembleDurableMessage,
+  DurableMessage,
+  MessageRelayConform,
+  MessageReader,
 } from './index.js';
 
 /** The numeric conform pass a backend provides (docs/js-backend.md). */
@@ -39,6 +47,45 @@ export interface BackendReader {
   resumeFrom(): number;
 }
 
+/** The numeric message conform pass a backend provides (docs/contract.md §8; facade.js). */
+export interface BackendMessageConform {
+  feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number;
+  open(idMatches: boolean, from: number, seq: number, durableSeq: number, parts: Float64Array): number;
+  end(): number;
+  fail(): number;
+  pos(): number;
+  lastDurable(): number;
+  requested(): number;
+  violation(): number;
+  reason(streamIdJson: string, from: string, seq: string, typeJson: string): string;
+}
+
+/** A backend's message reader: decides from numbers, folds the frames that change the message. */
+export interface BackendMessageReader {
+  feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number;
+  part(): number;
+  at(): number;
+  apply(frameJson: string): void;
+  document(): string;
+  resumeFrom(): number;
+  stopCode(): number;
+}
+
+/** A backend's durable message. */
+export interface BackendMessage {
+  document(): string;
+  len(): number;
+  partTable(): ArrayLike<number>;
+  reader(): BackendMessageReader;
+}
+
+/** A chunk row as `assembleMessage` takes it. */
+export interface BackendChunkRow {
+  seq: number;
+  text: unknown;
+  parts: unknown;
+}
+
 /** What `buildApi` needs (docs/js-backend.md). */
 export interface TwoplaneBackend {
   readonly name: string;
@@ -54,6 +101,15 @@ export interface TwoplaneBackend {
   streamRequestFromHttp(url: string, lastEventId: string | null, requireAbsolute?: boolean): { streamId: string; from: number };
   /** The URL a reader subscribes with; throws `invalid_offset` when `from` is not an offset. */
   subscribeUrl(endpoint: string, streamId: string, from: number): string;
+  MessageConform: new (from: number) => BackendMessageConform;
+  // The text half of messages: absent from the shipped wasm build (for its size).
+  /** The core's JSON (or SSE event, with `asEvent`) of a message frame's JSON text. */
+  messageFrame?(json: string, asEvent: boolean): string;
+  /** A message frame's SSE id, or -1 when it has none. */
+  messageResumePoint?(json: string): number;
+  /** The field a refused frame's decode error names, or null. */
+  messageErrorField?(json: string): string | null;
+  assembleMessage?(body: string | null, stored: string | null, seq: number, rows: BackendChunkRow[]): BackendMessage;
 }
 
 /** Every public name, as `buildApi` returns them. */
@@ -73,6 +129,14 @@ export interface TwoplaneApi {
   encodeSseEvent: typeof encodeSseEvent;
   encodeSseEvents: typeof encodeSseEvents;
   TwoplaneError: typeof TwoplaneError;
+  encodeMessageFrame: typeof encodeMessageFrame;
+  encodeMessageEvent: typeof encodeMessageEvent;
+  decodeMessageFrame: typeof decodeMessageFrame;
+  messageResumePoint: typeof messageResumePoint;
+  assembleDurableMessage: typeof assembleDurableMessage;
+  DurableMessage: typeof DurableMessage;
+  MessageRelayConform: typeof MessageRelayConform;
+  MessageReader: typeof MessageReader;
 }
 
 /** The wasm build's backend object. */

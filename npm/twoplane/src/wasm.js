@@ -42,6 +42,14 @@ export const {
   SseDecoder,
   encodeSseEvent,
   encodeSseEvents,
+  encodeMessageFrame,
+  encodeMessageEvent,
+  decodeMessageFrame,
+  messageResumePoint,
+  assembleDurableMessage,
+  DurableMessage,
+  MessageRelayConform,
+  MessageReader,
   TwoplaneError,
 } = api;
 export { buildApi };

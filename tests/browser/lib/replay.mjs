@@ -3,7 +3,7 @@
 // in Node (node-vectors.test.mjs) and in a Chromium page (pages/vectors.html).
 //
 // `replayVectors(api, files)` takes the package's exports and the parsed files by name
-// (`{ conform, reader, text, codec, sse, request, ddl }`), and returns one result per case:
+// (`{ conform, reader, text, codec, sse, request, ddl, message }`), and returns one result per case:
 // `{ file, name, ok, detail }`. A case is compared as JSON text (key order included, since the
 // contract fixes it), and a frame the contract passes through must be the very object fed in.
 
@@ -145,6 +145,144 @@ function subscribeCase(api, c) {
   return url === c.url ? null : `${j(url)}, want ${j(c.url)}`;
 }
 
+// ---------------------------------------------------------------- message.json (§8)
+
+/** A conform case through the message pass: the same checks as conformCase. */
+function messageConformCase(api, c) {
+  return conformCase({ StreamRelayConform: api.MessageRelayConform }, c);
+}
+
+/** A durable message folded from `frames` (from offset 0): one parts row holding them. */
+function durableOf(api, frames) {
+  return api.assembleDurableMessage({ seq: 0 }, [{ seq: 0, text: '', parts: JSON.stringify(frames) }]);
+}
+
+function messageReaderCase(api, c) {
+  let event = null;
+  const durable = durableOf(api, c.durable);
+  const reader = new api.MessageReader({
+    streamId: c.streamId,
+    durable,
+    onUpdate(u) {
+      // The vector's key order: action, part, at.
+      event = { action: u.action };
+      if (u.part !== undefined) event.part = u.part;
+      if (u.at !== undefined) event.at = u.at;
+    },
+    onStop(reason) {
+      event = { action: 'stop', reason };
+    },
+  });
+  if (reader.document !== durable.document) return `seeded with ${reader.document}, want ${durable.document}`;
+  for (let i = 0; i < c.frames.length; i++) {
+    event = null;
+    reader.push(c.frames[i]);
+    const got = event ?? { action: 'ignore' };
+    if (j(got) !== j(c.expect[i])) return `frame ${i}: ${j(got)}, want ${j(c.expect[i])}`;
+  }
+  if (reader.document !== c.message) return `message ${j(reader.document)}, want ${j(c.message)}`;
+  if (j(reader.message) !== c.message) return `parsed message ${j(reader.message)}, want ${c.message}`;
+  if (reader.resumeFrom !== c.resumeFrom) return `resumeFrom ${reader.resumeFrom}, want ${c.resumeFrom}`;
+  return null;
+}
+
+function messageAssembleCase(api, c) {
+  const row = { body: c.body, document: c.stored, seq: c.seq };
+  let m;
+  try {
+    m = api.assembleDurableMessage(row, c.chunks);
+  } catch (err) {
+    if (!(err instanceof api.TwoplaneError)) return `threw a ${err?.name}, not a TwoplaneError: ${err}`;
+    return err.kind === c.error ? null : `threw ${err.kind}, want ${j(c.error ?? c.document)}`;
+  }
+  if ('error' in c) return `assembled ${j(m.document)}, want the error ${c.error}`;
+  if (m.document !== c.document) return `document ${j(m.document)}, want ${j(c.document)}`;
+  if (j(m.message) !== c.document) return `parsed document ${j(m.message)}, want ${c.document}`;
+  return m.len === c.len ? null : `len ${m.len}, want ${c.len}`;
+}
+
+function messageDecodeErrorCase(api, c) {
+  try {
+    const f = api.decodeMessageFrame(c.input);
+    return `decoded ${j(f)}, want the error ${c.kind}`;
+  } catch (err) {
+    if (!(err instanceof api.TwoplaneError)) return `threw a ${err?.name}, not a TwoplaneError: ${err}`;
+    const got = { kind: err.kind, field: err.field };
+    const want = { kind: c.kind, field: c.field };
+    return j(got) === j(want) ? null : `${j(got)}, want ${j(want)}`;
+  }
+}
+
+/** Whether this build has the message codec (the shipped wasm build does not). */
+export function hasMessageCodec(api) {
+  try {
+    api.encodeMessageFrame({ type: 'absent' });
+    return true;
+  } catch (err) {
+    if (err?.kind === 'invalid_state') return false;
+    throw err;
+  }
+}
+
+/** Without the codec, every name that needs it throws `invalid_state`, a TwoplaneError. */
+function textHalfRefused(api) {
+  const calls = {
+    encodeMessageFrame: () => api.encodeMessageFrame({ type: 'absent' }),
+    encodeMessageEvent: () => api.encodeMessageEvent({ type: 'absent' }),
+    decodeMessageFrame: () => api.decodeMessageFrame('{"type":"absent"}'),
+    messageResumePoint: () => api.messageResumePoint({ type: 'absent' }),
+    assembleDurableMessage: () => api.assembleDurableMessage({}, []),
+    MessageReader: () => new api.MessageReader({ streamId: 's' }),
+  };
+  for (const [name, fn] of Object.entries(calls)) {
+    try {
+      fn();
+      return `${name} worked without the codec`;
+    } catch (err) {
+      if (!(err instanceof api.TwoplaneError) || err.kind !== 'invalid_state') return `${name} threw ${err?.kind ?? err}, not invalid_state`;
+    }
+  }
+  return null;
+}
+
+/** The cases of message.json (README: `encode`, `sse`, `decodeErrors`, `conform`, `reader`,
+ *  `assemble`, `resumePoint`). `log`, `replay` and `rows` are the producer's log, which the
+ *  package does not expose: replayed by the Rust tests only. A build without the message codec
+ *  (the shipped wasm build) replays `conform` and checks that the rest refuses. */
+export function replayMessageVectors(api, message) {
+  const out = [];
+  const add = (name, fn) => out.push(result('message', name, fn));
+  for (const c of message.conform) add(`conform ${c.name}`, () => messageConformCase(api, c));
+  if (!hasMessageCodec(api)) {
+    // The shipped wasm build has the conform pass only (its size budget); the rest must say so.
+    add('text half absent: invalid_state', () => textHalfRefused(api));
+    return out;
+  }
+  message.encode.forEach((c, i) =>
+    add(`encode ${i}`, () => {
+      if (JSON.stringify(c.frame) !== c.json) return `JSON.stringify gives ${j(JSON.stringify(c.frame))}, want ${j(c.json)}`;
+      const got = api.encodeMessageFrame(c.frame);
+      if (got !== c.json) return `${j(got)}, want ${j(c.json)}`;
+      const back = api.decodeMessageFrame(c.json);
+      return j(back) === j(c.frame) ? null : `decodes to ${j(back)}, want ${j(c.frame)}`;
+    }));
+  message.sse.forEach((c, i) =>
+    add(`sse ${i}`, () => {
+      const got = api.encodeMessageEvent(c.frame);
+      return got === c.event ? null : `${j(got)}, want ${j(c.event)}`;
+    }));
+  message.decodeErrors.forEach((c, i) => add(`decodeError ${i}`, () => messageDecodeErrorCase(api, c)));
+  message.resumePoint.forEach((c, i) =>
+    add(`resumePoint ${i}`, () => {
+      const got = api.messageResumePoint(c.frame);
+      const want = c.expected === null ? undefined : c.expected;
+      return got === want ? null : `${j(got)}, want ${j(want)}`;
+    }));
+  for (const c of message.reader) add(`reader ${c.name}`, () => messageReaderCase(api, c));
+  message.assemble.forEach((c, i) => add(`assemble ${c.name ?? i}`, () => messageAssembleCase(api, c)));
+  return out;
+}
+
 /** Every case of every file given; files that are missing are skipped. */
 export function replayVectors(api, files) {
   const out = [];
@@ -201,9 +339,10 @@ export function replayVectors(api, files) {
   for (const c of request?.subscribe ?? []) out.push(result('request', `subscribe ${c.endpoint} ${j(c.streamId)} ${c.from}`, () => subscribeCase(api, c)));
   for (const c of ddl?.cases ?? []) out.push(result('ddl', `${j(c.tables)} ${c.dialect}`, () => ddlCase(api, c)));
   for (const c of ddl?.args ?? []) out.push(result('ddl', `args ${j(c.tables)} ${j(c.dialect)}`, () => ddlArgsCase(api, c)));
+  if (files.message) out.push(...replayMessageVectors(api, files.message));
   return out;
 }
 
 /** The vector files replayed (codec's decodeErrors need a strict decoder the package does not
  *  expose; its reader and conform vectors cover how malformed frames are treated). */
-export const VECTOR_FILES = ['conform', 'reader', 'text', 'codec', 'sse', 'request', 'ddl'];
+export const VECTOR_FILES = ['conform', 'reader', 'text', 'codec', 'sse', 'request', 'ddl', 'message'];

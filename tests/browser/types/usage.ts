@@ -100,3 +100,32 @@ new StreamReader({ endpoint: '/x' });
 new StreamReader({ streamId: 's', transport: 'websocket' });
 
 export { status, contentType, describe, id, none, text, rowId, ddl, from, first, tail, shown, stopped, live, w, backendName, verdict, Chat, bad, badStatus };
+
+// Messages made of parts (docs/contract.md §8).
+{
+  const durable: wasm.DurableMessage = wasm.assembleDurableMessage({ body: null, seq: 0 }, [{ seq: 3, text: '', parts: '[]' }]);
+  const len: number = durable.len;
+  const table: number[] | null = durable.parts;
+  const doc: wasm.StoredMessage = durable.message;
+  const firstKind: string | undefined = doc.parts[0]?.type;
+  const reader = new wasm.MessageReader({
+    streamId: 's',
+    durable,
+    onUpdate: (u: wasm.MessageReaderUpdate) => {
+      const where: number | undefined = u.at;
+      void where;
+    },
+    onStop: (reason: StreamStopReason) => void reason,
+  });
+  const live: boolean = reader.push({ type: 'part', from: 0, seq: 1, part: 1, kind: 'reasoning' });
+  const resume: number = reader.resumeFrom;
+  const pass = new wasm.MessageRelayConform('s', 0, (reason: string) => void reason);
+  const out: wasm.MessageFrame[] = pass.feed({ type: 'meta', from: 0, seq: 1 });
+  const json: string = wasm.encodeMessageFrame({ type: 'finish', from: 0, seq: 1, reason: 'stop' });
+  const back: wasm.MessageFrame = wasm.decodeMessageFrame(json);
+  const id: number | undefined = wasm.messageResumePoint(back);
+  const event: string = wasm.encodeMessageEvent({ type: 'chunk', from: 0, seq: 1, text: 'a', part: 1, at: 0 });
+  // @ts-expect-error a part frame names its kind
+  wasm.encodeMessageFrame({ type: 'part', from: 0, seq: 1, part: 1 });
+  void [len, table, firstKind, live, resume, out, id, event];
+}

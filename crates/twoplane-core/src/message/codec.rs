@@ -113,6 +113,15 @@ pub fn decode_message_frame(input: &str) -> Result<MessageFrame> {
     message_frame_from_value(&parse_value(input)?)
 }
 
+/// [`decode_message_frame`] over UTF-16 code units, as a binding receives a JavaScript string.
+/// The text must be well-formed: `JSON.stringify` escapes every lone surrogate, so a raw one is
+/// not JSON this contract writes, and it is refused (`invalid_json`) rather than replaced.
+pub fn decode_message_frame_units(units: &[u16]) -> Result<MessageFrame> {
+    let src = String::from_utf16(units)
+        .map_err(|_| Error::new(ErrorKind::InvalidJson, "invalid JSON: a raw unpaired surrogate (escape it)"))?;
+    decode_message_frame(&src)
+}
+
 /// Check a parsed JSON value as a message frame. Unknown keys are ignored, as in §1.
 pub fn message_frame_from_value(v: &JsonValue) -> Result<MessageFrame> {
     if !matches!(v, JsonValue::Object(_)) {
@@ -359,6 +368,15 @@ mod tests {
         assert_eq!(err_of(r#"{"type":"unknown"}"#), (UnknownFrameType, Some("type")));
         assert_eq!(err_of("[]"), (InvalidJson, None));
         assert_eq!(err_of("{}"), (MissingField, Some("type")));
+    }
+
+    #[test]
+    fn units_decode_as_text_and_refuse_raw_lone_surrogates() {
+        let json: Vec<u16> = r#"{"type":"meta","from":0,"seq":1}"#.encode_utf16().collect();
+        assert_eq!(decode_message_frame_units(&json), decode_message_frame(r#"{"type":"meta","from":0,"seq":1}"#));
+        let mut raw: Vec<u16> = r#"{"type":"finish","from":0,"seq":1,"reason":""#.encode_utf16().collect();
+        raw.extend([0xD800, u16::from(b'"'), u16::from(b'}')]);
+        assert_eq!(decode_message_frame_units(&raw).unwrap_err().kind(), ErrorKind::InvalidJson);
     }
 
     #[test]

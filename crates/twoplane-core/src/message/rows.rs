@@ -8,7 +8,8 @@
 use super::codec::decode_frame_list;
 use super::fold::Message;
 use super::frame::MessageFrame;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+use crate::jsnum;
 use crate::splice::assembly_order;
 use crate::text::Text;
 
@@ -20,6 +21,50 @@ pub struct MessageChunkRow {
     pub text: Option<Text>,
     /// The JSON array of the slice's frames (`NULL` in a text row).
     pub parts: Option<Text>,
+}
+
+impl MessageChunkRow {
+    /// The rows as a binding packs them from JavaScript: `seqs[i]` is row `i`'s `seq` (an offset,
+    /// else `invalid_offset`); `text_lens[i]` and `parts_lens[i]` are how many code units of
+    /// `texts` and `parts` belong to row `i`, in order, or a negative number (or NaN) for a value
+    /// that is not a string (`None`). Lengths that do not add up are `invalid_argument`: only a
+    /// caller bypassing the package's adapter sends them.
+    pub fn from_js_packed(
+        seqs: &[f64],
+        texts: &[u16],
+        text_lens: &[f64],
+        parts: &[u16],
+        parts_lens: &[f64],
+    ) -> Result<Vec<MessageChunkRow>> {
+        if text_lens.len() != seqs.len() || parts_lens.len() != seqs.len() {
+            return Err(Error::new(ErrorKind::InvalidArgument, "one text and one parts length per row"));
+        }
+        let (mut text_at, mut parts_at) = (0usize, 0usize);
+        let mut rows = Vec::with_capacity(seqs.len());
+        for ((&seq, &text_len), &parts_len) in seqs.iter().zip(text_lens).zip(parts_lens) {
+            let seq = jsnum::offset_arg("chunk seq", seq)?;
+            let text = take(texts, &mut text_at, text_len)?;
+            let parts = take(parts, &mut parts_at, parts_len)?;
+            rows.push(MessageChunkRow { seq, text, parts });
+        }
+        Ok(rows)
+    }
+}
+
+/// The next `len` units of `units` from `*at`, or `None` for a negative or NaN `len`.
+fn take(units: &[u16], at: &mut usize, len: f64) -> Result<Option<Text>> {
+    if len.is_nan() || len < 0.0 {
+        return Ok(None);
+    }
+    let n = jsnum::as_offset(len).and_then(|n| usize::try_from(n).ok());
+    let slice = n.and_then(|n| at.checked_add(n)).and_then(|end| units.get(*at..end));
+    match (n, slice) {
+        (Some(n), Some(slice)) => {
+            *at += n;
+            Ok(Some(Text::from_slice(slice)))
+        }
+        _ => Err(Error::new(ErrorKind::InvalidArgument, "packed row lengths run past the packed text")),
+    }
 }
 
 /// The durable message from its row (`body`, the stored `document` and the row's `seq`) and its
@@ -71,6 +116,20 @@ mod tests {
         // Body "B" then rows by seq: "a" at 1, "cd" at 2..4.
         assert_eq!(m.document().to_string_lossy(), r#"{"parts":[{"type":"text","text":"Bacd"}]}"#);
         assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn packed_rows_unpack_in_order() {
+        let texts: Vec<u16> = "abc".encode_utf16().collect();
+        let parts: Vec<u16> = "[]".encode_utf16().collect();
+        let rows = MessageChunkRow::from_js_packed(&[2.0, 1.0], &texts, &[2.0, -1.0], &parts, &[f64::NAN, 2.0]).unwrap();
+        assert_eq!(rows[0], MessageChunkRow { seq: 2, text: Some("ab".into()), parts: None });
+        assert_eq!(rows[1], MessageChunkRow { seq: 1, text: None, parts: Some("[]".into()) });
+        let bad = |seqs: &[f64], lens: &[f64]| MessageChunkRow::from_js_packed(seqs, &texts, lens, &[], &[-1.0; 1]);
+        assert_eq!(bad(&[0.5], &[1.0]).unwrap_err().kind(), ErrorKind::InvalidOffset);
+        assert_eq!(bad(&[1.0], &[4.0]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(bad(&[1.0], &[0.5]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(bad(&[1.0, 2.0], &[1.0, 1.0]).unwrap_err().kind(), ErrorKind::InvalidArgument);
     }
 
     #[test]
