@@ -10,8 +10,10 @@
 //! and, once any subscriber wants it as server-sent events, as its encoded SSE bytes
 //! (docs/contract.md §5: `id:` then `data:`, from the core's encoder, so the bytes are exactly
 //! what encoding the frame per subscriber would give). A subscriber is a small slot holding a
-//! cursor into that log, the few frames of its own join replay, and a waker; it holds no copy of
-//! any log frame.
+//! cursor into that log, its own join replay (a few frames and a span of the stream's shared
+//! text blocks, `replay.rs`), and a waker; it holds no copy of any log frame, nor of the text:
+//! a replay's pieces are copied out one at a time as it drains, each of at most the drain's
+//! batch limit (a frame drain takes at most one piece).
 //!
 //! Guarantees:
 //! - Encoded once: a log frame is encoded when it enters the log if an SSE reader is attached to
@@ -24,7 +26,8 @@
 //!   takes everything available up to its batch limit under one lock, so a burst of N frames
 //!   costs a subscriber one wake-up, not N. A subscriber that has caught up and is parked can
 //!   tell from the counter alone, without the lock, that nothing changed.
-//! - Bounded: a subscriber whose queue (replay frames plus log frames behind its cursor) has
+//! - Bounded: a subscriber whose queue (replay entries, its text span counting as one, plus log
+//!   frames behind its cursor) has
 //!   reached the cap when a new frame arrives is dropped with one `stale` frame, its queue is
 //!   released at once, and the log never holds more than the cap (plus the replay allowance)
 //!   frames behind the slowest live subscriber. Read frames do not linger: every
