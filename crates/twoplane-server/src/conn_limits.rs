@@ -12,7 +12,12 @@
 //!   [`ConnLimitsConfig::max_subscribers`] derives): waiting heads and subscribers together can
 //!   never take the last [`ConnLimitsConfig::reserved`] connections, which stay for producers and
 //!   every other request.
-//! - Every admission is released exactly once, when its [`Admitted`] is dropped.
+//! - Subscriptions are also bounded per stream and per client address ([`SubscriberCaps`], the
+//!   SSE endpoint asks it before it subscribes): at most [`SubscriberCapsConfig::per_stream`] on
+//!   one stream id and [`SubscriberCapsConfig::per_ip`] from one address, so one client cannot
+//!   take every subscription, nor pile every reader onto one stream.
+//! - Every admission is released exactly once, when its [`Admitted`] (or [`SubscriberPass`]) is
+//!   dropped; a stream id or address with no subscriber left holds no entry.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -49,6 +54,14 @@ impl ConnLimitsConfig {
     /// How many subscriptions the SSE endpoint may hold at once.
     pub fn max_subscribers(&self) -> usize {
         self.max_connections.saturating_sub(self.max_waiting).saturating_sub(self.reserved).max(1)
+    }
+
+    /// The default per-stream and per-address subscriber caps: half of
+    /// [`Self::max_subscribers`] each (as one address gets half of the connections), so neither
+    /// one stream nor one client can take them all.
+    pub fn subscriber_caps(&self) -> SubscriberCapsConfig {
+        let half = (self.max_subscribers() / 2).max(1);
+        SubscriberCapsConfig { per_stream: half, per_ip: half }
     }
 
     /// A sentence naming what does not fit, for `twoplane serve` to refuse.
@@ -244,5 +257,158 @@ mod tests {
         assert_eq!(ConnLimitsConfig::for_open_files(10).max_connections, 64);
         let tight = ConnLimitsConfig { max_connections: 10, max_per_ip: 10, max_waiting: 8, reserved: 2 };
         assert!(tight.check().unwrap_err().contains("no room for readers"));
+    }
+}
+
+/// The per-stream and per-address subscriber bounds (see the module guarantees).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubscriberCapsConfig {
+    pub per_stream: usize,
+    pub per_ip: usize,
+}
+
+impl SubscriberCapsConfig {
+    /// A sentence naming what does not fit, for `twoplane serve` to refuse.
+    pub fn check(&self) -> Result<(), String> {
+        if self.per_stream == 0 || self.per_ip == 0 {
+            return Err("--max-subscribers-per-stream and --max-subscribers-per-ip must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Which subscriber bound a subscribe reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapReached {
+    Stream,
+    Ip,
+}
+
+impl CapReached {
+    /// The stable `kind` of the refusal (one for both bounds: the client's remedy is the same,
+    /// wait and retry) and a message naming the bound.
+    pub fn kind(self) -> &'static str {
+        "too_many_subscribers"
+    }
+
+    pub fn message(self) -> &'static str {
+        match self {
+            CapReached::Stream => "this stream has as many subscribers as the server allows; try again later",
+            CapReached::Ip => "this address has as many subscriptions as the server allows; try again later",
+        }
+    }
+}
+
+/// The live counts behind [`SubscriberCapsConfig`].
+#[derive(Debug)]
+pub struct SubscriberCaps {
+    config: SubscriberCapsConfig,
+    state: Mutex<Subscribers>,
+    /// Subscribes refused by a bound.
+    pub refused: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct Subscribers {
+    by_stream: HashMap<Box<str>, usize>,
+    by_ip: HashMap<IpAddr, usize>,
+}
+
+impl SubscriberCaps {
+    pub fn new(config: SubscriberCapsConfig) -> Arc<SubscriberCaps> {
+        Arc::new(SubscriberCaps { config, state: Mutex::new(Subscribers::default()), refused: AtomicUsize::new(0) })
+    }
+
+    pub fn config(&self) -> SubscriberCapsConfig {
+        self.config
+    }
+
+    /// A subscriber of `stream_id` from `ip` (`None`: an address the server does not know, which
+    /// only the per-stream bound applies to); refused when either bound is reached, counting
+    /// nothing then.
+    pub fn admit(self: &Arc<Self>, stream_id: &str, ip: Option<IpAddr>) -> Result<SubscriberPass, CapReached> {
+        let mut state = lock(&self.state);
+        let refuse = |reached| {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            Err(reached)
+        };
+        if ip.is_some_and(|ip| state.by_ip.get(&ip).copied().unwrap_or(0) >= self.config.per_ip) {
+            return refuse(CapReached::Ip);
+        }
+        if state.by_stream.get(stream_id).copied().unwrap_or(0) >= self.config.per_stream {
+            return refuse(CapReached::Stream);
+        }
+        *state.by_stream.entry(stream_id.into()).or_insert(0) += 1;
+        if let Some(ip) = ip {
+            *state.by_ip.entry(ip).or_insert(0) += 1;
+        }
+        Ok(SubscriberPass { caps: self.clone(), stream_id: stream_id.into(), ip })
+    }
+
+    /// Subscribers counted now on `stream_id`.
+    pub fn on_stream(&self, stream_id: &str) -> usize {
+        lock(&self.state).by_stream.get(stream_id).copied().unwrap_or(0)
+    }
+}
+
+/// One admitted subscriber; dropping it gives its places back.
+#[derive(Debug)]
+pub struct SubscriberPass {
+    caps: Arc<SubscriberCaps>,
+    stream_id: Box<str>,
+    ip: Option<IpAddr>,
+}
+
+impl Drop for SubscriberPass {
+    fn drop(&mut self) {
+        let mut state = lock(&self.caps.state);
+        let state = &mut *state;
+        release(&mut state.by_stream, &self.stream_id);
+        if let Some(ip) = self.ip {
+            release(&mut state.by_ip, &ip);
+        }
+    }
+}
+
+/// One fewer under `key`, removing the entry at zero.
+fn release<K: std::hash::Hash + Eq + ?Sized, Q: std::hash::Hash + Eq + std::borrow::Borrow<K>>(
+    map: &mut HashMap<Q, usize>,
+    key: &K,
+) {
+    if let Some(n) = map.get_mut(key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            map.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod subscriber_tests {
+    use super::*;
+
+    #[test]
+    fn caps_per_stream_and_per_address_refuse_and_give_back() {
+        let caps = SubscriberCaps::new(SubscriberCapsConfig { per_stream: 2, per_ip: 3 });
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let s1 = caps.admit("s", Some(a)).unwrap();
+        let s2 = caps.admit("s", Some(b)).unwrap();
+        assert_eq!(caps.admit("s", Some(b)).unwrap_err(), CapReached::Stream);
+        assert_eq!(caps.admit("s", None).unwrap_err(), CapReached::Stream, "no address: the stream bound still holds");
+        let t1 = caps.admit("t", Some(a)).unwrap();
+        let u1 = caps.admit("u", Some(a)).unwrap();
+        assert_eq!(caps.admit("v", Some(a)).unwrap_err(), CapReached::Ip);
+        assert_eq!(caps.refused.load(Ordering::Relaxed), 3);
+        drop(s1);
+        assert_eq!(caps.on_stream("s"), 1);
+        let again = caps.admit("s", Some(a)).expect("a place came back on the stream and the address");
+        drop((again, s2, t1, u1));
+        let state = lock(&caps.state);
+        assert!(state.by_stream.is_empty() && state.by_ip.is_empty(), "nothing left behind");
+        assert_eq!(CapReached::Ip.kind(), "too_many_subscribers");
+        let d = ConnLimitsConfig::for_open_files(1024).subscriber_caps();
+        assert_eq!((d.per_stream, d.per_ip), (240, 240));
+        assert!(SubscriberCapsConfig { per_stream: 0, per_ip: 1 }.check().is_err());
     }
 }

@@ -21,10 +21,15 @@
 //!   [`SseConfig::keep_alive`]) bounds how long a silent, vanished client can go unnoticed.
 //! - A denial is `403` with the same body whether or not the stream exists; a request without a
 //!   stream id is `400`.
+//! - Bounds: past [`SseConfig::max_subscribers`] a subscribe is `503`; past a per-stream or
+//!   per-address bound ([`SseConfig::subscriber_caps`]) it is `503` with the JSON error
+//!   `{"kind":"too_many_subscribers",...}` and a `Retry-After`. Both are answered before the
+//!   plane is asked, and a subscriber's places are given back when its response body goes.
 
 use std::any::Any;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -32,7 +37,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -41,6 +46,8 @@ use bytes::Bytes;
 use twoplane_core::request::stream_request_from_http;
 use twoplane_core::sse::{DEFAULT_KEEP_ALIVE_MS, KEEP_ALIVE_COMMENT, STREAM_SSE_HEADERS};
 use twoplane_stream::{Plane, PlaneErrorKind, SseBatch, SseSink, Subscription};
+
+use crate::conn_limits::{CapReached, SubscriberCaps, SubscriberPass};
 
 /// The path [`sse_router`] mounts the endpoint at.
 pub const STREAM_PATH: &str = "/api/stream";
@@ -55,6 +62,9 @@ pub struct SseConfig {
     pub max_batch_bytes: usize,
     /// At most this many subscriptions at once; past it a subscribe is `503` (none: no bound).
     pub max_subscribers: Option<usize>,
+    /// Bounds per stream and per client address; past one a subscribe is `503` with the JSON
+    /// error `too_many_subscribers` and a `Retry-After` (none: no such bounds).
+    pub subscriber_caps: Option<Arc<SubscriberCaps>>,
 }
 
 impl SseConfig {
@@ -63,6 +73,7 @@ impl SseConfig {
         keep_alive: Duration::from_millis(DEFAULT_KEEP_ALIVE_MS),
         max_batch_bytes: 32 * 1024,
         max_subscribers: None,
+        subscriber_caps: None,
     };
 }
 
@@ -160,12 +171,25 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
         // Before the plane is asked: a full server spends nothing on the request.
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many subscribers; try again later\n");
     }
+    let pass = match &endpoint.config.subscriber_caps {
+        Some(caps) => {
+            let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+            match caps.admit(&wanted.stream_id, peer) {
+                Ok(pass) => Some(pass),
+                // Before the plane is asked, like the bound above.
+                Err(reached) => return too_many_subscribers(reached),
+            }
+        }
+        None => None,
+    };
     let user = (endpoint.identify)(headers);
     let from = wanted.from_offset();
     match endpoint.plane.subscribe(&user, &wanted.stream_id, from).await {
         Ok(subscription) => {
             tracing::debug!(stream_id = ?wanted.stream_id, from, "sse subscriber joined");
-            sse_response(subscription, &endpoint.config, endpoint.stats.clone())
+            let mut body = SseBody::new(subscription, &endpoint.config, endpoint.stats.clone());
+            body._pass = pass;
+            body_response(body)
         }
         // Same status and body for a stream that exists and one that does not.
         Err(e) if e.kind() == PlaneErrorKind::Forbidden => forbidden(),
@@ -182,6 +206,16 @@ pub fn forbidden() -> Response {
     plain(StatusCode::FORBIDDEN, "forbidden\n")
 }
 
+/// Seconds a refused subscriber is told to wait: subscribers come and go within seconds.
+const SUBSCRIBER_RETRY_AFTER_S: u64 = 5;
+
+/// `503` with `{"kind":"too_many_subscribers","message":...}` and a `Retry-After`.
+fn too_many_subscribers(reached: CapReached) -> Response {
+    let body = serde_json::json!({ "kind": reached.kind(), "message": reached.message() });
+    let retry = (header::RETRY_AFTER, HeaderValue::from(SUBSCRIBER_RETRY_AFTER_S));
+    (StatusCode::SERVICE_UNAVAILABLE, [retry], axum::Json(body)).into_response()
+}
+
 fn plain(status: StatusCode, body: &'static str) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
 }
@@ -189,7 +223,11 @@ fn plain(status: StatusCode, body: &'static str) -> Response {
 /// An SSE response for `subscription`: the contract's headers and an [`SseBody`]. Use this to
 /// serve a subscription from a route of your own.
 pub fn sse_response(subscription: Subscription, config: &SseConfig, stats: Arc<SseStats>) -> Response {
-    let (body, extension) = SseHandoff::new(SseBody::new(subscription, config, stats));
+    body_response(SseBody::new(subscription, config, stats))
+}
+
+fn body_response(body: SseBody) -> Response {
+    let (body, extension) = SseHandoff::new(body);
     // As the body hyper polls, and as an extension the direct SSE path (`crate::sse_conn`) takes
     // the body out of to serve the subscription itself.
     let mut response = Response::new(Body::new(body));
@@ -281,6 +319,9 @@ pub struct SseBody {
     /// Whether the body is over (terminal sent, or the subscription ran dry).
     done: bool,
     stats: Arc<SseStats>,
+    /// The subscriber's places under the per-stream and per-address bounds, given back when
+    /// the body goes (with its subscription).
+    _pass: Option<SubscriberPass>,
 }
 
 impl SseBody {
@@ -295,6 +336,7 @@ impl SseBody {
             max_batch_bytes: config.max_batch_bytes.max(1),
             done: false,
             stats,
+            _pass: None,
         }
     }
 

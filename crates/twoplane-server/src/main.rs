@@ -136,6 +136,14 @@ struct ServeArgs {
     /// subscriptions take at most what is left.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_waiting_heads: Option<u32>,
+    /// Most subscribers of one stream at once [default: half of the subscriptions the connection
+    /// limits leave]; past it a subscribe answers 503 `too_many_subscribers`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_subscribers_per_stream: Option<u32>,
+    /// Most subscriptions from one address at once [default: half of the subscriptions the
+    /// connection limits leave]; past it a subscribe answers 503 `too_many_subscribers`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_subscribers_per_ip: Option<u32>,
     /// A response whose client takes no byte for this long is dropped (and its subscription
     /// released).
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
@@ -340,6 +348,8 @@ fn main() -> ExitCode {
         postgres: serve::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
         direct_sse: !args.no_direct_sse,
         conn_limits,
+        max_subscribers_per_stream: args.max_subscribers_per_stream.map(|n| n as usize),
+        max_subscribers_per_ip: args.max_subscribers_per_ip.map(|n| n as usize),
         write_stall: std::time::Duration::from_millis(args.write_stall_ms),
         durability: serve::Durability {
             max_undurable_chars: args.max_undurable_chars,

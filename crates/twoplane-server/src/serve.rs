@@ -133,6 +133,10 @@ pub struct ServeConfig {
     /// The connection bounds (`None`: derived from the open-file limit, see
     /// [`crate::conn_limits::ConnLimitsConfig::for_open_files`]).
     pub conn_limits: Option<crate::conn_limits::ConnLimitsConfig>,
+    /// Most subscribers of one stream, and from one address (`None`: half of the subscriber
+    /// bound each, see [`crate::conn_limits::ConnLimitsConfig::subscriber_caps`]).
+    pub max_subscribers_per_stream: Option<usize>,
+    pub max_subscribers_per_ip: Option<usize>,
     /// How long a response may take no byte before it is dropped.
     pub write_stall: Duration,
     /// What a producer's text may wait for the store, and how long a seal and the drain try.
@@ -202,6 +206,8 @@ impl ServeConfig {
             postgres: PgSettings::default(),
             direct_sse: true,
             conn_limits: None,
+            max_subscribers_per_stream: None,
+            max_subscribers_per_ip: None,
             write_stall: HttpConfig::default().write_stall,
             durability: Durability::default(),
         }
@@ -248,6 +254,9 @@ impl ServeConfig {
         }
         if let Some(limits) = &self.conn_limits {
             limits.check().map_err(ServeError)?;
+        }
+        if self.max_subscribers_per_stream == Some(0) || self.max_subscribers_per_ip == Some(0) {
+            return bad("--max-subscribers-per-stream and --max-subscribers-per-ip must be at least 1".into());
         }
         let (ttl, interval) = self.lease();
         if interval == 0 {
@@ -351,6 +360,7 @@ pub struct Running {
     listener: tokio::net::TcpListener,
     router: Router,
     http: HttpConfig,
+    subscriber_caps: crate::conn_limits::SubscriberCapsConfig,
 }
 
 /// Open the database, connect the relay, bind the listener, start the sweeper and build the
@@ -411,9 +421,13 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     let conn_limits = config
         .conn_limits
         .unwrap_or_else(|| crate::conn_limits::ConnLimitsConfig::for_open_files(crate::server::open_file_limit()));
+    let mut caps = conn_limits.subscriber_caps();
+    caps.per_stream = config.max_subscribers_per_stream.unwrap_or(caps.per_stream);
+    caps.per_ip = config.max_subscribers_per_ip.unwrap_or(caps.per_ip);
     let sse = SseConfig {
         keep_alive: config.keep_alive,
         max_subscribers: Some(conn_limits.max_subscribers()),
+        subscriber_caps: Some(crate::conn_limits::SubscriberCaps::new(caps)),
         ..SseConfig::default()
     };
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
@@ -438,7 +452,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         write_stall: config.write_stall,
         ..HttpConfig::default()
     };
-    Ok(Running { addr, plane, stats, host_id, sweeper, listener, router, http })
+    Ok(Running { addr, plane, stats, host_id, sweeper, listener, router, http, subscriber_caps: caps })
 }
 
 async fn connect_redis(relay: &LiveRelayConfig, hook: RelayErrorHook) -> Result<Arc<dyn Relay>, ServeError> {
@@ -528,6 +542,8 @@ pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()>) -> Res
         per_address = limits.max_per_ip,
         waiting_heads = limits.max_waiting,
         subscribers = limits.max_subscribers(),
+        subscribers_per_stream = running.subscriber_caps.per_stream,
+        subscribers_per_ip = running.subscriber_caps.per_ip,
         reserved = limits.reserved,
         "connection limits"
     );

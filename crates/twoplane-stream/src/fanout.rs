@@ -10,8 +10,10 @@
 //! and, once any subscriber wants it as server-sent events, as its encoded SSE bytes
 //! (docs/contract.md §5: `id:` then `data:`, from the core's encoder, so the bytes are exactly
 //! what encoding the frame per subscriber would give). A subscriber is a small slot holding a
-//! cursor into that log, the few frames of its own join replay, and a waker; it holds no copy of
-//! any log frame.
+//! cursor into that log, its own join replay (a few frames and a span of the stream's shared
+//! text blocks, `replay.rs`), and a waker; it holds no copy of any log frame, nor of the text:
+//! a replay's pieces are copied out one at a time as it drains, each of at most the drain's
+//! batch limit (a frame drain takes at most one piece).
 //!
 //! Guarantees:
 //! - Encoded once: a log frame is encoded when it enters the log if an SSE reader is attached to
@@ -24,7 +26,8 @@
 //!   takes everything available up to its batch limit under one lock, so a burst of N frames
 //!   costs a subscriber one wake-up, not N. A subscriber that has caught up and is parked can
 //!   tell from the counter alone, without the lock, that nothing changed.
-//! - Bounded: a subscriber whose queue (replay frames plus log frames behind its cursor) has
+//! - Bounded: a subscriber whose queue (replay entries, its text span counting as one, plus log
+//!   frames behind its cursor) has
 //!   reached the cap when a new frame arrives is dropped with one `stale` frame, its queue is
 //!   released at once, and the log never holds more than the cap (plus the replay allowance)
 //!   frames behind the slowest live subscriber. Read frames do not linger: every
@@ -50,6 +53,7 @@ use std::task::Waker;
 use bytes::Bytes;
 use twoplane_core::Frame;
 
+use crate::replay::{Replay, FRAME_PIECE_BYTES};
 use crate::sse::{encode, SseEvents, SseSink};
 
 /// At most this many replay frames precede the log for a live stream (open, chunk, durable).
@@ -73,8 +77,8 @@ struct Entry {
 struct Slot {
     /// Absolute index of the next log frame to deliver.
     cursor: u64,
-    /// The join replay, delivered before the log.
-    replay: VecDeque<Arc<Frame>>,
+    /// The join replay, delivered before the log (its text cut into pieces as it is taken).
+    replay: Replay,
     /// A terminal of this subscriber's own (the overflow `stale`).
     terminal: Option<Arc<Frame>>,
     /// Reads no more log frames (saw a terminal, or overflowed).
@@ -223,10 +227,10 @@ impl FanOut {
     }
 
     /// Register a live subscriber after its replay; it reads every frame published from now on.
-    pub fn attach(&mut self, replay: VecDeque<Arc<Frame>>) -> usize {
+    pub fn attach(&mut self, replay: impl Into<Replay>) -> usize {
         let slot = Slot {
             cursor: self.head(),
-            replay,
+            replay: replay.into(),
             terminal: None,
             finished: false,
             waker: None,
@@ -383,7 +387,7 @@ impl FanOut {
             }
             let queued = slot.replay.len() as u64 + (head - slot.cursor);
             if queued >= self.cap as u64 {
-                slot.replay = VecDeque::new();
+                slot.replay = Replay::default();
                 slot.terminal = Some(stale_frame.get_or_insert_with(|| Arc::new(stale())).clone());
                 slot.finished = true;
                 self.active -= 1;
@@ -429,15 +433,22 @@ impl FanOut {
     }
 
     /// Hand up to `max` frames of `key` (replay, own terminal, log, in that order) to `out`,
-    /// then park on `park` unless the slot is done.
+    /// then park on `park` unless the slot is done. At most one piece of the replay's text is
+    /// handed out per call (of at most [`FRAME_PIECE_BYTES`]), so a caller that keeps what it
+    /// took holds one piece, not the text.
     pub fn drain(&mut self, key: usize, max: usize, out: &mut dyn FnMut(Arc<Frame>), park: Option<&Waker>) -> Drained {
         let head = self.head();
         let base = self.base;
         let mut taken = 0;
         let mut more = false;
         if let Some(Some(slot)) = self.slots.get_mut(key) {
+            let mut pieces = 0;
             while taken < max {
-                if let Some(f) = slot.replay.pop_front() {
+                if slot.replay.text_next() && pieces > 0 {
+                    break;
+                }
+                pieces += usize::from(slot.replay.text_next());
+                if let Some(f) = slot.replay.pop(FRAME_PIECE_BYTES) {
                     out(f);
                 } else if let Some(t) = slot.terminal.take() {
                     out(t);
@@ -454,15 +465,15 @@ impl FanOut {
                 }
                 taken += 1;
             }
-            more = taken == max && has_more(slot, head);
-            release_replay(slot);
+            more = (taken == max || slot.replay.text_next()) && has_more(slot, head);
+            slot.replay.release_if_empty();
         }
         self.settle(key, more, park)
     }
 
     /// Take `key`'s owed frames as SSE bytes, up to about `max_bytes` (a batch stops growing
-    /// once it reaches the limit, so it can exceed it by one event), then park on `park` unless
-    /// the slot is done. Marks the slot as an SSE reader, so later frames are encoded as they
+    /// once it reaches the limit, so it can exceed it by one event; the replay's text is cut
+    /// into pieces of at most `max_bytes` each), then park on `park` unless the slot is done. Marks the slot as an SSE reader, so later frames are encoded as they
     /// enter the log.
     pub fn drain_sse(&mut self, key: usize, max_bytes: usize, park: Option<&Waker>) -> SseDrained {
         let (batch, state) = self.drain_batch(key, max_bytes, park, Batch::default());
@@ -487,7 +498,7 @@ impl FanOut {
                 self.sse_readers += 1;
             }
             while batch.len() < max_bytes {
-                if let Some(f) = slot.replay.pop_front() {
+                if let Some(f) = slot.replay.pop(max_bytes) {
                     batch.push_owned(encode(&mut self.scratch, &f));
                 } else if let Some(t) = slot.terminal.take() {
                     batch.push_owned(encode(&mut self.scratch, &t));
@@ -505,7 +516,7 @@ impl FanOut {
                 }
             }
             more = batch.len() >= max_bytes && has_more(slot, head);
-            release_replay(slot);
+            slot.replay.release_if_empty();
         }
         let state = self.settle(key, more, park);
         (batch, state)
@@ -672,13 +683,6 @@ fn list_parked(slot: &mut Slot, key: usize, parked: &mut Vec<usize>) {
 
 fn has_more(slot: &Slot, head: u64) -> bool {
     !slot.replay.is_empty() || slot.terminal.is_some() || (!slot.finished && slot.cursor < head)
-}
-
-/// An emptied replay gives its buffer back: an idle subscriber holds no frame storage.
-fn release_replay(slot: &mut Slot) {
-    if slot.replay.is_empty() && slot.replay.capacity() > 0 {
-        slot.replay = VecDeque::new();
-    }
 }
 
 /// A write being assembled: one event is passed on as the shared bytes themselves; more are

@@ -78,6 +78,7 @@ mod postgres;
 mod relay;
 mod relay_leg;
 mod relay_queue;
+mod replay;
 mod report;
 mod retry;
 mod sqlite;

@@ -15,7 +15,6 @@
 //! - Dropping a subscription detaches it at once (a hosted reader leaves its shard; a relayed
 //!   one also stops its reader task, which drops the adapter's source).
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -25,6 +24,7 @@ use twoplane_core::Frame;
 
 use crate::hosted::{Join, Reader};
 use crate::relay_queue::RelayQueue;
+use crate::replay::{Replay, FRAME_PIECE_BYTES};
 use crate::sse::{encode_batch, SseBatch, SseSink};
 
 pub struct Subscription {
@@ -32,8 +32,9 @@ pub struct Subscription {
 }
 
 enum Inner {
-    /// Frames known at join time and nothing after (absent, a bare stale, a sealed stream).
-    Fixed(VecDeque<Arc<Frame>>),
+    /// Frames known at join time and nothing after (absent, a bare stale, a sealed stream's
+    /// replay, its text cut into pieces as it is taken).
+    Fixed(Replay),
     /// A cursor on a hosted stream's frame log.
     Local(Reader),
     /// Frames a relay reader task conforms and queues.
@@ -44,7 +45,7 @@ impl Subscription {
     /// A join of a stream hosted here.
     pub(crate) fn joined(join: Join) -> Subscription {
         let inner = match join {
-            Join::Fixed(frames) => Inner::Fixed(frames.into()),
+            Join::Fixed(replay) => Inner::Fixed(replay),
             Join::Live(reader) => Inner::Local(reader),
         };
         Subscription { inner }
@@ -52,7 +53,7 @@ impl Subscription {
 
     /// No stream by that id, here or through the relay.
     pub(crate) fn absent() -> Subscription {
-        Subscription { inner: Inner::Fixed(VecDeque::from([Arc::new(Frame::Absent)])) }
+        Subscription { inner: Inner::Fixed(vec![Arc::new(Frame::Absent)].into()) }
     }
 
     /// A stream hosted elsewhere, read through the relay.
@@ -68,7 +69,7 @@ impl Subscription {
     /// The next frame if one is queued now.
     pub fn try_next(&mut self) -> Option<Arc<Frame>> {
         match &mut self.inner {
-            Inner::Fixed(frames) => frames.pop_front(),
+            Inner::Fixed(replay) => replay.pop(FRAME_PIECE_BYTES),
             Inner::Local(reader) => reader.try_next(),
             Inner::Relay(queue) => queue.try_next(),
         }
@@ -76,7 +77,7 @@ impl Subscription {
 
     pub fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
         match &mut self.inner {
-            Inner::Fixed(frames) => Poll::Ready(frames.pop_front()),
+            Inner::Fixed(replay) => Poll::Ready(replay.pop(FRAME_PIECE_BYTES)),
             Inner::Local(reader) => reader.poll(cx),
             Inner::Relay(queue) => queue.poll(cx),
         }
@@ -88,8 +89,11 @@ impl Subscription {
     /// its log encoded once for every reader; other frames are encoded here, with the same
     /// encoder.
     pub fn poll_sse(&mut self, cx: &mut Context<'_>, max_bytes: usize) -> Poll<Option<SseBatch>> {
-        if let Inner::Local(reader) = &mut self.inner {
-            return reader.poll_sse(cx, max_bytes);
+        match &mut self.inner {
+            Inner::Local(reader) => return reader.poll_sse(cx, max_bytes),
+            // Pieces of a sealed stream's text cut for this limit, like a live replay's.
+            Inner::Fixed(replay) => return Poll::Ready(encode_batch(&mut || replay.pop(max_bytes), max_bytes)),
+            Inner::Relay(_) => {}
         }
         let first = match self.poll_frame(cx) {
             Poll::Ready(Some(f)) => f,

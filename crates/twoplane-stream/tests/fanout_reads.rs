@@ -17,6 +17,12 @@
 //!   the same batch rules; a sink that keeps a batch gets no other and is resumed, and its owner
 //!   writes what it kept before reading on; a terminal batch ends the hand-over; and the bytes delivered, kept and
 //!   read join up to the reference's.
+//! - Replays cut into pieces (joins at every offset of a text with lone surrogates and pairs
+//!   split across pushes, read frame by frame, as SSE with a small batch limit, or mixed, on a
+//!   live and on an ended stream): the chunks join up exactly from the join offset (no gap, no
+//!   doubling: contract S) to the whole text, none of the replay's cuts falls inside a pair,
+//!   each replay piece's event is at most the batch limit unless it is one character, and a
+//!   replay that fits in one batch is exactly one chunk.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +31,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use proptest::prelude::*;
 use twoplane_core::sse::encode_event_into;
 use twoplane_stream::*;
+
+mod common;
 
 const ID: &str = "m1";
 
@@ -385,4 +393,201 @@ fn writers_serve_every_shard_stop_when_the_last_sink_leaves_and_start_again() {
             handle.close().await.unwrap();
         });
     }
+}
+
+/// How a replay reader reads: frame by frame, SSE batches of at most `max` bytes, or both.
+#[derive(Clone, Copy, Debug)]
+enum ReadBy {
+    Frames,
+    Sse(usize),
+    Mixed(usize),
+}
+
+/// A delta as UTF-16 with the units that make cuts hard: astral pairs, lone surrogates of both
+/// halves, escapes and multi-byte characters.
+fn hard_units() -> impl Strategy<Value = Vec<u16>> {
+    let piece = prop_oneof![
+        4 => "[a-z \"\\\\\n]{1,8}".prop_map(|s| s.encode_utf16().collect::<Vec<u16>>()),
+        2 => prop::sample::select(vec!["😀", "é", "漢", "\u{10FFFF}", "\u{1}"]).prop_map(|s| s.encode_utf16().collect()),
+        1 => prop::sample::select(vec![0xD800u16, 0xDBFF, 0xDC00, 0xDFFF]).prop_map(|u| vec![u]),
+    ];
+    prop::collection::vec(piece, 1..8).prop_map(|v| v.concat())
+}
+
+/// Split a text into pushes, some of them between the halves of a pair.
+fn pushes_of(text: &[u16], cuts: &[usize]) -> Vec<Vec<u16>> {
+    let mut at: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
+    at.push(text.len());
+    at.sort_unstable();
+    at.dedup();
+    let mut out = Vec::new();
+    let mut from = 0;
+    for to in at {
+        if to > from {
+            out.push(text[from..to].to_vec());
+            from = to;
+        }
+    }
+    out
+}
+
+fn event_len(frame: &Frame) -> usize {
+    let mut s = String::new();
+    encode_event_into(&mut s, frame);
+    s.len()
+}
+
+/// Every frame a subscription gives until its terminal, read `by`.
+fn read_all(sub: &mut Subscription, by: ReadBy) -> Vec<(Arc<Frame>, Option<usize>)> {
+    let waker = Waker::from(Arc::new(Count::default()));
+    let mut cx = Context::from_waker(&waker);
+    let mut out = Vec::new();
+    let mut decoder = twoplane_core::SseDecoder::new();
+    for turn in 0..100_000usize {
+        let sse = match by {
+            ReadBy::Frames => None,
+            ReadBy::Sse(max) => Some(max),
+            ReadBy::Mixed(max) => (turn % 2 == 0).then_some(max),
+        };
+        match sse {
+            None => match sub.poll_frame(&mut cx) {
+                Poll::Ready(Some(f)) => out.push((f, None)),
+                Poll::Ready(None) => break,
+                Poll::Pending => panic!("a closed stream's subscription waits"),
+            },
+            Some(max) => match sub.poll_sse(&mut cx, max) {
+                Poll::Ready(Some(batch)) => {
+                    check_batch(&batch, max);
+                    let mut events = Vec::new();
+                    decoder.feed(&batch.bytes, &mut events);
+                    assert_eq!(events.len() as u64, batch.frames);
+                    for e in events {
+                        let f = twoplane_core::json::decode_frame(&e.data).expect("a frame the codec reads back");
+                        out.push((Arc::new(f), Some(max)));
+                    }
+                }
+                Poll::Ready(None) => break,
+                Poll::Pending => panic!("a closed stream's subscription waits"),
+            },
+        }
+        if out.last().is_some_and(|(f, _)| f.is_terminal()) {
+            // Nothing after the terminal, whichever way it is asked.
+            assert!(sub.try_next().is_none());
+            break;
+        }
+    }
+    out
+}
+
+/// Check one join at `at` of a stream whose text was `joined` when it joined and `produced` in
+/// the end (see the module header).
+fn check_replay(frames: &[(Arc<Frame>, Option<usize>)], by: ReadBy, at: usize, joined: &[u16], produced: &[u16]) {
+    let Some((first, _)) = frames.first() else { panic!("no frame at all") };
+    let Frame::Open { from, seq, .. } = **first else { panic!("not an open: {first:?}") };
+    let start = at.min(joined.len());
+    assert_eq!((from, seq), (start as u64, joined.len() as u64));
+    let mut acc = produced[..start].to_vec();
+    let mut replay_chunks = 0;
+    for (f, max) in &frames[1..] {
+        let Frame::Chunk { from, seq, text } = &**f else { continue };
+        assert_eq!(*from as usize, acc.len(), "contract S: a chunk from {from} after {} units", acc.len());
+        acc.extend_from_slice(text.units());
+        assert_eq!(&acc[..], &produced[..acc.len()], "a chunk's text is not the produced text");
+        if (*seq as usize) <= joined.len() {
+            replay_chunks += 1;
+            if (*seq as usize) < joined.len() {
+                assert!(!common::inside_pair(joined, *seq as usize), "a replay cut inside a pair at {seq}");
+            }
+            let limit = max.unwrap_or(32 * 1024);
+            let one_char =
+                text.len() == 1 || (text.len() == 2 && twoplane_core::text::is_high_surrogate(text.units()[0]));
+            assert!(event_len(f) <= limit || one_char, "a replay piece of {} bytes over {limit}", event_len(f));
+        }
+    }
+    assert_eq!(acc, produced, "the reader ends with the whole text");
+    let whole = Frame::Chunk {
+        from: start as u64,
+        seq: joined.len() as u64,
+        text: twoplane_core::Text::from_slice(&joined[start..]),
+    };
+    let limit = match by {
+        ReadBy::Frames => Some(32 * 1024),
+        ReadBy::Sse(max) => Some(max),
+        ReadBy::Mixed(_) => None,
+    };
+    if let Some(limit) = limit.filter(|&l| start < joined.len() && event_len(&whole) <= l) {
+        assert_eq!(replay_chunks, 1, "a replay that fits in one batch ({} <= {limit}) is one chunk", event_len(&whole));
+    }
+}
+
+async fn replays(text: Vec<u16>, cuts: Vec<usize>, later: Vec<u16>, max: usize, ended: bool) {
+    let store = Arc::new(MemoryTarget::new());
+    store.insert_message(ID);
+    let plane = Plane::new(PlaneOptions::default().with_authorizer(Arc::new(AllowAll)), store).unwrap();
+    let handle = plane.open(ID).await.unwrap();
+    for push in pushes_of(&text, &cuts) {
+        handle.push_units(&push).unwrap();
+    }
+    if ended {
+        handle.close().await.unwrap();
+    }
+    let ways = [ReadBy::Frames, ReadBy::Sse(max), ReadBy::Mixed(max)];
+    let mut subs = Vec::new();
+    for at in 0..=text.len() + 1 {
+        subs.push((at, plane.subscribe(&(), ID, at as u64).await.unwrap(), ways[at % ways.len()]));
+    }
+    let mut produced = text.clone();
+    if !ended {
+        if !later.is_empty() {
+            handle.push_units(&later).unwrap();
+            produced.extend_from_slice(&later);
+        }
+        handle.close().await.unwrap();
+    }
+    for (at, mut sub, by) in subs {
+        let frames = read_all(&mut sub, by);
+        check_replay(&frames, by, at, &text, &produced);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_replay_in_pieces_joins_up_at_every_offset(
+        text in prop::collection::vec(hard_units(), 1..10).prop_map(|v| v.concat()),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+        later in prop::collection::vec(hard_units(), 0..2).prop_map(|v| v.concat()),
+        max in prop_oneof![1usize..120, 120usize..400, Just(1 << 16)],
+        ended in any::<bool>(),
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(replays(text, cuts, later, max, ended));
+    }
+}
+
+/// A long text (more than one block of the stream's text, with a pair across every kind of
+/// boundary) joined at offset 0 and read with the default batch: pieces of at most the batch,
+/// joining up to the whole text.
+#[test]
+fn a_long_replay_is_pieces_of_at_most_the_batch() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut text: Vec<u16> = Vec::new();
+        while text.len() < 100_000 {
+            text.extend("abc😀é\n".encode_utf16());
+            text.push(0xD800);
+        }
+        let store = Arc::new(MemoryTarget::new());
+        store.insert_message(ID);
+        let plane = Plane::new(PlaneOptions::default().with_authorizer(Arc::new(AllowAll)), store).unwrap();
+        let handle = plane.open(ID).await.unwrap();
+        handle.push_units(&text).unwrap();
+        let mut sub = plane.subscribe(&(), ID, 0).await.unwrap();
+        handle.close().await.unwrap();
+        let frames = read_all(&mut sub, ReadBy::Sse(32 * 1024));
+        let chunks = frames.iter().filter(|(f, _)| matches!(**f, Frame::Chunk { .. })).count();
+        assert!(chunks >= 4, "{chunks} pieces for {} units", text.len());
+        check_replay(&frames, ReadBy::Sse(32 * 1024), 0, &text, &text);
+    });
 }

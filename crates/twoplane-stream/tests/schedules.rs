@@ -14,7 +14,9 @@
 //!   its length, and it never shrinks; the plane never claims more than the store holds;
 //! - the frame contract for every connection (checked frame by frame by `common::Reader`);
 //! - S across reconnects: each client's `TextReader` only ever extends its text, holds a prefix
-//!   of the produced text, and holds exactly the produced text once it stops on `end`;
+//!   of the produced text, and holds exactly the produced text once it stops on `end`; a third
+//!   of the connections read SSE batches of a small byte limit, so their join replays arrive as
+//!   many pieces (and a reconnect can drop a connection part-way through a replay);
 //! - honest answers: `absent` only when the stream was not hosted at the join, `stale` only for
 //!   a client that let its queue fill (a slow one), never for one that kept up;
 //! - honest waiters: a resolved flush means the store held its prefix; a rejected one is
@@ -331,7 +333,12 @@ impl World {
     async fn connect(&self, from: u64) -> (Reader, bool) {
         let hosted = self.plane.is_hosted(ID);
         let sub = self.plane.subscribe(&(), ID, from).await.expect("allowed");
-        (Reader::new(sub, from, &self.produced), hosted)
+        let reader = Reader::new(sub, from, &self.produced);
+        // A third of the connections read SSE batches with a small limit, so their replays come
+        // in pieces (cut between any units but the halves of a pair) that must still join up.
+        let n = self.clients.len() + self.produced.len();
+        let reader = if n % 3 == 1 { reader.with_sse_batches(1 + (n * 37) % 150) } else { reader };
+        (reader, hosted)
     }
 
     async fn step(&mut self, op: &Op) {

@@ -6,10 +6,13 @@
 //! handles above it.
 //!
 //! Guarantees:
-//! - A join is one snapshot under the stream's lock: `open`, one coalesced `chunk`, `durable`
-//!   when the store is past the join offset and `end` when sealed, then every later frame, with
-//!   nothing missed or doubled in between (contract S). A join below the text still held is one
-//!   bare `stale`; a join of an ended stream is its replay and nothing after.
+//! - A join is one snapshot under the stream's lock: `open`, the text from the join offset,
+//!   `durable` when the store is past the join offset and `end` when sealed, then every later
+//!   frame, with nothing missed or doubled in between (contract S). The text is one coalesced
+//!   `chunk` when it fits the reader's batch limit, and otherwise contiguous `chunk` pieces of
+//!   at most that size, cut from blocks every joiner shares (`replay.rs`): the snapshot takes
+//!   reference counts, never a copy of the text. A join below the text still held is one bare
+//!   `stale`; a join of an ended stream is its replay and nothing after.
 //! - A reader takes every frame available (up to [`LOCAL_BATCH`]) under one lock of its shard
 //!   and parks in the same step; until that shard's change counter moves it can tell it has
 //!   nothing new, and wait again, without that lock. So a push costs each waiting reader one
@@ -24,12 +27,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use twoplane_core::{Frame, Text};
+use twoplane_core::Frame;
 
 use super::shards::SubKey;
 use super::stream::LiveStream;
 use super::writers::Writers;
 use crate::fanout::Drained;
+use crate::replay::Replay;
 use crate::sse::{encode_batch, SseBatch, SseSink};
 
 /// At most this many frames of a hosted stream are taken per lock for `next`/`try_next`.
@@ -38,7 +42,7 @@ pub(crate) const LOCAL_BATCH: usize = 64;
 /// What a join gives: frames known now and nothing after, or a live reader.
 pub(crate) enum Join {
     /// A bare `stale` (the offset is no longer held), or the whole replay of an ended stream.
-    Fixed(Vec<Arc<Frame>>),
+    Fixed(Replay),
     Live(Reader),
 }
 
@@ -50,29 +54,29 @@ impl LiveStream {
         let durable = st.durable.seq();
         let at = from.min(seq);
         if at < st.text.floor() {
-            return Join::Fixed(vec![Arc::new(Frame::Stale { floor_seq: st.text.floor(), durable_seq: durable })]);
+            let stale = Arc::new(Frame::Stale { floor_seq: st.text.floor(), durable_seq: durable });
+            return Join::Fixed(vec![stale].into());
         }
         let ended = st.life.is_ended();
-        let mut replay = VecDeque::with_capacity(4);
-        replay.push_back(Arc::new(Frame::Open {
+        let mut replay = Replay::default();
+        replay.push_frame(Arc::new(Frame::Open {
             stream_id: self.id_text.clone(),
             from: at,
             seq,
             durable_seq: durable,
             ended,
         }));
-        if seq > at {
-            let text = Text::from_slice(st.text.since(at));
-            replay.push_back(Arc::new(Frame::Chunk { from: at, seq, text }));
-        }
+        // The text as shared blocks: reference counts under the lock, the units copied out a
+        // piece at a time as this subscriber drains (`replay.rs`).
+        replay.push_text(st.text.span(at));
         if durable > at {
-            replay.push_back(Arc::new(Frame::Durable { seq: durable }));
+            replay.push_frame(Arc::new(Frame::Durable { seq: durable }));
         }
         if ended {
             if let Some(end) = st.life.end_frame() {
-                replay.push_back(end.clone());
+                replay.push_frame(end.clone());
             }
-            return Join::Fixed(replay.into());
+            return Join::Fixed(replay);
         }
         let (key, changes) = self.shards.attach(&mut st.shards, self.cfg.max_queued_frames, replay);
         drop(st);

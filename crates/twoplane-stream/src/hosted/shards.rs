@@ -16,7 +16,6 @@
 //! - The reader totals are kept by every call that could change a shard's, so `has_readers`
 //!   is one atomic load (producers skip building frames nobody reads).
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Waker;
@@ -25,6 +24,7 @@ use bytes::Bytes;
 use twoplane_core::Frame;
 
 use crate::fanout::{Drained, FanOut, SseDrained};
+use crate::replay::Replay;
 use crate::sse::encode;
 
 /// Fan-out shards per stream, at most. One lock for every subscriber made the readers of a
@@ -112,7 +112,7 @@ impl Shards {
     /// Attach a live subscriber after its `replay`, to the next shard round robin (created
     /// here if it is new, with a queue bound of `cap`). Returns its key and its shard's change
     /// counter. Under the stream's lock.
-    pub fn attach(&self, used: &mut ShardUse, cap: usize, replay: VecDeque<Arc<Frame>>) -> (SubKey, Arc<AtomicU64>) {
+    pub fn attach(&self, used: &mut ShardUse, cap: usize, replay: Replay) -> (SubKey, Arc<AtomicU64>) {
         let shard = used.attached % SHARDS;
         used.attached += 1;
         used.used = used.used.max(shard + 1);

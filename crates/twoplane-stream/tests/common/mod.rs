@@ -39,11 +39,50 @@ pub struct Reader {
     /// The produced text at join time (to seed the accumulator at the open's offset).
     seed: Vec<u16>,
     last_durable: u64,
+    /// Read as SSE batches of at most this many bytes (decoded back into frames), not frame by
+    /// frame: a join's replay then comes in pieces cut for this limit.
+    sse_max: Option<usize>,
+    /// Frames of a batch taken but not yet checked (lost with the connection, as a batch a
+    /// client had not parsed yet would be).
+    batch: std::collections::VecDeque<Arc<Frame>>,
 }
 
 impl Reader {
     pub fn new(sub: Subscription, claimed: u64, produced_at_join: &[u16]) -> Reader {
-        Reader { sub, frames: Vec::new(), acc: Vec::new(), claimed, seed: produced_at_join.to_vec(), last_durable: 0 }
+        Reader {
+            sub,
+            frames: Vec::new(),
+            acc: Vec::new(),
+            claimed,
+            seed: produced_at_join.to_vec(),
+            last_durable: 0,
+            sse_max: None,
+            batch: Default::default(),
+        }
+    }
+
+    /// This reader, reading SSE batches of at most `max` bytes (see [`Reader::drain_at_most`]).
+    pub fn with_sse_batches(mut self, max: usize) -> Reader {
+        self.sse_max = Some(max.max(1));
+        self
+    }
+
+    /// The next frame queued now: frame by frame, or out of the SSE batch being read.
+    fn take_one(&mut self) -> Option<Arc<Frame>> {
+        let Some(max) = self.sse_max else { return self.sub.try_next() };
+        if self.batch.is_empty() {
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            let std::task::Poll::Ready(Some(batch)) = self.sub.poll_sse(&mut cx, max) else { return None };
+            let mut events = Vec::new();
+            twoplane_core::SseDecoder::new().feed(&batch.bytes, &mut events);
+            assert_eq!(events.len() as u64, batch.frames, "whole events only");
+            for e in events {
+                let frame = twoplane_core::json::decode_frame(&e.data).expect("an event the codec reads back");
+                self.batch.push_back(Arc::new(frame));
+            }
+        }
+        self.batch.pop_front()
     }
 
     pub fn terminal(&self) -> Option<&Frame> {
@@ -64,7 +103,7 @@ impl Reader {
     pub fn drain_at_most(&mut self, limit: usize) -> usize {
         let mut n = 0;
         while n < limit {
-            let Some(frame) = self.sub.try_next() else { break };
+            let Some(frame) = self.take_one() else { break };
             self.check(frame);
             n += 1;
         }
