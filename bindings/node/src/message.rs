@@ -142,7 +142,10 @@ impl NapiMessageConform {
             Some(MessageViolation::Stream(v)) => {
                 let (id, from, seq, ty) =
                     (units_of(&stream_id_json)?, units_of(&from)?, units_of(&seq)?, units_of(&type_json)?);
-                js_string(env, v.reason(&RawPieces { stream_id_json: &id, from: &from, seq: &seq, type_json: &ty }).units())
+                js_string(
+                    env,
+                    v.reason(&RawPieces { stream_id_json: &id, from: &from, seq: &seq, type_json: &ty }).units(),
+                )
             }
         }
     }
@@ -177,7 +180,12 @@ impl NapiMessage {
     #[napi(catch_unwind)]
     pub fn reader(&self) -> NapiMessageReader {
         let message = self.message.clone();
-        NapiMessageReader { core: MessageReaderCore::new(message.tally().clone()), message, part: f64::NAN, at: f64::NAN }
+        NapiMessageReader {
+            core: MessageReaderCore::new(message.tally().clone()),
+            message,
+            part: f64::NAN,
+            at: f64::NAN,
+        }
     }
 }
 

@@ -217,7 +217,9 @@ mod tests {
         assert_eq!(message_document(m), r#"{"parts":[{"type":"reasoning","text":""}]}"#, "the durable one is a copy");
         assert_eq!(message_reader_feed(r, 1, 5.0, 6.0, 1.0, 1.0, 2.0), 2);
         assert_eq!((message_reader_stop_code(r), message_reader_resume_from(r)), (3, 3.0));
-        assert!(message_assemble(None, None, 0.5, &[], &[], &[], &[], &[]).unwrap_err().starts_with("invalid_offset: "));
+        assert!(message_assemble(None, None, 0.5, &[], &[], &[], &[], &[])
+            .unwrap_err()
+            .starts_with("invalid_offset: "));
         message_drop(m);
         assert!(message_reader_new(m).unwrap_err().starts_with("invalid_argument: "));
     }

@@ -245,7 +245,11 @@ fn dts() -> String {
     s.push_str(";\n");
     s.push_str("export declare function messageKindCode(frame: unknown): MessageKindCode;\n");
     s.push_str("/** What a message reader did with a frame. */\n");
-    let _ = writeln!(s, "export type MessageActionName ={};", union(message_actions().into_iter().map(message_action_name)));
+    let _ = writeln!(
+        s,
+        "export type MessageActionName ={};",
+        union(message_actions().into_iter().map(message_action_name))
+    );
     s.push_str("export declare const MESSAGE_ACTIONS: readonly MessageActionName[];\n");
     s
 }

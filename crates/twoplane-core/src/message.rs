@@ -28,7 +28,10 @@ pub mod rows;
 pub mod rules;
 pub mod sse;
 
-pub use codec::{decode_message_frame, decode_message_frame_units, encode_message_frame, encode_message_frame_into, message_frame_from_value};
+pub use codec::{
+    decode_message_frame, decode_message_frame_units, encode_message_frame, encode_message_frame_into,
+    message_frame_from_value,
+};
 pub use conform::{MessageConform, MessageVerdict, MessageViolation, PartViolation};
 pub use fold::{Message, Part};
 pub use frame::{message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};

@@ -122,7 +122,8 @@ mod tests {
     fn packed_rows_unpack_in_order() {
         let texts: Vec<u16> = "abc".encode_utf16().collect();
         let parts: Vec<u16> = "[]".encode_utf16().collect();
-        let rows = MessageChunkRow::from_js_packed(&[2.0, 1.0], &texts, &[2.0, -1.0], &parts, &[f64::NAN, 2.0]).unwrap();
+        let rows =
+            MessageChunkRow::from_js_packed(&[2.0, 1.0], &texts, &[2.0, -1.0], &parts, &[f64::NAN, 2.0]).unwrap();
         assert_eq!(rows[0], MessageChunkRow { seq: 2, text: Some("ab".into()), parts: None });
         assert_eq!(rows[1], MessageChunkRow { seq: 1, text: None, parts: Some("[]".into()) });
         let bad = |seqs: &[f64], lens: &[f64]| MessageChunkRow::from_js_packed(seqs, &texts, lens, &[], &[-1.0; 1]);
