@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::cluster::{http, Instance};
+use common::process::{descriptors, raise_open_files, rss};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -26,17 +27,6 @@ const OWN_DESCRIPTORS: usize = 64;
 const RSS_BOUND: u64 = 256 << 20;
 const DELTAS: usize = 300;
 
-fn raise_own_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-        limit.rlim_cur = limit.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-    }
-    assert!(limit.rlim_cur as usize > SILENT + STALLED_READERS + 500, "this test needs {} descriptors", SILENT + 1000);
-}
-
 async fn connect_from(source: &str, to: SocketAddr, small_window: bool) -> Option<TcpStream> {
     let socket = TcpSocket::new_v4().ok()?;
     socket.bind(format!("{source}:0").parse().unwrap()).ok()?;
@@ -44,19 +34,6 @@ async fn connect_from(source: &str, to: SocketAddr, small_window: bool) -> Optio
         let _ = socket.set_recv_buffer_size(1);
     }
     tokio::time::timeout(Duration::from_secs(5), socket.connect(to)).await.ok()?.ok()
-}
-
-fn descriptors(pid: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
-}
-
-fn rss(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// A reader that reads everything until the stream's end; the `data:` text it received.
@@ -86,7 +63,7 @@ async fn good_reader(addr: SocketAddr) -> Result<String, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_silent_and_stalled_clients_leaves_producers_and_readers_served() {
-    raise_own_limit();
+    raise_open_files(SILENT + STALLED_READERS + 500);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let args: Vec<String> = [

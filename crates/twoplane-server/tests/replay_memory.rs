@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{http, Instance};
+use common::process::{raise_open_files, rss};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -52,26 +53,6 @@ fn tcp_pages() -> u64 {
         .and_then(|l| l.split_whitespace().skip_while(|w| *w != "mem").nth(1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
-}
-
-fn raise_own_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-        limit.rlim_cur = limit.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-    }
-    assert!(limit.rlim_cur as usize > READERS + 200, "this test needs {} descriptors", READERS + 200);
-}
-
-fn rss(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// The stream's text: ten units per repetition, the last two an astral pair.
@@ -140,7 +121,7 @@ async fn read_to_end((mut stream, first): (TcpStream, Vec<u8>), units: Arc<Vec<u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_joins_at_zero_share_the_text() {
-    raise_own_limit();
+    raise_open_files(READERS + 200);
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
