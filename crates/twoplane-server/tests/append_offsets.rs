@@ -267,3 +267,25 @@ mod schedule {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offset_that_is_not_a_number_gets_a_json_error_and_appends_nothing() {
+    let served = start().await;
+    let addr = served.addr;
+    let mut p = Probe::open(addr, "bad-offsets".to_owned(), Route::Append).await;
+    p.send("a", 0).await;
+    for route in ["append", "body"] {
+        for offset in ["abc", "-1", "1.5", "18446744073709551616", ""] {
+            let path = format!("/v1/streams/bad-offsets/{route}?offset={offset}");
+            let (status, answer) = call(addr, "POST", &path, "x").await;
+            // `?offset=` with nothing after it is not "no offset" (a body may omit the parameter).
+            assert_eq!(
+                (status, answer["kind"].as_str()),
+                (400, Some("bad_offset")),
+                "{route} ?offset={offset}: {answer}"
+            );
+            p.check_live(&format!("{route} ?offset={offset}")).await;
+        }
+    }
+    p.check_stored().await;
+}

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -62,6 +62,17 @@ struct OpenOptions {
 #[derive(Deserialize)]
 struct OffsetQuery {
     offset: Option<u64>,
+}
+
+/// The `?offset=` of an append or a body, or the API's own error for one that is not a
+/// non-negative integer (axum's rejection would answer plain text, with no `kind`).
+fn offset_query(query: Result<Query<OffsetQuery>, QueryRejection>) -> Result<Option<u64>, ApiError> {
+    query.map(|Query(q)| q.offset).map_err(|e| {
+        ApiError::bad_request(
+            "bad_offset",
+            format!("?offset= must be a whole number of UTF-16 code units, at most 2^64 - 1 ({})", e.body_text()),
+        )
+    })
 }
 
 #[derive(Deserialize)]
@@ -144,9 +155,10 @@ async fn open(State(producers): State<Producers>, Path(id): Path<String>, body: 
 async fn append(
     State(producers): State<Producers>,
     Path(id): Path<String>,
-    Query(query): Query<OffsetQuery>,
+    query: Result<Query<OffsetQuery>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Reply {
+    let offset = offset_query(query)?;
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(producers.limits.max_delta_bytes, "an append's body")
@@ -154,7 +166,7 @@ async fn append(
             ApiError::bad_request("bad_request", rejection.body_text())
         }
     })?;
-    let Some(offset) = query.offset else {
+    let Some(offset) = offset else {
         return Err(ApiError::bad_request(
             "missing_offset",
             "append needs ?offset=<the stream's length before this text, in UTF-16 code units>",
@@ -184,14 +196,15 @@ impl Drop for BodyGuard<'_> {
 async fn body(
     State(producers): State<Producers>,
     Path(id): Path<String>,
-    Query(query): Query<OffsetQuery>,
+    query: Result<Query<OffsetQuery>, QueryRejection>,
     request: Body,
 ) -> Reply {
+    let offset = offset_query(query)?;
     let p = hosted(&producers, &id).await?;
     {
         let _order = crate::lock::lock(&p.order);
         ensure_open(&p)?;
-        check_offset(&p, query.offset)?;
+        check_offset(&p, offset)?;
     }
     if p.body_active.swap(true, Ordering::SeqCst) {
         return Err(ApiError::new(
