@@ -280,6 +280,8 @@ impl SubscriberCapsConfig {
 /// Which subscriber bound a subscribe reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapReached {
+    /// Every subscription the connection limits leave (`SseConfig::max_subscribers`).
+    Server,
     Stream,
     Ip,
 }
@@ -293,6 +295,7 @@ impl CapReached {
 
     pub fn message(self) -> &'static str {
         match self {
+            CapReached::Server => "the server has as many subscribers as it allows; try again later",
             CapReached::Stream => "this stream has as many subscribers as the server allows; try again later",
             CapReached::Ip => "this address has as many subscriptions as the server allows; try again later",
         }

@@ -169,7 +169,7 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
     }
     if endpoint.config.max_subscribers.is_some_and(|max| endpoint.stats.active() >= max) {
         // Before the plane is asked: a full server spends nothing on the request.
-        return plain(StatusCode::SERVICE_UNAVAILABLE, "too many subscribers; try again later\n");
+        return too_many_subscribers(CapReached::Server);
     }
     let pass = match &endpoint.config.subscriber_caps {
         Some(caps) => {
