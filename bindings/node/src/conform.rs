@@ -5,7 +5,7 @@
 
 use napi::{Env, JsString};
 use napi_derive::napi;
-use twoplane_core::conform::RawPieces;
+use twoplane_core::conform::{RawPieces, Violation};
 use twoplane_core::Conform as CoreConform;
 
 use crate::error::Kind;
@@ -85,12 +85,25 @@ impl NapiConform {
         seq: JsString,
         type_json: JsString,
     ) -> Result<JsString<'e>, Kind> {
-        let Some(violation) = self.core.last_violation() else {
-            return js_string(env, &[]);
-        };
-        let (id, from, seq, ty) =
-            (units_of(&stream_id_json)?, units_of(&from)?, units_of(&seq)?, units_of(&type_json)?);
-        let raw = RawPieces { stream_id_json: &id, from: &from, seq: &seq, type_json: &ty };
-        js_string(env, violation.reason(&raw).units())
+        match self.core.last_violation() {
+            None => js_string(env, &[]),
+            Some(violation) => stream_reason(env, &violation, &stream_id_json, &from, &seq, &type_json),
+        }
     }
+}
+
+/// The reason text of a six-frame rule's violation, from the offending frame's values as
+/// JavaScript printed them, read as UTF-16 so unpaired surrogates stay as they are. Both
+/// conform passes (this one and `MessageConform`'s) answer a stream rule's reason with it.
+pub(crate) fn stream_reason<'e>(
+    env: &'e Env,
+    violation: &Violation,
+    stream_id_json: &JsString,
+    from: &JsString,
+    seq: &JsString,
+    type_json: &JsString,
+) -> Result<JsString<'e>, Kind> {
+    let (id, from, seq, ty) = (units_of(stream_id_json)?, units_of(from)?, units_of(seq)?, units_of(type_json)?);
+    let raw = RawPieces { stream_id_json: &id, from: &from, seq: &seq, type_json: &ty };
+    js_string(env, violation.reason(&raw).units())
 }

@@ -14,7 +14,6 @@
 use napi::bindgen_prelude::Float64Array;
 use napi::{Env, JsString};
 use napi_derive::napi;
-use twoplane_core::conform::RawPieces;
 use twoplane_core::jsnum::offset_arg;
 use twoplane_core::message::{
     assemble_durable_message, decode_message_frame_units, encode_message_event, encode_message_frame,
@@ -23,6 +22,7 @@ use twoplane_core::message::{
 };
 use twoplane_core::Text;
 
+use crate::conform::stream_reason;
 use crate::error::{from_core, Kind};
 use crate::text::{js_string, units_of};
 use napi::Result;
@@ -139,14 +139,7 @@ impl NapiMessageConform {
         match self.core.last_violation() {
             None => js_string(env, &[]),
             Some(MessageViolation::Part(p)) => js_string(env, p.reason().units()),
-            Some(MessageViolation::Stream(v)) => {
-                let (id, from, seq, ty) =
-                    (units_of(&stream_id_json)?, units_of(&from)?, units_of(&seq)?, units_of(&type_json)?);
-                js_string(
-                    env,
-                    v.reason(&RawPieces { stream_id_json: &id, from: &from, seq: &seq, type_json: &ty }).units(),
-                )
-            }
+            Some(MessageViolation::Stream(v)) => stream_reason(env, &v, &stream_id_json, &from, &seq, &type_json),
         }
     }
 }

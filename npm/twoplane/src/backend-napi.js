@@ -80,51 +80,65 @@ const n = (x) => (typeof x === 'number' ? x : NaN);
 /** Frames per native call of the batch encoder (see napiSseBatchEncoder). */
 export const SSE_SLICE = 256;
 
+/** The members Conform and MessageConform share: the same calls, with the same arguments, on
+ *  either native pass. Each subclass keeps the handle as well (a private field is its own class's
+ *  alone) for its per-frame calls, so `feed` stays one field read and one Node-API call. */
+class ConformCalls {
+  #h;
+
+  constructor(h) {
+    this.#h = h;
+  }
+
+  end() {
+    return this.#h.end();
+  }
+
+  fail() {
+    return this.#h.fail();
+  }
+
+  pos() {
+    return this.#h.pos();
+  }
+
+  lastDurable() {
+    return this.#h.lastDurable();
+  }
+
+  requested() {
+    return this.#h.requested();
+  }
+
+  violation() {
+    return this.#h.violation();
+  }
+
+  reason(streamIdJson, from, seq, typeJson) {
+    return this.#h.reason(String(streamIdJson), String(from), String(seq), String(typeJson));
+  }
+}
+
 /** The backend object (docs/js-backend.md) over a loaded addon. */
 export function napiBackend(addon) {
   const NativeConform = addon.Conform;
   const NativeReader = addon.Reader;
 
-  // Composition rather than `extends`: the per-frame methods add one property read and one JS
-  // call to a Node-API call that costs hundreds of nanoseconds, and the arguments are coerced to
-  // the declared types here, so nothing a caller passes can fail inside Node-API.
-  class Conform {
+  // Composition rather than extending the native classes: the per-frame methods add one
+  // property read and one JS call to a Node-API call that costs hundreds of nanoseconds, and the
+  // arguments are coerced to the declared types here, so nothing a caller passes can fail inside
+  // Node-API.
+  class Conform extends ConformCalls {
     #h;
 
     constructor(from) {
-      this.#h = new NativeConform(n(from));
+      const h = new NativeConform(n(from));
+      super(h);
+      this.#h = h;
     }
 
     feed(kind, idMatches, a, b, c) {
       return this.#h.feed(n(kind), idMatches === true, n(a), n(b), n(c));
-    }
-
-    end() {
-      return this.#h.end();
-    }
-
-    fail() {
-      return this.#h.fail();
-    }
-
-    pos() {
-      return this.#h.pos();
-    }
-
-    lastDurable() {
-      return this.#h.lastDurable();
-    }
-
-    requested() {
-      return this.#h.requested();
-    }
-
-    violation() {
-      return this.#h.violation();
-    }
-
-    reason(streamIdJson, from, seq, typeJson) {
-      return this.#h.reason(String(streamIdJson), String(from), String(seq), String(typeJson));
     }
   }
 
@@ -220,11 +234,13 @@ function napiMessageMembers(addon) {
     }
   };
 
-  class MessageConform {
+  class MessageConform extends ConformCalls {
     #h;
 
     constructor(from) {
-      this.#h = new addon.MessageConform(n(from));
+      const h = new addon.MessageConform(n(from));
+      super(h);
+      this.#h = h;
     }
 
     feed(kind, idMatches, a, b, c, part, at) {
@@ -233,34 +249,6 @@ function napiMessageMembers(addon) {
 
     open(idMatches, from, seq, durableSeq, parts) {
       return this.#h.open(idMatches === true, n(from), n(seq), n(durableSeq), parts);
-    }
-
-    end() {
-      return this.#h.end();
-    }
-
-    fail() {
-      return this.#h.fail();
-    }
-
-    pos() {
-      return this.#h.pos();
-    }
-
-    lastDurable() {
-      return this.#h.lastDurable();
-    }
-
-    requested() {
-      return this.#h.requested();
-    }
-
-    violation() {
-      return this.#h.violation();
-    }
-
-    reason(streamIdJson, from, seq, typeJson) {
-      return this.#h.reason(String(streamIdJson), String(from), String(seq), String(typeJson));
     }
   }
 

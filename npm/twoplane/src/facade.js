@@ -7,9 +7,10 @@
 //   `Number.isInteger` fails them). The frame objects and the text never leave JavaScript.
 // - `StreamRelayConform.feed` returns the very object it accepted (extra fields survive) and turns
 //   any input, hostile or not, into the contract's behaviour: never a throw, except one from the
-//   app's own `onViolation`.
-// - Frames built here (the synthesized `open`, the terminating `stale`) have the key order of
-//   docs/contract.md §1, so `JSON.stringify` of them is byte-identical to the core's encoder.
+//   app's own `onViolation`. Its class is relay.js's, shared with MessageRelayConform.
+// - Frames built here and in relay.js (the synthesized `open`, the terminating `stale`) have the
+//   key order of docs/contract.md §1, so `JSON.stringify` of them is byte-identical to the core's
+//   encoder.
 // - Every error thrown carries a stable `.kind` and is a `TwoplaneError`.
 //
 // THE BACKEND CONTRACT (docs/js-backend.md is the full reference). `buildApi(backend)` needs an
@@ -62,12 +63,10 @@
 import { TwoplaneError, asTwoplaneError } from './errors.js';
 import { createStreamReader } from './reader.js';
 import { SseDecoder, encodeSseEvent } from './sse.js';
-import { field, frameKindCode, num, printJson, printString, textLen } from './frames.js';
+import { field, frameKindCode, num, textLen } from './frames.js';
 import { buildMessageApi } from './message.js';
-import {
-  KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN,
-  VERDICT_DROP, VERDICT_OPEN_THEN_PASS, VERDICT_PASS, VERDICT_VIOLATION,
-} from './codes.js';
+import { relayConformClass } from './relay.js';
+import { KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN } from './codes.js';
 
 /** The status column's value while a stream is live. */
 export const STREAM_STATUS_STREAMING = 'streaming';
@@ -89,6 +88,25 @@ export function frameResumePoint(frame) {
     case KIND_DURABLE:
     case KIND_END: return frame.seq;
     default: return undefined;
+  }
+}
+
+/** One frame's numbers fed to a numeric conform pass (`Conform`); returns the verdict. The hot
+ *  path, a chunk, takes one numeric call: the relay leg feeds thousands of these per second and
+ *  a plain-JavaScript pass is the yardstick. */
+function feedStreamFrame(core, frame, streamId) {
+  if (frame !== null && frame !== undefined && frame.type === 'chunk') {
+    return core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(frame.text));
+  }
+  const kind = frameKindCode(frame);
+  switch (kind) {
+    case KIND_OPEN:
+      return core.feed(KIND_OPEN, frame.streamId === streamId, num(frame.from), num(frame.seq), num(frame.durableSeq));
+    case KIND_DURABLE:
+    case KIND_END:
+      return core.feed(kind, false, num(frame.seq), NaN, NaN);
+    default:
+      return core.feed(kind, false, NaN, NaN, NaN);
   }
 }
 
@@ -164,138 +182,16 @@ export function buildApi(backend) {
   }
 
   /**
-   * The relay conform pass (docs/contract.md §3). The verdict comes from the backend; this class keeps
-   * the frames, builds the two frames the contract synthesizes, and calls `onViolation`.
+   * The relay conform pass (docs/contract.md §3). The verdict comes from the backend; the class
+   * (relay.js) keeps the frames, builds the two frames the contract synthesizes, and calls
+   * `onViolation`.
    */
-  class StreamRelayConform {
-    #core;
-    // The terminating `stale` of a violation whose onViolation threw: the throw reached the
-    // caller instead of it, so the next call (feed, end or fail) returns it, once.
-    #owed = null;
-
-    constructor(streamId, from, onViolation) {
-      this.streamId = streamId;
-      this.from = from;
-      this.onViolation = onViolation;
-      this.#core = new backend.Conform(num(from));
-    }
-
-    /** End of the delivered prefix. */
-    get pos() {
-      return this.#core.pos();
-    }
-
-    /** The last `durable` passed. */
-    get lastDurable() {
-      return this.#core.lastDurable();
-    }
-
-    feed(frame) {
-      if (this.#owed !== null) return this.#pay();
-      let verdict;
-      try {
-        // The hot path, a chunk that passes, takes one numeric call and one array: the relay
-        // leg feeds thousands of these per second and a plain-JavaScript pass is the yardstick.
-        if (frame !== null && frame !== undefined && frame.type === 'chunk') {
-          verdict = this.#core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(frame.text));
-          if (verdict === VERDICT_PASS) return [frame];
-        } else {
-          verdict = this.#feedOther(frame);
-        }
-      } catch {
-        // A getter that throws (a Proxy, say) makes the frame unreadable: an unknown frame.
-        verdict = this.#core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN);
-      }
-      return this.#apply(verdict, frame, true);
-    }
-
-    #feedOther(frame) {
-      const kind = frameKindCode(frame);
-      switch (kind) {
-        case KIND_OPEN:
-          return this.#core.feed(KIND_OPEN, frame.streamId === this.streamId, num(frame.from), num(frame.seq), num(frame.durableSeq));
-        case KIND_DURABLE:
-        case KIND_END:
-          return this.#core.feed(kind, false, num(frame.seq), NaN, NaN);
-        default:
-          return this.#core.feed(kind, false, NaN, NaN, NaN);
-      }
-    }
-
-    /** The source finished without a terminal frame. */
-    end() {
-      if (this.#owed !== null) return this.#pay();
-      return this.#apply(this.#core.end(), undefined, false);
-    }
-
-    /** The source threw, or the reader is being dropped. */
-    fail() {
-      if (this.#owed !== null) return this.#pay();
-      return this.#apply(this.#core.fail(), undefined, false);
-    }
-
-    #apply(verdict, frame, fed) {
-      switch (verdict) {
-        case VERDICT_DROP:
-          return [];
-        case VERDICT_PASS:
-          return [frame];
-        case VERDICT_OPEN_THEN_PASS:
-          return [this.#synthOpen(), frame];
-        case VERDICT_VIOLATION: {
-          const stale = this.#stale();
-          const report = this.onViolation;
-          if (typeof report === 'function') {
-            // The pass is already terminated (the core is done), so a throwing onViolation
-            // propagates to the caller and leaves a legal state: nothing passes any more, and
-            // the stale this call owed is what the next call returns.
-            try {
-              report(this.#reason(frame, fed));
-            } catch (err) {
-              this.#owed = stale;
-              throw err;
-            }
-          }
-          return [stale];
-        }
-        default:
-          return [this.#stale()];
-      }
-    }
-
-    #pay() {
-      const stale = this.#owed;
-      this.#owed = null;
-      return [stale];
-    }
-
-    #reason(frame, fed) {
-      let sid = 'undefined';
-      let from = 'undefined';
-      let seq = 'undefined';
-      let type = 'undefined';
-      if (fed) {
-        try {
-          sid = printJson(field(frame, 'streamId'));
-          from = printString(field(frame, 'from'));
-          seq = printString(field(frame, 'seq'));
-          type = printJson(field(frame, 'type'));
-        } catch {
-          // Unreadable frame: the pieces keep their "undefined".
-        }
-      }
-      return this.#core.reason(sid, from, seq, type);
-    }
-
-    #synthOpen() {
-      const at = this.#core.requested();
-      return { type: 'open', streamId: this.streamId, from: at, seq: at, durableSeq: at, ended: false };
-    }
-
-    #stale() {
-      return { type: 'stale', floorSeq: this.#core.pos(), durableSeq: this.#core.lastDurable() };
-    }
-  }
+  const StreamRelayConform = relayConformClass(
+    'StreamRelayConform',
+    (from) => new backend.Conform(from),
+    feedStreamFrame,
+    (core) => core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN),
+  );
 
   const StreamReader = createStreamReader(backend, { spliceStreamText });
   // Messages made of parts (docs/contract.md §8): their own names, over their own members of the

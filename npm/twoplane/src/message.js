@@ -6,18 +6,20 @@
 // - Rules live in the backend (the Rust core). Per frame, this file reduces the frame to numbers
 //   exactly as the core's JavaScript view does (twoplane_core::jsview::message_numbers): the kind
 //   from `type`, every value that is not a number as NaN, `part` and `at` NaN when absent.
-// - `MessageRelayConform.feed` behaves as `StreamRelayConform.feed` does: it returns the very
-//   object it accepted, builds the synthesized `open` and the terminating `stale` with the key
-//   order of §1, and never throws except from the app's own `onViolation`.
+// - `MessageRelayConform.feed` behaves as `StreamRelayConform.feed` does, being the same class
+//   (relay.js) over the message pass: it returns the very object it accepted, builds the
+//   synthesized `open` and the terminating `stale` with the key order of §1, and never throws
+//   except from the app's own `onViolation`.
 // - The reader's message and its document are the core's: a frame whose action changes the
 //   message is folded by the core, and `document` is the core's text.
 // - Every error thrown carries a stable `.kind` and is a `TwoplaneError`.
 
 import { TwoplaneError, asTwoplaneError } from './errors.js';
-import { field, num, printJson, printString, textLen } from './frames.js';
+import { field, num, textLen } from './frames.js';
+import { relayConformClass } from './relay.js';
 import {
   KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN, MESSAGE_ACTIONS, MKIND_PART, STOP_REASONS,
-  VERDICT_DROP, VERDICT_OPEN_THEN_PASS, VERDICT_PASS, VERDICT_VIOLATION, messageKindCode,
+  messageKindCode,
 } from './codes.js';
 
 /** JSON text of a frame for the strict codec; a value JSON cannot write is refused, typed. */
@@ -83,24 +85,25 @@ export function buildMessageApi(backend) {
     }
   };
 
-  /** The core's JSON of a message frame (strict: an invalid frame throws with the core's kind). */
-  function encodeMessageFrame(frame) {
-    needText('encodeMessageFrame');
+  /** The core's text of a message frame, its JSON or (`asEvent`) its SSE event; `name` is the
+   *  public function's, for the error of a build without the codec. */
+  const encodeWith = (name, frame, asEvent) => {
+    needText(name);
     try {
-      return backend.messageFrame(frameJson(frame), false);
+      return backend.messageFrame(frameJson(frame), asEvent);
     } catch (err) {
       throw asTwoplaneError(err);
     }
+  };
+
+  /** The core's JSON of a message frame (strict: an invalid frame throws with the core's kind). */
+  function encodeMessageFrame(frame) {
+    return encodeWith('encodeMessageFrame', frame, false);
   }
 
   /** One message frame as one SSE event: `id: <resume point>` when it has one, then `data:`. */
   function encodeMessageEvent(frame) {
-    needText('encodeMessageEvent');
-    try {
-      return backend.messageFrame(frameJson(frame), true);
-    } catch (err) {
-      throw asTwoplaneError(err);
-    }
+    return encodeWith('encodeMessageEvent', frame, true);
   }
 
   /** Parse and check one message frame's JSON text (the core's strict decoder). */
@@ -187,111 +190,16 @@ export function buildMessageApi(backend) {
   }
 
   /**
-   * The relay conform pass for messages (docs/contract.md §3 and §8): as StreamRelayConform, and
-   * a frame that breaks a part rule (a delta for an unknown part, a body gap, a change of kind)
-   * also becomes one `stale`.
+   * The relay conform pass for messages (docs/contract.md §3 and §8): as StreamRelayConform (the
+   * same class, relay.js, over the message pass), and a frame that breaks a part rule (a delta
+   * for an unknown part, a body gap, a change of kind) also becomes one `stale`.
    */
-  class MessageRelayConform {
-    #core;
-    // As in StreamRelayConform: the stale owed after an onViolation that threw.
-    #owed = null;
-
-    constructor(streamId, from, onViolation) {
-      this.streamId = streamId;
-      this.from = from;
-      this.onViolation = onViolation;
-      this.#core = new backend.MessageConform(num(from));
-    }
-
-    get pos() {
-      return this.#core.pos();
-    }
-
-    get lastDurable() {
-      return this.#core.lastDurable();
-    }
-
-    feed(frame) {
-      if (this.#owed !== null) return this.#pay();
-      let verdict;
-      try {
-        verdict = feedNumbers(this.#core, frame, this.streamId, true);
-      } catch {
-        // A getter that throws makes the frame unreadable: an unknown frame.
-        verdict = this.#core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN, NaN, NaN);
-      }
-      return this.#apply(verdict, frame, true);
-    }
-
-    end() {
-      if (this.#owed !== null) return this.#pay();
-      return this.#apply(this.#core.end(), undefined, false);
-    }
-
-    fail() {
-      if (this.#owed !== null) return this.#pay();
-      return this.#apply(this.#core.fail(), undefined, false);
-    }
-
-    #apply(verdict, frame, fed) {
-      switch (verdict) {
-        case VERDICT_DROP:
-          return [];
-        case VERDICT_PASS:
-          return [frame];
-        case VERDICT_OPEN_THEN_PASS:
-          return [this.#synthOpen(), frame];
-        case VERDICT_VIOLATION: {
-          const stale = this.#stale();
-          const report = this.onViolation;
-          if (typeof report === 'function') {
-            try {
-              report(this.#reason(frame, fed));
-            } catch (err) {
-              this.#owed = stale;
-              throw err;
-            }
-          }
-          return [stale];
-        }
-        default:
-          return [this.#stale()];
-      }
-    }
-
-    #pay() {
-      const stale = this.#owed;
-      this.#owed = null;
-      return [stale];
-    }
-
-    #reason(frame, fed) {
-      let sid = 'undefined';
-      let from = 'undefined';
-      let seq = 'undefined';
-      let type = 'undefined';
-      if (fed) {
-        try {
-          sid = printJson(field(frame, 'streamId'));
-          from = printString(field(frame, 'from'));
-          seq = printString(field(frame, 'seq'));
-          type = printJson(field(frame, 'type'));
-        } catch {
-          // Unreadable frame: the pieces keep their "undefined".
-        }
-      }
-      return this.#core.reason(sid, from, seq, type);
-    }
-
-    #synthOpen() {
-      const at = this.#core.requested();
-      return { type: 'open', streamId: this.streamId, from: at, seq: at, durableSeq: at, ended: false };
-    }
-
-    #stale() {
-      return { type: 'stale', floorSeq: this.#core.pos(), durableSeq: this.#core.lastDurable() };
-    }
-  }
+  const MessageRelayConform = relayConformClass(
+    'MessageRelayConform',
+    (from) => new backend.MessageConform(from),
+    (core, frame, streamId) => feedNumbers(core, frame, streamId, true),
+    (core) => core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN, NaN, NaN),
+  );
 
   /**
    * The reader of a message (docs/contract.md §8): joined to `streamId` holding `durable` (a

@@ -1,30 +1,9 @@
 // Types of `twoplane/wasm`: every public name, plus the backend object and the facade builder
 // for code that mixes backends.
 export * from './index.js';
-import type {
-  StreamReader,
-  StreamRelayConform,
-  SseDecoder,
-  TwoplaneError,
-  STREAM_STATUS_STREAMING,
-  STREAM_SSE_HEADERS,
-  frameResumePoint,
-  spliceStreamText,
-  assembleDurableText,
-  streamChunkId,
-  streamChunkTableDdl,
-  streamRequestFromHttp,
-  encodeSseEvent,
-  encodeSseEvents,
-  encodeMessageFrame,
-  encodeMessageEvent,
-  decodeMessageFrame,
-  messageResumePoint,
-  assembleDurableMessage,
-  DurableMessage,
-  MessageRelayConform,
-  MessageReader,
-} from './index.js';
+// TwoplaneApi below takes each public name's type as `typeof Public.<name>`, so the names are
+// listed there only.
+import type * as Public from './index.js';
 
 /** The numeric conform pass a backend provides (docs/js-backend.md). */
 export interface BackendConform {
@@ -115,28 +94,28 @@ export interface TwoplaneBackend {
 /** Every public name, as `buildApi` returns them. */
 export interface TwoplaneApi {
   readonly backend: string;
-  STREAM_STATUS_STREAMING: typeof STREAM_STATUS_STREAMING;
-  STREAM_SSE_HEADERS: typeof STREAM_SSE_HEADERS;
-  frameResumePoint: typeof frameResumePoint;
-  spliceStreamText: typeof spliceStreamText;
-  assembleDurableText: typeof assembleDurableText;
-  streamChunkId: typeof streamChunkId;
-  streamChunkTableDdl: typeof streamChunkTableDdl;
-  streamRequestFromHttp: typeof streamRequestFromHttp;
-  StreamRelayConform: typeof StreamRelayConform;
-  StreamReader: typeof StreamReader;
-  SseDecoder: typeof SseDecoder;
-  encodeSseEvent: typeof encodeSseEvent;
-  encodeSseEvents: typeof encodeSseEvents;
-  TwoplaneError: typeof TwoplaneError;
-  encodeMessageFrame: typeof encodeMessageFrame;
-  encodeMessageEvent: typeof encodeMessageEvent;
-  decodeMessageFrame: typeof decodeMessageFrame;
-  messageResumePoint: typeof messageResumePoint;
-  assembleDurableMessage: typeof assembleDurableMessage;
-  DurableMessage: typeof DurableMessage;
-  MessageRelayConform: typeof MessageRelayConform;
-  MessageReader: typeof MessageReader;
+  STREAM_STATUS_STREAMING: typeof Public.STREAM_STATUS_STREAMING;
+  STREAM_SSE_HEADERS: typeof Public.STREAM_SSE_HEADERS;
+  frameResumePoint: typeof Public.frameResumePoint;
+  spliceStreamText: typeof Public.spliceStreamText;
+  assembleDurableText: typeof Public.assembleDurableText;
+  streamChunkId: typeof Public.streamChunkId;
+  streamChunkTableDdl: typeof Public.streamChunkTableDdl;
+  streamRequestFromHttp: typeof Public.streamRequestFromHttp;
+  StreamRelayConform: typeof Public.StreamRelayConform;
+  StreamReader: typeof Public.StreamReader;
+  SseDecoder: typeof Public.SseDecoder;
+  encodeSseEvent: typeof Public.encodeSseEvent;
+  encodeSseEvents: typeof Public.encodeSseEvents;
+  TwoplaneError: typeof Public.TwoplaneError;
+  encodeMessageFrame: typeof Public.encodeMessageFrame;
+  encodeMessageEvent: typeof Public.encodeMessageEvent;
+  decodeMessageFrame: typeof Public.decodeMessageFrame;
+  messageResumePoint: typeof Public.messageResumePoint;
+  assembleDurableMessage: typeof Public.assembleDurableMessage;
+  DurableMessage: typeof Public.DurableMessage;
+  MessageRelayConform: typeof Public.MessageRelayConform;
+  MessageReader: typeof Public.MessageReader;
 }
 
 /** The wasm build's backend object. */
