@@ -87,10 +87,11 @@ impl ApiError {
         ApiError { seq: Some(handle.seq()), durable_seq: Some(handle.durable_seq()), ..self }
     }
 
-    /// A plane error on a hosted stream (`seq`: where it stands).
-    pub fn from_plane(e: &PlaneError, id: &str, seq: Option<u64>) -> ApiError {
-        let error = match e.kind() {
-            PlaneErrorKind::StreamClosed => ApiError::closed(id, 0),
+    /// A plane error of stream `id` (add where it stands with [`at`](ApiError::at)).
+    pub fn from_plane(e: &PlaneError, id: &str) -> ApiError {
+        match e.kind() {
+            // Where the stream stands is the caller's to add (`at`).
+            PlaneErrorKind::StreamClosed => ApiError { seq: None, ..ApiError::closed(id, 0) },
             PlaneErrorKind::AlreadyOpen => ApiError::new(StatusCode::CONFLICT, "already_open", e.message()),
             PlaneErrorKind::OpenRefused => ApiError::new(StatusCode::CONFLICT, "open_refused", e.message()),
             // Another instance released the row (this one's lease lapsed): the row is the truth.
@@ -107,13 +108,7 @@ impl ApiError {
                 tracing::warn!(stream_id = ?id, error = %e, "producer API: plane error");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind.as_str(), e.message())
             }
-        };
-        ApiError { seq, ..error }
-    }
-
-    /// [`from_plane`](ApiError::from_plane) with where the stream stands (both lengths).
-    pub fn from_plane_at(e: &PlaneError, id: &str, handle: &twoplane_stream::StreamHandle) -> ApiError {
-        ApiError::from_plane(e, id, None).at(handle)
+        }
     }
 
     /// A store failure outside the plane (the row lookups of this API).

@@ -144,11 +144,11 @@ async fn open(State(producers): State<Producers>, Path(id): Path<String>, body: 
         Err(e) if e.kind() == twoplane_stream::PlaneErrorKind::OpenRefused => {
             match rows::exists(&producers.db, &id).await {
                 Ok(false) => Err(ApiError::unknown_stream(&id)),
-                Ok(true) => Err(ApiError::from_plane(&e, &id, None)),
+                Ok(true) => Err(ApiError::from_plane(&e, &id)),
                 Err(e) => Err(ApiError::store(&e)),
             }
         }
-        Err(e) => Err(ApiError::from_plane(&e, &id, None)),
+        Err(e) => Err(ApiError::from_plane(&e, &id)),
     }
 }
 
@@ -179,7 +179,7 @@ async fn append(
     let _order = crate::lock::lock(&p.order);
     ensure_open(&p)?;
     check_offset(&p, Some(offset))?;
-    p.handle.push(text).map_err(|e| ApiError::from_plane_at(&e, &id, &p.handle))?;
+    p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
     Ok(appended(&p))
 }
 
@@ -247,7 +247,7 @@ async fn body(
         {
             let _order = crate::lock::lock(&p.order);
             ensure_open(&p)?;
-            p.handle.push(&text).map_err(|e| ApiError::from_plane_at(&e, &id, &p.handle))?;
+            p.handle.push(&text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
         }
         if bad {
             return Err(ApiError::invalid_utf8(p.handle.seq(), "the text before the first invalid byte was appended"));
@@ -272,7 +272,7 @@ fn appended(p: &Producing) -> Response {
 async fn flush(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {
     let p = hosted(&producers, &id).await?;
     ensure_open(&p)?;
-    let durable = p.handle.flush().await.map_err(|e| ApiError::from_plane_at(&e, &id, &p.handle))?;
+    let durable = p.handle.flush().await.map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
     Ok(Json(json!({ "seq": p.handle.seq(), "durableSeq": durable })).into_response())
 }
 
@@ -281,7 +281,7 @@ async fn seal(producers: &Producers, id: &str, error: Option<&str>) -> Reply {
     let (ended, outcome) = p.seal(error).await;
     let (seq, durable) = (p.handle.seq(), p.handle.durable_seq());
     // Past the seal deadline: `durableSeq` is exactly the prefix the store holds.
-    outcome.map_err(|e| ApiError::from_plane_at(&e, id, &p.handle))?;
+    outcome.map_err(|e| ApiError::from_plane(&e, id).at(&p.handle))?;
     Ok(Json(json!({ "status": ended.as_str(), "seq": seq, "durableSeq": durable })).into_response())
 }
 
