@@ -479,6 +479,12 @@ impl OwnedPieces {
     }
 }
 
+/// The reason text of `violation` for `frame` (the values it quotes printed as Rust prints the
+/// frame's numbers, which is how JavaScript prints integers).
+pub(crate) fn reason_of(violation: Violation, frame: Option<&Frame>) -> String {
+    violation.reason(&raw_pieces_owned(frame).borrowed()).to_string_lossy()
+}
+
 fn raw_pieces_owned(frame: Option<&Frame>) -> OwnedPieces {
     let units = |s: &str| s.encode_utf16().collect::<Vec<u16>>();
     let undefined = units("undefined");

@@ -14,7 +14,8 @@
 //!
 //! Modules: the frames ([`frame`]) and their JSON ([`codec`]); the numeric rules ([`rules`]);
 //! the accumulated message and its stored document ([`fold`]); chunk rows and assembly
-//! ([`rows`]); the producer's log of events, which cuts replays and checkpoint rows ([`log`]);
+//! ([`rows`]); the shape of a produced message, which cuts replays and checkpoint rows from text
+//! the producer keeps ([`shape`]), and the in-memory log over it ([`log`]);
 //! the relay conform pass for parts ([`conform`]), the reader ([`reader`]) and SSE events
 //! ([`sse`]).
 
@@ -26,17 +27,21 @@ pub mod log;
 pub mod reader;
 pub mod rows;
 pub mod rules;
+pub mod shape;
 pub mod sse;
 
 pub use codec::{
     decode_message_frame, decode_message_frame_units, encode_message_frame, encode_message_frame_into,
     message_frame_from_value,
 };
-pub use conform::{MessageConform, MessageVerdict, MessageViolation, PartViolation};
+pub use conform::{
+    MessageConform, MessageConformed, MessageRelayConform, MessageVerdict, MessageViolation, PartViolation,
+};
 pub use fold::{Message, Part};
 pub use frame::{message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};
 pub use log::MessageLog;
 pub use reader::{MessageAction, MessageReader, MessageReaderCore};
 pub use rows::{assemble_durable_message, MessageChunkRow};
 pub use rules::{Breach, Decision, Tally};
+pub use shape::{Item, MessageShape};
 pub use sse::{encode_message_event, encode_message_event_into};

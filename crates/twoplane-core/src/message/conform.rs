@@ -6,11 +6,14 @@
 //! today's wire gets exactly [`Conform`]'s verdict, since those frames go through it unchanged
 //! (a chunk also passes the part rules, which a single-text stream always satisfies). After a
 //! terminal verdict every call answers [`MessageVerdict::Drop`].
+//!
+//! [`MessageRelayConform`] is the frame-taking form for Rust callers (the native plane's relay
+//! leg): it hands back the frames to deliver, the very frame it accepted among them.
 
-use super::frame::{FrameNumbers, MessageKind};
+use super::frame::{FrameNumbers, MessageFrame, MessageKind};
 use super::rules::{Breach, Decision, Tally};
-use crate::conform::{Conform, Verdict, Violation};
-use crate::frame::FrameKind;
+use crate::conform::{reason_of, Conform, Verdict, Violation};
+use crate::frame::{Frame, FrameKind};
 use crate::jsnum;
 use crate::text::Text;
 
@@ -235,6 +238,95 @@ impl MessageConform {
     }
 }
 
+/// What one call of [`MessageRelayConform`] gives: the frames to deliver, in order, and the
+/// reason when the call turned the subscription into `stale` because of a violation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MessageConformed {
+    pub frames: Vec<MessageFrame>,
+    pub violation: Option<String>,
+}
+
+/// The conform pass over frames, for a subscription to `stream_id` from `from`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageRelayConform {
+    stream_id: Text,
+    pass: MessageConform,
+}
+
+impl MessageRelayConform {
+    pub fn new(stream_id: Text, from: u64) -> Self {
+        MessageRelayConform { stream_id, pass: MessageConform::new(from as f64) }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.pass.is_done()
+    }
+
+    pub fn feed(&mut self, frame: MessageFrame) -> MessageConformed {
+        let verdict = match &frame {
+            MessageFrame::Open { stream_id, from, seq, durable_seq, parts, .. } => {
+                let table: Option<Vec<f64>> = parts.as_ref().map(|p| p.iter().map(|&len| len as f64).collect());
+                let matches = *stream_id == self.stream_id;
+                self.pass.feed_open(matches, *from as f64, *seq as f64, *durable_seq as f64, table.as_deref())
+            }
+            other => self.pass.feed_numbers(FrameNumbers::of(other, &self.stream_id)),
+        };
+        self.apply(verdict, Some(frame))
+    }
+
+    /// The source ended without a terminal frame.
+    pub fn end(&mut self) -> MessageConformed {
+        let verdict = self.pass.end();
+        self.apply(verdict, None)
+    }
+
+    /// The source failed, or the reader is being dropped.
+    pub fn fail(&mut self) -> MessageConformed {
+        let verdict = self.pass.fail();
+        self.apply(verdict, None)
+    }
+
+    fn stale(&self) -> MessageFrame {
+        MessageFrame::Stale { floor_seq: self.pass.pos() as u64, durable_seq: self.pass.last_durable() as u64 }
+    }
+
+    fn apply(&self, verdict: MessageVerdict, frame: Option<MessageFrame>) -> MessageConformed {
+        match verdict {
+            MessageVerdict::Drop => MessageConformed::default(),
+            MessageVerdict::Pass => MessageConformed { frames: frame.into_iter().collect(), violation: None },
+            MessageVerdict::OpenThenPass => {
+                let at = self.pass.requested() as u64;
+                let open = MessageFrame::Open {
+                    stream_id: self.stream_id.clone(),
+                    from: at,
+                    seq: at,
+                    durable_seq: at,
+                    ended: false,
+                    parts: None,
+                };
+                MessageConformed { frames: std::iter::once(open).chain(frame).collect(), violation: None }
+            }
+            MessageVerdict::Violation(v) => {
+                let reason = match v {
+                    MessageViolation::Stream(v) => reason_of(v, frame.as_ref().and_then(six_frame_view).as_ref()),
+                    MessageViolation::Part(p) => p.reason().to_string_lossy(),
+                };
+                MessageConformed { frames: vec![self.stale()], violation: Some(reason) }
+            }
+            MessageVerdict::Terminate => MessageConformed { frames: vec![self.stale()], violation: None },
+        }
+    }
+}
+
+/// What a six-frame reason quotes of a frame: its own six-frame form, or for a part chunk a chunk
+/// with its offsets (a reason quotes no text).
+fn six_frame_view(frame: &MessageFrame) -> Option<Frame> {
+    match frame {
+        MessageFrame::Chunk { from, seq, .. } => Some(Frame::Chunk { from: *from, seq: *seq, text: Text::new() }),
+        other => other.to_frame(),
+    }
+}
+
 fn part_violation(kind: MessageKind, from: f64, breach: Breach) -> PartViolation {
     match breach {
         Breach::Gap { from, pos } => PartViolation::Gap { kind, from, pos },
@@ -342,5 +434,31 @@ mod tests {
             feed(&mut c, K::Chunk, 5.0, 6.0, 1.0, 1.0, 2.0),
             MessageVerdict::Violation(MessageViolation::Part(PartViolation::UnknownPart { .. }))
         ));
+    }
+
+    #[test]
+    fn the_frame_pass_hands_back_what_it_accepted() {
+        use crate::message::frame::Event;
+        let mut c = MessageRelayConform::new("m".into(), 0);
+        let start =
+            MessageFrame::Event { from: 0, event: Event::Start { part: 1, kind: "reasoning".into(), value: vec![] } };
+        let out = c.feed(start.clone());
+        assert_eq!(out.frames.len(), 2, "a synthesized open, then the frame");
+        assert_eq!(out.frames[1], start);
+        let bad = MessageFrame::chunk(1, 2, 0, "x".into()).unwrap();
+        let out = c.feed(bad);
+        assert_eq!(out.violation.as_deref(), Some("relay chunk for part 2 at 1 names no known part"));
+        assert_eq!(out.frames, vec![MessageFrame::Stale { floor_seq: 1, durable_seq: 0 }]);
+        assert!(c.is_done());
+        let mut c = MessageRelayConform::new("m".into(), 0);
+        let open =
+            MessageFrame::Open { stream_id: "m".into(), from: 0, seq: 3, durable_seq: 0, ended: false, parts: None };
+        assert_eq!(c.feed(open.clone()).frames, vec![open]);
+        let out = c.feed(MessageFrame::chunk(2, 0, 2, "x".into()).unwrap());
+        assert_eq!(out.violation.as_deref(), Some("relay chunk at 2 leaves a gap after 0"));
+        assert_eq!(
+            MessageRelayConform::new("m".into(), 0).end().violation.as_deref(),
+            Some("relay source ended without a terminal frame")
+        );
     }
 }

@@ -2,24 +2,34 @@
 //! order, from which a replay from any offset, a checkpoint's chunk row for any slice, and the
 //! message at any offset are cut.
 //!
+//! It is the in-memory form of what the native plane keeps (a [`MessageShape`] over the produced
+//! units), used by the tests and the vector generator to cut what the plane cuts.
+//!
 //! Guarantees: the frames it hands out obey the rules of [`super::rules`] (it checks each push
 //! with them), a replay from `f` starts exactly at `f` (a delta across `f` is cut, its body offset
 //! moved with it), and a row is today's text row exactly when its slice is part 0 text written
 //! in the shorthand, which is what keeps a single-text message's rows byte-identical.
 
-use super::codec::encode_frame_list;
 use super::fold::Message;
 use super::frame::{Attrs, Event, MessageFrame};
 use super::rows::MessageChunkRow;
+use super::shape::MessageShape;
 use crate::error::{Error, ErrorKind, Result};
 use crate::text::Text;
 
-/// Every chunk and event produced, end to end.
+/// Every chunk and event produced, end to end: the pushes as they came, and the text by
+/// coordinate (a placeholder unit where each event lies) under a [`MessageShape`], which cuts
+/// replays and rows as the native plane does.
 #[derive(Clone, Debug, Default)]
 pub struct MessageLog {
     frames: Vec<MessageFrame>,
+    shape: MessageShape,
+    units: Vec<u16>,
     message: Message,
 }
+
+/// The unit an event occupies in the text (never read: events carry no text).
+const PLACEHOLDER: u16 = 0;
 
 impl MessageLog {
     pub fn new() -> Self {
@@ -28,7 +38,7 @@ impl MessageLog {
 
     /// The produced length in the coordinate.
     pub fn len(&self) -> u64 {
-        self.message.len()
+        self.shape.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -40,8 +50,13 @@ impl MessageLog {
         &self.message
     }
 
+    /// The pushes, one frame each, as they were fanned out live.
     pub fn frames(&self) -> &[MessageFrame] {
         &self.frames
+    }
+
+    pub fn shape(&self) -> &MessageShape {
+        &self.shape
     }
 
     /// Append `text` to part `part`'s body. An empty text is no frame at all.
@@ -49,17 +64,18 @@ impl MessageLog {
         if text.is_empty() {
             return Ok(None);
         }
-        let at =
-            self.message.parts().get(part as usize).map(|p| p.body.len() as u64).ok_or_else(|| {
-                Error::field(ErrorKind::InvalidArgument, "part", format!("part {part} has not started"))
-            })?;
-        let frame = MessageFrame::chunk(self.len(), part, at, text)?;
-        self.push(frame).map(Some)
+        if part as usize >= self.shape.part_count() {
+            return Err(Error::field(ErrorKind::InvalidArgument, "part", format!("part {part} has not started")));
+        }
+        let (from, at) = self.shape.delta(part, text.len())?;
+        self.units.extend_from_slice(text.units());
+        let frame = MessageFrame::chunk(from, part, at, text)?;
+        Ok(Some(self.record(frame)))
     }
 
     /// Start the next part; returns its number and its frame.
     pub fn start(&mut self, kind: Text, value: Attrs) -> Result<(u32, MessageFrame)> {
-        let part = u32::try_from(self.message.parts().len())
+        let part = u32::try_from(self.shape.part_count())
             .map_err(|_| Error::new(ErrorKind::InvalidState, "a message holds at most 2^32 parts"))?;
         let frame = self.event(Event::Start { part, kind, value })?;
         Ok((part, frame))
@@ -67,94 +83,43 @@ impl MessageLog {
 
     /// Append one structural event at the end.
     pub fn event(&mut self, event: Event) -> Result<MessageFrame> {
-        self.push(MessageFrame::Event { from: self.len(), event })
+        let from = self.shape.event(event.clone())?;
+        self.units.push(PLACEHOLDER);
+        Ok(self.record(MessageFrame::Event { from, event }))
     }
 
-    fn push(&mut self, frame: MessageFrame) -> Result<MessageFrame> {
-        frame.validate()?;
-        self.message.apply(&frame)?;
+    fn record(&mut self, frame: MessageFrame) -> MessageFrame {
+        // The shape checked the frame by the same rules the fold applies.
+        let _ = self.message.apply(&frame);
         self.frames.push(frame.clone());
-        Ok(frame)
+        frame
     }
 
-    /// The frames that cover `from..to`, cut to it.
-    fn slice(&self, from: u64, to: u64) -> Vec<MessageFrame> {
-        let to = to.min(self.len());
-        if from >= to {
-            return Vec::new();
-        }
-        // Frames are contiguous, so the first one that ends after `from` is found by bisection.
-        let start = self.frames.partition_point(|f| f.span().is_some_and(|(_, seq)| seq <= from));
-        let mut out = Vec::new();
-        for frame in &self.frames[start..] {
-            let Some((f_from, f_seq)) = frame.span() else { continue };
-            if f_from >= to {
-                break;
-            }
-            out.push(cut(frame, from.max(f_from), to.min(f_seq)));
-        }
-        out
+    fn text(&self) -> impl FnMut(u64, u64) -> Text + '_ {
+        |from, to| Text::from_slice(&self.units[from as usize..to as usize])
     }
 
-    /// A replay from `f`: every frame from `f` on, the one across `f` cut at it.
+    /// A replay from `f`: every run and event from `f` on, the one across `f` cut at it (one
+    /// chunk per run of a part's deltas).
     pub fn frames_from(&self, f: u64) -> Vec<MessageFrame> {
-        self.slice(f, self.len())
+        self.shape.frames(f, self.len(), &mut self.text())
     }
 
     /// The `open` of a replay from `f`, with the part table when something structural happened
     /// before `f`.
     pub fn open_frame(&self, stream_id: Text, f: u64, durable_seq: u64, ended: bool) -> MessageFrame {
-        let parts = self.message_at(f).part_table();
+        let parts = self.shape.part_table_at(f);
         MessageFrame::Open { stream_id, from: f, seq: self.len(), durable_seq, ended, parts }
     }
 
     /// The message as it stood at `d` (clamped to the produced length).
     pub fn message_at(&self, d: u64) -> Message {
-        let mut m = Message::new();
-        for frame in self.slice(0, d.min(self.len())) {
-            // The log only holds frames that applied in this order, so each applies again.
-            let _ = m.apply(&frame);
-        }
-        m
+        self.shape.message_at(d, &mut self.text())
     }
 
-    /// The chunk row of a checkpoint of `from..to`: a text row when the slice is part 0 text in
-    /// the shorthand, else a parts row whose transient frames carry no content.
+    /// The chunk row of a checkpoint of `from..to` ([`MessageShape::row`]).
     pub fn row(&self, from: u64, to: u64) -> MessageChunkRow {
-        // A checkpoint covers what was produced: an end past it is the produced length.
-        let to = to.min(self.len());
-        let frames = self.slice(from, to);
-        if frames.iter().all(|f| matches!(f.to_frame(), Some(crate::frame::Frame::Chunk { .. }))) {
-            let mut text = Text::new();
-            for f in &frames {
-                if let MessageFrame::Chunk { text: t, .. } = f {
-                    text.push_units(t.units());
-                }
-            }
-            return MessageChunkRow { seq: to, text: Some(text), parts: None };
-        }
-        let stored: Vec<MessageFrame> = frames
-            .into_iter()
-            .map(|f| match f {
-                MessageFrame::Event { from, event } => MessageFrame::Event { from, event: event.stored() },
-                other => other,
-            })
-            .collect();
-        MessageChunkRow { seq: to, text: Some(Text::new()), parts: Some(encode_frame_list(&stored)) }
-    }
-}
-
-/// `frame` cut to `from..to` (within its span): a chunk keeps the units inside, its body offset
-/// moved by what was cut off the front; an event, one unit wide, is whole or not asked for.
-fn cut(frame: &MessageFrame, from: u64, to: u64) -> MessageFrame {
-    match frame {
-        MessageFrame::Chunk { from: f, part, at, text, .. } => {
-            let skip = (from - f) as usize;
-            let keep = (to - from) as usize;
-            let units = text.units().get(skip..skip + keep).unwrap_or_default();
-            MessageFrame::Chunk { from, seq: to, part: *part, at: at + skip as u64, text: Text::from_slice(units) }
-        }
-        other => other.clone(),
+        self.shape.row(from, to, &mut self.text())
     }
 }
 

@@ -31,6 +31,15 @@ pub struct MappedSql {
     probe_chunk: String,
     probe_state: String,
     sweep: Option<String>,
+    /// The parts row insert and the message compaction, when both parts columns are named.
+    parts: Option<PartsSql>,
+}
+
+/// The statements of messages with parts (docs/contract.md §8).
+#[derive(Clone, Debug)]
+struct PartsSql {
+    append_insert: String,
+    compact_update: String,
 }
 
 impl MappedSql {
@@ -52,6 +61,16 @@ impl MappedSql {
         let chunk_stream = quote_ident(&c.chunk_stream)?;
         let chunk_seq = quote_ident(&c.chunk_seq)?;
         let chunk_text = quote_ident(&c.chunk_text)?;
+        let (doc_column, chunk_parts) = match (opt(&c.parts)?, opt(&c.chunk_parts)?) {
+            (Some(d), Some(p)) => (Some(d), Some(p)),
+            (None, None) => (None, None),
+            _ => {
+                return Err(crate::error::Error::new(
+                    crate::error::ErrorKind::InvalidArgument,
+                    "name both parts columns (the message table's and the chunk table's) or neither",
+                ))
+            }
+        };
 
         let probe_open = format!("SELECT {seq} AS seq, {status} AS status FROM {message} WHERE {key} = {}", p(1));
 
@@ -112,6 +131,31 @@ impl MappedSql {
             next += 1;
         }
         let compact_update = format!("UPDATE {message} SET {sets} WHERE {key} = {} AND {}", p(next), fence(next + 1));
+        // A message's compaction also writes its document, as the last value before the key.
+        let parts = match (&doc_column, &chunk_parts) {
+            (Some(doc), Some(chunk_parts)) => Some(PartsSql {
+                append_insert: format!(
+                    "INSERT INTO {chunks} ({chunk_key}, {chunk_stream}, {chunk_seq}, {chunk_text}, {chunk_parts}) \
+                     SELECT {}, {}, {}, {}, {} WHERE EXISTS (SELECT 1 FROM {message} WHERE {key} = {} AND {seq} = {} AND {}) \
+                     ON CONFLICT DO NOTHING",
+                    p(1),
+                    p(2),
+                    p(3),
+                    p(4),
+                    p(5),
+                    p(6),
+                    p(7),
+                    fence(8)
+                ),
+                compact_update: format!(
+                    "UPDATE {message} SET {sets}, {doc} = {} WHERE {key} = {} AND {}",
+                    p(next),
+                    p(next + 1),
+                    fence(next + 2)
+                ),
+            }),
+            _ => None,
+        };
         let compact_delete = format!("DELETE FROM {chunks} WHERE {chunk_stream} = {}", p(1));
         let probe_chunk = format!("SELECT 1 FROM {chunks} WHERE {chunk_stream} = {} LIMIT 1", p(1));
 
@@ -143,6 +187,7 @@ impl MappedSql {
             probe_chunk,
             probe_state,
             sweep,
+            parts,
         })
     }
 
@@ -209,6 +254,61 @@ impl MappedSql {
             Statement { sql: self.append_cas.clone(), params: cas },
             Statement { sql: self.append_insert.clone(), params: insert },
         ]
+    }
+
+    /// Whether both parts columns are named, so streams may carry parts (docs/contract.md §8).
+    pub fn has_parts(&self) -> bool {
+        self.parts.is_some()
+    }
+
+    /// A checkpoint whose slice is a parts row: as [`MappedSql::append`], the chunk's text empty
+    /// and `parts` (the slice's frames as JSON) in the chunk table's parts column. `None` when the
+    /// parts columns are not named.
+    pub fn append_parts(
+        &self,
+        stream_id: &str,
+        host_token: &str,
+        from: u64,
+        seq: u64,
+        parts: &str,
+    ) -> Option<[Statement; 2]> {
+        let sql = self.parts.as_ref()?;
+        let [cas, _] = self.append(stream_id, host_token, from, seq, "");
+        let mut insert = vec![
+            SqlValue::Text(stream_chunk_id(stream_id, seq)),
+            text(stream_id),
+            int(seq),
+            text(""),
+            text(parts),
+            text(stream_id),
+            int(seq),
+        ];
+        insert.extend(self.fence_params(host_token));
+        Some([cas, Statement { sql: sql.append_insert.clone(), params: insert }])
+    }
+
+    /// The seal of a message with parts: as [`MappedSql::compact`] (`body` the text parts'
+    /// bodies, `len` the message's length in the coordinate), and the message document in the
+    /// message table's parts column. `None` when the parts columns are not named.
+    #[allow(clippy::too_many_arguments)]
+    pub fn compact_message(
+        &self,
+        stream_id: &str,
+        host_token: &str,
+        body: &str,
+        len: u64,
+        document: &str,
+        status: StreamStatus,
+        error: Option<&str>,
+    ) -> Option<[Statement; 2]> {
+        let sql = self.parts.as_ref()?;
+        let [update, delete] = self.compact(stream_id, host_token, body, len, status, error);
+        let mut params = update.params;
+        // The compaction's parameters end with the key and the fence; the document goes before.
+        let tail = params.split_off(params.len() - 1 - self.fence_params(host_token).len());
+        params.push(text(document));
+        params.extend(tail);
+        Some([Statement { sql: sql.compact_update.clone(), params }, delete])
     }
 
     /// The fence's parameters: `streaming`, then the host token when a host column is mapped.

@@ -89,9 +89,19 @@ pub struct StreamColumns {
     pub chunk_stream: Option<String>,
     pub chunk_seq: Option<String>,
     pub chunk_text: Option<String>,
+    /// The message table's column for the stored message document (docs/contract.md §8).
+    /// Naming it, together with [`StreamColumns::chunk_parts`], lets streams carry parts.
+    pub parts: Option<String>,
+    /// The chunk table's column for a parts row's frames (`NULL` in a text row).
+    pub chunk_parts: Option<String>,
 }
 
 impl StreamColumns {
+    /// The parts columns under their default name, `parts`, in both tables.
+    pub fn with_parts(self) -> StreamColumns {
+        StreamColumns { parts: Some("parts".into()), chunk_parts: Some("parts".into()), ..self }
+    }
+
     /// Apply the defaults.
     pub fn resolve(&self) -> ResolvedColumns {
         let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_owned());
@@ -107,6 +117,8 @@ impl StreamColumns {
             chunk_stream: or(&self.chunk_stream, "streamId"),
             chunk_seq: or(&self.chunk_seq, "seq"),
             chunk_text: or(&self.chunk_text, "text"),
+            parts: self.parts.clone(),
+            chunk_parts: self.chunk_parts.clone(),
         }
     }
 }
@@ -119,8 +131,8 @@ pub struct StreamTables {
     pub columns: StreamColumns,
 }
 
-/// Every column name with defaults applied. `cancel`, `error` and `host` have no default: naming
-/// one is what switches its feature on.
+/// Every column name with defaults applied. `cancel`, `error`, `host` and the two `parts` columns
+/// have no default: naming one is what switches its feature on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolvedColumns {
     /// Message key (unique). Default `id`.
@@ -142,6 +154,10 @@ pub struct ResolvedColumns {
     pub chunk_seq: String,
     /// The chunk's slice of text. Default `text`.
     pub chunk_text: String,
+    /// The message document (message table).
+    pub parts: Option<String>,
+    /// A parts row's frames (chunk table).
+    pub chunk_parts: Option<String>,
 }
 
 /// A name as a JSON string, for error messages: it shows quotes and control characters
@@ -179,13 +195,40 @@ pub fn stream_chunk_table_ddl(tables: &StreamTables, dialect: Dialect) -> Result
         quote_ident(&c.chunk_text)?,
     );
     let (t, i) = (dialect.text_type(), dialect.int_type());
+    // The parts column only when it is named, so the default table stays exactly today's.
+    let parts = match &c.chunk_parts {
+        Some(name) => format!(", {} {t}", quote_ident(name)?),
+        None => String::new(),
+    };
     Ok(vec![
         format!(
             "CREATE TABLE IF NOT EXISTS {chunks} ({key} {t} PRIMARY KEY, {stream} {t} NOT NULL, \
-             {seq} {i} NOT NULL, {text} {t} NOT NULL)"
+             {seq} {i} NOT NULL, {text} {t} NOT NULL{parts})"
         ),
         format!("CREATE INDEX IF NOT EXISTS {index} ON {chunks} ({stream}, {seq})"),
     ])
+}
+
+/// The migration that gives existing tables the parts columns (docs/contract.md §8): one
+/// `ALTER TABLE ... ADD COLUMN` per named parts column, the message table's first, as `(table,
+/// column, statement)`. Both columns are nullable text, so existing rows read as text rows and
+/// messages without a document. SQLite has no `IF NOT EXISTS` for a column: run a statement only
+/// where the column is missing (PostgreSQL's statements carry `IF NOT EXISTS`).
+pub fn stream_parts_migration(tables: &StreamTables, dialect: Dialect) -> Result<Vec<(String, String, String)>> {
+    let c = tables.columns.resolve();
+    let t = dialect.text_type();
+    let guard = match dialect {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => "IF NOT EXISTS ",
+    };
+    let mut out = Vec::new();
+    for (table, column) in [(&tables.message, &c.parts), (&tables.chunks, &c.chunk_parts)] {
+        if let Some(column) = column {
+            let sql = format!("ALTER TABLE {} ADD COLUMN {guard}{} {t}", quote_ident(table)?, quote_ident(column)?);
+            out.push((table.clone(), column.clone(), sql));
+        }
+    }
+    Ok(out)
 }
 
 /// One bound parameter.
@@ -238,6 +281,8 @@ mod tests {
                 chunk_stream: Some("message_uid".into()),
                 chunk_seq: Some("end_at".into()),
                 chunk_text: Some("slice".into()),
+                parts: None,
+                chunk_parts: None,
             },
         }
     }
@@ -519,6 +564,77 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn parts_columns_when_named() {
+        let mut tb = tables();
+        tb.columns = tb.columns.with_parts();
+        assert_eq!(
+            stream_chunk_table_ddl(&tb, Dialect::Postgres).unwrap()[0],
+            r#"CREATE TABLE IF NOT EXISTS "chunks" ("id" text PRIMARY KEY, "streamId" text NOT NULL, "seq" bigint NOT NULL, "text" text NOT NULL, "parts" text)"#
+        );
+        let migration = stream_parts_migration(&tb, Dialect::Sqlite).unwrap();
+        assert_eq!(
+            migration.iter().map(|(_, _, sql)| sql.as_str()).collect::<Vec<_>>(),
+            vec![
+                r#"ALTER TABLE "messages" ADD COLUMN "parts" TEXT"#,
+                r#"ALTER TABLE "chunks" ADD COLUMN "parts" TEXT"#
+            ]
+        );
+        assert_eq!(
+            stream_parts_migration(&tb, Dialect::Postgres).unwrap()[1].2,
+            r#"ALTER TABLE "chunks" ADD COLUMN IF NOT EXISTS "parts" text"#
+        );
+        assert!(stream_parts_migration(&tables(), Dialect::Sqlite).unwrap().is_empty());
+
+        let sql = MappedSql::new(&tb, Dialect::Sqlite).unwrap();
+        assert!(sql.has_parts());
+        let [cas, insert] = sql.append_parts("m1", "h", 5, 9, "[]").unwrap();
+        assert_eq!(cas, sql.append("m1", "h", 5, 9, "")[0]);
+        assert_eq!(
+            insert.sql,
+            r#"INSERT INTO "chunks" ("id", "streamId", "seq", "text", "parts") SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM "messages" WHERE "id" = ?6 AND "seq" = ?7 AND "status" = ?8) ON CONFLICT DO NOTHING"#
+        );
+        assert_eq!(
+            insert.params,
+            vec![t("m1:9"), t("m1"), SqlValue::Int(9), t(""), t("[]"), t("m1"), SqlValue::Int(9), t("streaming")]
+        );
+        let [update, delete] = sql.compact_message("m1", "h", "ab", 4, "{}", StreamStatus::Complete, None).unwrap();
+        assert_eq!(
+            update.sql,
+            r#"UPDATE "messages" SET "body" = ?1, "seq" = ?2, "status" = ?3, "parts" = ?4 WHERE "id" = ?5 AND "status" = ?6"#
+        );
+        assert_eq!(update.params, vec![t("ab"), SqlValue::Int(4), t("complete"), t("{}"), t("m1"), t("streaming")]);
+        assert_eq!(delete, sql.compact("m1", "h", "ab", 4, StreamStatus::Complete, None)[1]);
+
+        // With every optional column: the document sits before the key and the fence.
+        let mut full = full_tables();
+        full.columns.parts = Some("doc".into());
+        full.columns.chunk_parts = Some("frames".into());
+        let sql = MappedSql::new(&full, Dialect::Postgres).unwrap();
+        let [update, _] = sql.compact_message("m1", "h", "ab", 4, "{}", StreamStatus::Error, Some("e")).unwrap();
+        assert_eq!(
+            update.sql,
+            r#"UPDATE "msg" SET "content" = $1, "len" = $2, "state" = $3, "err" = $4, "doc" = $5 WHERE "uid" = $6 AND "state" = $7 AND "owner" = $8"#
+        );
+        assert_eq!(
+            update.params,
+            vec![t("ab"), SqlValue::Int(4), t("error"), t("e"), t("{}"), t("m1"), t("streaming"), t("h")]
+        );
+        assert!(sql.append_parts("m1", "h", 0, 1, "[]").unwrap()[1].sql.contains(r#""frames") SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM "msg" WHERE "uid" = $6 AND "len" = $7 AND "state" = $8 AND "owner" = $9)"#));
+
+        // Without them there are no parts statements; one alone is a mapping error.
+        let plain = MappedSql::new(&tables(), Dialect::Sqlite).unwrap();
+        assert!(!plain.has_parts() && plain.append_parts("m", "h", 0, 1, "[]").is_none());
+        let mut half = tables();
+        half.columns.parts = Some("parts".into());
+        assert_eq!(MappedSql::new(&half, Dialect::Sqlite).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        let mut bad = tables();
+        bad.columns = bad.columns.with_parts();
+        bad.columns.chunk_parts = Some("p\"".into());
+        assert_eq!(MappedSql::new(&bad, Dialect::Sqlite).unwrap_err().kind(), ErrorKind::InvalidIdentifier);
+        assert_eq!(stream_chunk_table_ddl(&bad, Dialect::Sqlite).unwrap_err().kind(), ErrorKind::InvalidIdentifier);
     }
 
     #[test]
