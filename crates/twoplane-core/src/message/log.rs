@@ -83,9 +83,9 @@ impl MessageLog {
 
     /// Append one structural event at the end.
     pub fn event(&mut self, event: Event) -> Result<MessageFrame> {
-        let from = self.shape.event(event.clone())?;
+        let frame = self.shape.event(event)?;
         self.units.push(PLACEHOLDER);
-        Ok(self.record(MessageFrame::Event { from, event }))
+        Ok(self.record((*frame).clone()))
     }
 
     fn record(&mut self, frame: MessageFrame) -> MessageFrame {

@@ -25,21 +25,16 @@ use super::rules::Tally;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frame::chunk_end;
 use crate::text::Text;
+use std::sync::Arc;
 
 /// One stretch of the coordinate: body units of one part, or one event (one unit wide).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
     /// Units `from..seq` are part `part`'s body from body offset `at`.
-    Run {
-        from: u64,
-        seq: u64,
-        part: u32,
-        at: u64,
-    },
-    Event {
-        from: u64,
-        event: Event,
-    },
+    Run { from: u64, seq: u64, part: u32, at: u64 },
+    /// A structural event's frame ([`MessageFrame::Event`]), shared: a producer fans out and
+    /// replays this very frame, so an event is held once however many replays carry it.
+    Event(Arc<MessageFrame>),
 }
 
 impl Item {
@@ -47,7 +42,7 @@ impl Item {
     pub fn span(&self) -> (u64, u64) {
         match self {
             Item::Run { from, seq, .. } => (*from, *seq),
-            Item::Event { from, .. } => (*from, from + 1),
+            Item::Event(frame) => frame.span().unwrap_or_default(),
         }
     }
 
@@ -139,21 +134,23 @@ impl MessageShape {
         Ok((from, at))
     }
 
-    /// Record a structural event at the end; returns its `from`. A value naming a reserved key
+    /// Record a structural event at the end; returns its frame. A value naming a reserved key
     /// or an event breaking a part rule is refused.
-    pub fn event(&mut self, event: Event) -> Result<u64> {
+    pub fn event(&mut self, event: Event) -> Result<Arc<MessageFrame>> {
         let from = self.len();
         let frame = MessageFrame::Event { from, event };
         frame.validate()?;
-        let MessageFrame::Event { event, .. } = frame else { unreachable!("built as an event above") };
-        let kind = event.kind();
-        let part = event.part().map_or(f64::NAN, f64::from);
+        let (kind, part) = match &frame {
+            MessageFrame::Event { event, .. } => (event.kind(), event.part().map_or(f64::NAN, f64::from)),
+            _ => (MessageKind::Unknown, f64::NAN),
+        };
         let (f, seq) = (from as f64, from as f64 + 1.0);
         let decision = self.tally.decide(kind, f, seq, f64::NAN, part, f64::NAN).map_err(|b| breach_error(kind, b))?;
         self.tally.commit(decision, seq);
         self.first_event.get_or_insert(from);
-        self.items.push(Item::Event { from, event });
-        Ok(from)
+        let frame = Arc::new(frame);
+        self.items.push(Item::Event(frame.clone()));
+        Ok(frame)
     }
 
     /// The items covering `from..to` (clamped to the length), the ones across either end cut.
@@ -194,8 +191,11 @@ impl MessageShape {
                         *len += seq - from;
                     }
                 }
-                Item::Event { event: Event::Start { .. }, .. } => lens.push(0),
-                Item::Event { .. } => {}
+                Item::Event(frame) => {
+                    if let MessageFrame::Event { event: Event::Start { .. }, .. } = *frame {
+                        lens.push(0);
+                    }
+                }
             }
         }
         Some(lens)
@@ -216,7 +216,10 @@ impl MessageShape {
             .cut(from, to)
             .into_iter()
             .map(|item| match item {
-                Item::Event { from, event } => MessageFrame::Event { from, event: event.stored() },
+                Item::Event(frame) => match &*frame {
+                    MessageFrame::Event { from, event } => MessageFrame::Event { from: *from, event: event.stored() },
+                    other => other.clone(),
+                },
                 run => frame_of(run, units),
             })
             .collect();
@@ -237,7 +240,7 @@ impl MessageShape {
 fn frame_of(item: Item, units: &mut dyn FnMut(u64, u64) -> Text) -> MessageFrame {
     match item {
         Item::Run { from, seq, part, at } => MessageFrame::Chunk { from, seq, part, at, text: units(from, seq) },
-        Item::Event { from, event } => MessageFrame::Event { from, event },
+        Item::Event(frame) => (*frame).clone(),
     }
 }
 
@@ -261,9 +264,12 @@ mod tests {
             s.row(0, 3, &mut text_of(&units)),
             MessageChunkRow { seq: 3, text: Some("abc".into()), parts: None }
         );
-        assert_eq!(s.event(Event::Start { part: 1, kind: "reasoning".into(), value: vec![] }).unwrap(), 3);
+        assert_eq!(
+            s.event(Event::Start { part: 1, kind: "reasoning".into(), value: vec![] }).unwrap().span(),
+            Some((3, 4))
+        );
         assert_eq!(s.delta(1, 2).unwrap(), (4, 0));
-        assert_eq!(s.event(Event::End { part: 1, value: vec![] }).unwrap(), 6);
+        assert_eq!(s.event(Event::End { part: 1, value: vec![] }).unwrap().span(), Some((6, 7)));
         assert_eq!(s.delta(0, 1).unwrap(), (7, 3));
         assert!(s.delta(1, 1).is_err(), "a delta after its part's end is refused");
         assert!(s.delta(2, 1).is_err(), "a delta for a part that has not started is refused");
@@ -300,14 +306,9 @@ mod tests {
     #[test]
     fn a_text_turned_message_starts_with_its_text_run() {
         let mut s = MessageShape::from_text(4);
-        assert_eq!(s.event(Event::Finish { reason: "stop".into() }).unwrap(), 4);
-        assert_eq!(
-            s.cut(0, 9),
-            vec![
-                Item::Run { from: 0, seq: 4, part: 0, at: 0 },
-                Item::Event { from: 4, event: Event::Finish { reason: "stop".into() } },
-            ]
-        );
+        let finish = s.event(Event::Finish { reason: "stop".into() }).unwrap();
+        assert_eq!(*finish, MessageFrame::Event { from: 4, event: Event::Finish { reason: "stop".into() } });
+        assert_eq!(s.cut(0, 9), vec![Item::Run { from: 0, seq: 4, part: 0, at: 0 }, Item::Event(finish)]);
         assert_eq!(MessageShape::from_text(0).items().len(), 0);
     }
 }
