@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::{mpsc, oneshot};
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame as Frame;
 use twoplane_stream::{FrameSource, Relay, RelayError, RelayTopology};
 
 use crate::cursor::{Cursor, Step};
@@ -99,15 +99,15 @@ impl Relay for BroadcastRelay {
         // Confirmed before the source is handed out: nothing published from here on is missed.
         let route = self.hub.subscribe(&channel, self.options.reader_buffer).await?;
         let (emit, source) = source::channel();
-        tokio::spawn(read(route, from, emit, self.options.clone()));
+        tokio::spawn(read(route, stream_id.to_owned(), from, emit, self.options.clone()));
         Ok(Some(source))
     }
 }
 
 /// One attached reader: messages of its channel through the cursor, until a terminal, a loss,
 /// a timeout, or the plane dropping the source.
-async fn read(mut route: Route, from: u64, emit: Emitter, options: RedisRelayOptions) {
-    let mut cursor = Cursor::new(from);
+async fn read(mut route: Route, stream_id: String, from: u64, emit: Emitter, options: RedisRelayOptions) {
+    let mut cursor = Cursor::new(&stream_id, from);
     loop {
         let wait = if cursor.seen_any() { options.idle_timeout() } else { options.first_frame_timeout() };
         let payload = tokio::select! {
@@ -133,13 +133,13 @@ async fn read(mut route: Route, from: u64, emit: Emitter, options: RedisRelayOpt
         };
         match cursor.accept(envelope) {
             Step::Skip => {}
-            Step::Deliver(frame) => {
-                if !emit.frame(frame).await {
+            Step::Deliver(frames) => {
+                if !emit.frames(frames).await {
                     return;
                 }
             }
-            Step::Finish(frame) => {
-                emit.frame(frame).await;
+            Step::Finish(frames) => {
+                emit.frames(frames).await;
                 return;
             }
             Step::Lost(why) => {

@@ -15,8 +15,14 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use twoplane_core::json::{decode_frame_bytes, encode_frame};
-use twoplane_core::Frame;
+use twoplane_core::message::{decode_message_frame, encode_message_frame, MessageFrame as Frame};
+
+/// A frame from its JSON bytes (the message codec: every frame of today's wire, and the frames
+/// of messages with parts, docs/contract.md §8).
+fn decode_frame_bytes(bytes: &[u8]) -> Result<Frame, String> {
+    let json = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
+    decode_message_frame(json).map_err(|e| e.to_string())
+}
 
 /// The Streams entry field holding the generation.
 pub(crate) const GEN_FIELD: &str = "gen";
@@ -24,7 +30,7 @@ pub(crate) const GEN_FIELD: &str = "gen";
 pub(crate) const FRAME_FIELD: &str = "frame";
 
 /// A frame and the generation it belongs to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Envelope {
     pub gen: String,
     pub frame: Frame,
@@ -45,7 +51,7 @@ pub(crate) fn new_generation() -> String {
 
 /// The pub/sub payload of `frame` in generation `gen`.
 pub(crate) fn encode_message(gen: &str, frame: &Frame) -> Vec<u8> {
-    let json = encode_frame(frame);
+    let json = encode_message_frame(frame);
     let mut out = Vec::with_capacity(gen.len() + 1 + json.len());
     out.extend_from_slice(gen.as_bytes());
     out.push(b'\n');
@@ -86,7 +92,7 @@ mod tests {
     #[test]
     fn messages_round_trip_and_keep_lone_surrogates() {
         let frames = [
-            Frame::chunk(3, Text::from_units(vec![0x61, 0xD800, 0x0A])).unwrap(),
+            Frame::chunk(3, 0, 3, Text::from_units(vec![0x61, 0xD800, 0x0A])).unwrap(),
             Frame::Durable { seq: 7 },
             Frame::End { seq: 9, status: StreamStatus::Error, error: Some(Text::from("boom\nline")) },
         ];

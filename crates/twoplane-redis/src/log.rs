@@ -32,8 +32,7 @@ use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
 use redis::{AsyncConnectionConfig, RetryMethod, Value};
 use tokio::sync::mpsc;
-use twoplane_core::json::encode_frame;
-use twoplane_core::Frame;
+use twoplane_core::message::{encode_message_frame as encode_frame, MessageFrame as Frame};
 use twoplane_stream::{Backoff, FrameSource, Relay, RelayError, RelayTopology};
 
 use crate::cursor::{Cursor, Step};
@@ -149,7 +148,7 @@ impl Relay for LogRelay {
         let mut cmd = self.cmd.clone();
         let first = range(&mut cmd, &key, None).await?;
         let (emit, source) = source::channel();
-        let reader = Reader { key, cursor: Cursor::new(from), last: EntryId::ZERO, emit };
+        let reader = Reader { key, cursor: Cursor::new(stream_id, from), last: EntryId::ZERO, emit };
         tokio::spawn(reader.run(first, cmd, self.tail.clone(), self.options.clone()));
         Ok(Some(source))
     }
@@ -309,15 +308,15 @@ impl Reader {
         };
         match self.cursor.accept(envelope) {
             Step::Skip => Flow::Go,
-            Step::Deliver(frame) => {
-                if self.emit.frame(frame).await {
+            Step::Deliver(frames) => {
+                if self.emit.frames(frames).await {
                     Flow::Go
                 } else {
                     Flow::Stop
                 }
             }
-            Step::Finish(frame) => {
-                self.emit.frame(frame).await;
+            Step::Finish(frames) => {
+                self.emit.frames(frames).await;
                 Flow::Stop
             }
             Step::Lost(why) => {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RetryMethod;
 use tokio::sync::{mpsc, oneshot};
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame as Frame;
 use twoplane_stream::{redact_url, Backoff, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
 
 use crate::envelope::new_generation;

@@ -8,7 +8,7 @@
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame as Frame;
 use twoplane_stream::{FrameSource, RelayError};
 
 use crate::error::RedisRelayError;
@@ -30,6 +30,16 @@ impl Emitter {
     /// Send a frame; `false` once the source was dropped.
     pub async fn frame(&self, frame: Frame) -> bool {
         self.tx.send(Ok(frame)).await.is_ok()
+    }
+
+    /// Send frames in order; `false` once the source was dropped.
+    pub async fn frames(&self, frames: Vec<Frame>) -> bool {
+        for frame in frames {
+            if !self.frame(frame).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// End the source with an error (the plane reports it and answers `stale`).

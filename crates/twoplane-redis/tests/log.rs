@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame as Frame;
 use twoplane_redis::{LogOptions, LogRelay, RedisRelayOptions};
 use twoplane_stream::RelayPhase;
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::*;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame as Frame;
 use twoplane_redis::{BroadcastRelay, LogOptions, LogRelay, RedisRelayOptions};
 use twoplane_stream::{FrameSource, Plane, Relay, RelayError, RelayPhase, RelayTopology};
 

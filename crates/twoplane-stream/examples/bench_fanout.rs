@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use common::cpu_time;
 use tokio::sync::Notify;
-use twoplane_stream::{AllowAll, Frame, MemoryTarget, Plane, PlaneOptions};
+use twoplane_stream::{AllowAll, MemoryTarget, MessageFrame as Frame, Plane, PlaneOptions};
 
 mod common;
 

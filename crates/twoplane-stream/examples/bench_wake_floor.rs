@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use common::cpu_time;
 use futures::task::AtomicWaker;
-use twoplane_stream::Frame;
+use twoplane_stream::MessageFrame as Frame;
 
 mod common;
 
@@ -57,7 +57,7 @@ struct Stream {
 }
 
 fn frame(i: u64) -> Arc<Frame> {
-    Arc::new(Frame::chunk(i * DELTA.len() as u64, DELTA.into()).expect("a short chunk"))
+    Arc::new(Frame::chunk(i * DELTA.len() as u64, 0, i * DELTA.len() as u64, DELTA.into()).expect("a short chunk"))
 }
 
 /// One subscriber: wait for the counter to move, take what the model hands over, count pushes.

@@ -85,7 +85,9 @@ impl CallbackTarget {
 #[async_trait]
 impl DurableTarget for CallbackTarget {
     fn caps(&self) -> TargetCaps {
-        TargetCaps { mode: TargetMode::Callback, has_host: false, has_cancel: true }
+        // A callback plane trims its text (`retain_chars`), so it cannot fold a message's parts
+        // into a document at the seal: parts are refused on it.
+        TargetCaps { mode: TargetMode::Callback, has_host: false, has_cancel: true, has_parts: false }
     }
 
     async fn open(&self, request: OpenRequest<'_>) -> Result<(), PlaneError> {

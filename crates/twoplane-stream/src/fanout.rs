@@ -6,7 +6,7 @@
 //! It is plain storage: no tokio, no stream, no subscription. The hosted stream drives it under
 //! the shard's lock and acts on what it returns ([`Wakes`], [`Delivery`], [`Drained`]) after.
 //!
-//! Each produced frame is stored once in a log shared by every subscriber, as an `Arc<Frame>`
+//! Each produced frame is stored once in a log shared by every subscriber, as an `Arc<MessageFrame>`
 //! and, once any subscriber wants it as server-sent events, as its encoded SSE bytes
 //! (docs/contract.md §5: `id:` then `data:`, from the core's encoder, so the bytes are exactly
 //! what encoding the frame per subscriber would give). A subscriber is a small slot holding a
@@ -26,9 +26,8 @@
 //!   takes everything available up to its batch limit under one lock, so a burst of N frames
 //!   costs a subscriber one wake-up, not N. A subscriber that has caught up and is parked can
 //!   tell from the counter alone, without the lock, that nothing changed.
-//! - Bounded: a subscriber whose queue (replay entries, its text span counting as one, plus log
-//!   frames behind its cursor) has
-//!   reached the cap when a new frame arrives is dropped with one `stale` frame, its queue is
+//! - Bounded: a subscriber whose queue (its replay, counted as at most three entries, plus the
+//!   log frames behind its cursor) has reached the cap when a new frame arrives is dropped with one `stale` frame, its queue is
 //!   released at once, and the log never holds more than the cap (plus the replay allowance)
 //!   frames behind the slowest live subscriber. Read frames do not linger: every
 //!   [`TRIM_EVERY`] frames the log releases everything below the slowest live subscriber. The
@@ -51,12 +50,15 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use bytes::Bytes;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame;
 
 use crate::replay::{Replay, FRAME_PIECE_BYTES};
 use crate::sse::{encode, SseEvents, SseSink};
 
-/// At most this many replay frames precede the log for a live stream (open, chunk, durable).
+/// A replay counts as at most this many entries against the queue bound: a single text's replay
+/// is three (open, chunk, durable), and a message's, one per run and event, is bounded by what
+/// the message holds (it is owed once, not grown by the producer), so it is counted as a
+/// single text's is.
 const REPLAY_ALLOWANCE: usize = 3;
 
 /// Every this many frames the log releases what every subscriber has read. Without it the log
@@ -70,7 +72,7 @@ const DIRECT_MAX_OWED: u64 = 32;
 
 /// A log frame and, once someone needed them, its SSE bytes.
 struct Entry {
-    frame: Arc<Frame>,
+    frame: Arc<MessageFrame>,
     sse: Option<Bytes>,
 }
 
@@ -80,7 +82,7 @@ struct Slot {
     /// The join replay, delivered before the log (its text cut into pieces as it is taken).
     replay: Replay,
     /// A terminal of this subscriber's own (the overflow `stale`).
-    terminal: Option<Arc<Frame>>,
+    terminal: Option<Arc<MessageFrame>>,
     /// Reads no more log frames (saw a terminal, or overflowed).
     finished: bool,
     waker: Option<Waker>,
@@ -288,7 +290,7 @@ impl FanOut {
 
     /// [`FanOut::publish_encoded`], encoding here when this fan-out has an SSE reader.
     #[cfg(test)]
-    pub fn publish(&mut self, frame: Arc<Frame>, stale: impl Fn() -> Frame, wake: &mut Wakes) {
+    pub fn publish(&mut self, frame: Arc<MessageFrame>, stale: impl Fn() -> MessageFrame, wake: &mut Wakes) {
         self.publish_encoded(frame, None, stale, wake)
     }
 
@@ -298,9 +300,9 @@ impl FanOut {
     /// `stale()` builds. Whom to wake (after the caller releases its lock) is added to `wake`.
     pub fn publish_encoded(
         &mut self,
-        frame: Arc<Frame>,
+        frame: Arc<MessageFrame>,
         sse: Option<Bytes>,
-        stale: impl Fn() -> Frame,
+        stale: impl Fn() -> MessageFrame,
         wake: &mut Wakes,
     ) {
         if self.active == 0 {
@@ -320,12 +322,12 @@ impl FanOut {
 
     /// [`FanOut::finish_encoded`], encoding here when this fan-out has an SSE reader.
     #[cfg(test)]
-    pub fn finish(&mut self, end: Arc<Frame>, wake: &mut Wakes) {
+    pub fn finish(&mut self, end: Arc<MessageFrame>, wake: &mut Wakes) {
         self.finish_encoded(end, None, wake)
     }
 
     /// Append the terminal frame, bypassing the cap (`sse` as for `publish_encoded`).
-    pub fn finish_encoded(&mut self, end: Arc<Frame>, sse: Option<Bytes>, wake: &mut Wakes) {
+    pub fn finish_encoded(&mut self, end: Arc<MessageFrame>, sse: Option<Bytes>, wake: &mut Wakes) {
         if self.active == 0 {
             return;
         }
@@ -333,7 +335,7 @@ impl FanOut {
         self.wake_parked(wake);
     }
 
-    fn push_entry(&mut self, frame: Arc<Frame>, sse: Option<Bytes>) {
+    fn push_entry(&mut self, frame: Arc<MessageFrame>, sse: Option<Bytes>) {
         let sse = sse.or_else(|| (self.sse_readers > 0).then(|| encode(&mut self.scratch, &frame)));
         self.log.push_back(Entry { frame, sse });
         if self.head().is_multiple_of(TRIM_EVERY) {
@@ -376,16 +378,16 @@ impl FanOut {
     }
 
     /// Drop every subscriber at the cap, then release the log below the slowest survivor.
-    fn reclaim(&mut self, stale: &impl Fn() -> Frame, wake: &mut Wakes) {
+    fn reclaim(&mut self, stale: &impl Fn() -> MessageFrame, wake: &mut Wakes) {
         let head = self.head();
         let mut min = head;
-        let mut stale_frame: Option<Arc<Frame>> = None;
+        let mut stale_frame: Option<Arc<MessageFrame>> = None;
         for (key, slot) in self.slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
             if slot.finished {
                 continue;
             }
-            let queued = slot.replay.len() as u64 + (head - slot.cursor);
+            let queued = slot.replay.len().min(REPLAY_ALLOWANCE) as u64 + (head - slot.cursor);
             if queued >= self.cap as u64 {
                 slot.replay = Replay::default();
                 slot.terminal = Some(stale_frame.get_or_insert_with(|| Arc::new(stale())).clone());
@@ -436,7 +438,13 @@ impl FanOut {
     /// then park on `park` unless the slot is done. At most one piece of the replay's text is
     /// handed out per call (of at most [`FRAME_PIECE_BYTES`]), so a caller that keeps what it
     /// took holds one piece, not the text.
-    pub fn drain(&mut self, key: usize, max: usize, out: &mut dyn FnMut(Arc<Frame>), park: Option<&Waker>) -> Drained {
+    pub fn drain(
+        &mut self,
+        key: usize,
+        max: usize,
+        out: &mut dyn FnMut(Arc<MessageFrame>),
+        park: Option<&Waker>,
+    ) -> Drained {
         let head = self.head();
         let base = self.base;
         let mut taken = 0;
@@ -744,32 +752,38 @@ impl Batch {
 
 #[cfg(test)]
 mod tests {
-    use twoplane_core::sse::encode_event_into;
+    use twoplane_core::message::encode_message_event_into;
 
     use super::*;
 
-    fn chunk(i: u64) -> Arc<Frame> {
-        Arc::new(Frame::chunk(i, "x".into()).unwrap())
+    fn chunk(i: u64) -> Arc<MessageFrame> {
+        Arc::new(MessageFrame::chunk(i, 0, i, "x".into()).unwrap())
     }
 
-    fn stale() -> Frame {
-        Frame::Stale { floor_seq: 0, durable_seq: 0 }
+    fn stale() -> MessageFrame {
+        MessageFrame::Stale { floor_seq: 0, durable_seq: 0 }
     }
 
-    fn take(fan: &mut FanOut, key: usize) -> Option<Arc<Frame>> {
+    fn take(fan: &mut FanOut, key: usize) -> Option<Arc<MessageFrame>> {
         let mut out = None;
         fan.drain(key, 1, &mut |f| out = Some(f), None);
         out
     }
 
-    fn drain_all(fan: &mut FanOut, key: usize, max: usize, out: &mut Vec<Arc<Frame>>, park: Option<&Waker>) -> Drained {
+    fn drain_all(
+        fan: &mut FanOut,
+        key: usize,
+        max: usize,
+        out: &mut Vec<Arc<MessageFrame>>,
+        park: Option<&Waker>,
+    ) -> Drained {
         fan.drain(key, max, &mut |f| out.push(f), park)
     }
 
-    fn sse(frames: &[Arc<Frame>]) -> Vec<u8> {
+    fn sse(frames: &[Arc<MessageFrame>]) -> Vec<u8> {
         let mut s = String::new();
         for f in frames {
-            encode_event_into(&mut s, f);
+            encode_message_event_into(&mut s, f);
         }
         s.into_bytes()
     }
@@ -795,7 +809,7 @@ mod tests {
             got.push(f);
         }
         assert_eq!(got.len(), 1);
-        assert!(matches!(*got[0], Frame::Stale { .. }));
+        assert!(matches!(*got[0], MessageFrame::Stale { .. }));
         assert!(fan.is_done(slow));
         assert!(!fan.is_done(fast));
     }
@@ -836,10 +850,17 @@ mod tests {
     fn replay_comes_first_and_terminal_ends_it() {
         let mut fan = FanOut::new(16, 0);
         let mut wake = Wakes::default();
-        let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
+        let open = Arc::new(MessageFrame::Open {
+            stream_id: "s".into(),
+            from: 0,
+            seq: 0,
+            durable_seq: 0,
+            ended: false,
+            parts: None,
+        });
         let key = fan.attach(VecDeque::from(vec![open.clone()]));
         fan.publish(chunk(0), stale, &mut wake);
-        let end = Arc::new(Frame::End { seq: 1, status: twoplane_core::StreamStatus::Complete, error: None });
+        let end = Arc::new(MessageFrame::End { seq: 1, status: twoplane_core::StreamStatus::Complete, error: None });
         fan.finish(end.clone(), &mut wake);
         assert_eq!(take(&mut fan, key), Some(open));
         assert_eq!(take(&mut fan, key), Some(chunk(0)));
@@ -892,7 +913,14 @@ mod tests {
     #[test]
     fn sse_bytes_are_encoded_once_and_shared_and_a_span_is_one_write() {
         let mut fan = FanOut::new(64, 0);
-        let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
+        let open = Arc::new(MessageFrame::Open {
+            stream_id: "s".into(),
+            from: 0,
+            seq: 0,
+            durable_seq: 0,
+            ended: false,
+            parts: None,
+        });
         let a = fan.attach(VecDeque::from(vec![open.clone()]));
         let b = fan.attach(VecDeque::new());
         let mut wake = Wakes::default();
@@ -982,7 +1010,14 @@ mod tests {
     #[test]
     fn a_direct_slot_is_handed_over_only_when_it_owes_nothing() {
         let mut fan = FanOut::new(64, 0);
-        let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 0, durable_seq: 0, ended: false });
+        let open = Arc::new(MessageFrame::Open {
+            stream_id: "s".into(),
+            from: 0,
+            seq: 0,
+            durable_seq: 0,
+            ended: false,
+            parts: None,
+        });
         let key = fan.attach(VecDeque::from(vec![open]));
         let (_, s) = sink();
         assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "its replay is owed");
@@ -1042,7 +1077,7 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].batch.as_ref().unwrap().to_bytes(), sse(&[chunk(3)]));
         // The end: delivered as a terminal batch.
-        let end = Arc::new(Frame::End { seq: 4, status: twoplane_core::StreamStatus::Complete, error: None });
+        let end = Arc::new(MessageFrame::End { seq: 4, status: twoplane_core::StreamStatus::Complete, error: None });
         fan.finish(end.clone(), &mut Wakes::default());
         let (out, _) = take_all(&mut fan);
         assert_eq!(out.len(), 2);

@@ -6,6 +6,11 @@
 //!   text landed).
 //! - `pump` stops at once when a reader cancels, dropping the source (which aborts the request
 //!   behind it).
+//! - A message with parts (docs/contract.md §8): `start_part` opens the next part and returns
+//!   its number, `push_part` grows a part's body, `end_part`, `set_part`, `meta`, `finish` and
+//!   `transient` append one structural event each. Every call is checked by the core's part
+//!   rules first and changes nothing when refused; `push` is `push_part(0, ..)`, so a producer
+//!   that never starts a part is today's single-text stream, byte for byte.
 //! - Dropping the handle without a seal seals the stream `interrupted`: a producer that died
 //!   must not leave readers waiting.
 
@@ -13,6 +18,7 @@ use std::pin::pin;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
+use twoplane_core::message::{Attrs, Event};
 use twoplane_core::{StreamStatus, Text};
 
 use crate::error::{PlaneError, PlaneErrorKind};
@@ -33,7 +39,7 @@ impl StreamHandle {
         &self.stream.id
     }
 
-    /// Produced code units.
+    /// Produced length in the coordinate: code units of text, plus one per structural event.
     pub fn seq(&self) -> u64 {
         self.stream.seq()
     }
@@ -63,6 +69,59 @@ impl StreamHandle {
     /// surrogate pair, and unpaired surrogates are kept as they are).
     pub fn push_units(&self, units: &[u16]) -> Result<(), PlaneError> {
         self.stream.push(Text::from_slice(units))
+    }
+
+    /// Start the next part of the message, of kind `kind` (`reasoning`, `tool-<name>`, `text`,
+    /// `data-<name>`, ...) with the attributes `value`; returns its number (parts are numbered
+    /// in the order they start; part 0, a text, always exists).
+    pub fn start_part(&self, kind: &str, value: Attrs) -> Result<u32, PlaneError> {
+        self.stream.start_part(Text::from(kind), value)
+    }
+
+    /// Append `text` to part `part`'s body.
+    pub fn push_part(&self, part: u32, text: &str) -> Result<(), PlaneError> {
+        self.stream.push_part(part, Text::from(text))
+    }
+
+    /// Append raw UTF-16 code units to part `part`'s body (see [`StreamHandle::push_units`]).
+    pub fn push_part_units(&self, part: u32, units: &[u16]) -> Result<(), PlaneError> {
+        self.stream.push_part(part, Text::from_slice(units))
+    }
+
+    /// Part `part` receives no more body; `value` merges into its attributes.
+    pub fn end_part(&self, part: u32, value: Attrs) -> Result<(), PlaneError> {
+        self.stream.event(Event::End { part, value }).map(drop)
+    }
+
+    /// Merge `value` into part `part`'s attributes (a tool's output, an approval, a data part
+    /// replaced: a later member replaces an earlier one of the same name).
+    pub fn set_part(&self, part: u32, value: Attrs) -> Result<(), PlaneError> {
+        self.stream.event(Event::Set { part, value }).map(drop)
+    }
+
+    /// Merge `value` into the message's metadata.
+    pub fn meta(&self, value: Attrs) -> Result<(), PlaneError> {
+        self.stream.event(Event::Meta { value }).map(drop)
+    }
+
+    /// The model's finish reason (`stop`, `length`, `tool-calls`, ...).
+    pub fn finish(&self, reason: &str) -> Result<(), PlaneError> {
+        self.stream.event(Event::Finish { reason: Text::from(reason) }).map(drop)
+    }
+
+    /// A live-only part (a transient data part): delivered to live readers, never stored.
+    pub fn transient(&self, kind: Option<&str>, value: Attrs) -> Result<(), PlaneError> {
+        self.stream.event(Event::Transient { kind: kind.map(Text::from), value }).map(drop)
+    }
+
+    /// Append one structural event as built ([`Event`]); `Event::Start` must name the next part.
+    pub fn event(&self, event: Event) -> Result<(), PlaneError> {
+        self.stream.event(event).map(drop)
+    }
+
+    /// How many parts have started (part 0 included).
+    pub fn part_count(&self) -> usize {
+        self.stream.part_count()
     }
 
     /// Resolve once the store holds everything produced so far (the ordering primitive), with

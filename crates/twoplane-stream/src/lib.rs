@@ -24,7 +24,7 @@
 //! Several instances sharing one database run a [`Sweeper`] each: a liveness lease per host, and a
 //! sweep that marks `interrupted` the streams of hosts whose lease expired.
 //!
-//! Frames are handed out as `Arc<Frame>` ([`Subscription::next`]): one allocation per produced
+//! Frames are handed out as `Arc<MessageFrame>` ([`Subscription::next`]): one allocation per produced
 //! frame, shared by every subscriber. A server that owns its sockets can instead hand a
 //! caught-up subscription to an [`SseSink`] ([`Subscription::deliver_to`]): the stream's writer
 //! tasks then write its events without waking its task per frame (see `hosted/writers.rs`).
@@ -123,6 +123,7 @@ pub use sweeper::{
 pub use target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
 pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 
+pub use twoplane_core::message::{Attrs, Event, MessageFrame};
 /// The core types a user of this crate needs, re-exported so versions cannot drift.
 pub use twoplane_core::sql::{StreamColumns, StreamTables};
 pub use twoplane_core::{Frame, FrameKind, StreamStatus, Text};

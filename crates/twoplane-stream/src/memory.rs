@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use twoplane_core::STREAM_STATUS_STREAMING;
+use twoplane_core::message::{assemble_durable_message, Message, MessageChunkRow};
+use twoplane_core::{Text, STREAM_STATUS_STREAMING};
 
 use crate::error::PlaneError;
 use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
@@ -27,8 +28,13 @@ pub struct MemoryRow {
     pub cancel: bool,
     pub error: Option<String>,
     pub host: Option<String>,
-    /// Chunk rows by their end offset (the chunk id is `"<streamId>:<seq>"`, so one per seq).
+    /// Text chunk rows by their end offset (the chunk id is `"<streamId>:<seq>"`, so one row
+    /// per seq, text or parts).
     pub chunks: BTreeMap<u64, Vec<u16>>,
+    /// Parts chunk rows (docs/contract.md §8) by their end offset: the JSON of their frames.
+    pub parts: BTreeMap<u64, String>,
+    /// The message document written at the seal of a message with parts.
+    pub document: Option<String>,
 }
 
 impl MemoryRow {
@@ -39,6 +45,24 @@ impl MemoryRow {
             out.extend_from_slice(text);
         }
         out
+    }
+
+    /// What a reader of a message assembles (docs/contract.md §8): the row (its body, document
+    /// and `seq`) and every chunk row, text and parts alike, by the core's assembly.
+    pub fn durable_message(&self) -> Result<Message, twoplane_core::Error> {
+        let mut rows: Vec<MessageChunkRow> = self
+            .chunks
+            .iter()
+            .map(|(&seq, text)| MessageChunkRow { seq, text: Some(Text::from_slice(text)), parts: None })
+            .collect();
+        rows.extend(self.parts.iter().map(|(&seq, json)| MessageChunkRow {
+            seq,
+            text: Some(Text::new()),
+            parts: Some(Text::from(json.as_str())),
+        }));
+        let body = Text::from_slice(&self.body);
+        let document = self.document.as_deref().map(Text::from);
+        assemble_durable_message(Some(&body), document.as_ref(), self.seq, &rows)
     }
 }
 
@@ -62,8 +86,8 @@ impl MemoryRow {
 /// A write the target was asked to make (applied or not).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MemoryWrite {
-    Append { stream_id: String, from: u64, seq: u64, text: Vec<u16> },
-    Close { stream_id: String, body_from: u64, body: Vec<u16> },
+    Append { stream_id: String, from: u64, seq: u64, text: Vec<u16>, parts: Option<String> },
+    Close { stream_id: String, body_from: u64, body: Vec<u16>, document: Option<String> },
 }
 
 #[derive(Default)]
@@ -84,16 +108,23 @@ impl Default for MemoryTarget {
 }
 
 impl MemoryTarget {
-    /// Tables with a `cancel` column and no `host` column.
+    /// Tables with a `cancel` column, the parts columns and no `host` column.
     pub fn new() -> Self {
         MemoryTarget::with_columns(false, true)
     }
 
+    /// Tables with the parts columns, and a `host` and a `cancel` column as asked.
     pub fn with_columns(has_host: bool, has_cancel: bool) -> Self {
         MemoryTarget {
             state: Mutex::new(MemoryState::default()),
-            caps: TargetCaps { mode: TargetMode::Tables, has_host, has_cancel },
+            caps: TargetCaps { mode: TargetMode::Tables, has_host, has_cancel, has_parts: true },
         }
+    }
+
+    /// Tables without the parts columns (a plane on them refuses parts).
+    pub fn without_parts(mut self) -> Self {
+        self.caps.has_parts = false;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, MemoryState> {
@@ -190,6 +221,7 @@ impl DurableTarget for MemoryTarget {
             from: request.from,
             seq: request.seq,
             text: request.text.to_vec(),
+            parts: request.parts.map(str::to_owned),
         });
         let has_host = self.caps.has_host;
         let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
@@ -197,8 +229,11 @@ impl DurableTarget for MemoryTarget {
         if claimed && row.seq == request.from {
             row.seq = request.seq;
         }
-        if claimed && row.seq == request.seq {
-            row.chunks.entry(request.seq).or_insert_with(|| request.text.to_vec());
+        if claimed && row.seq == request.seq && !row.chunks.contains_key(&request.seq) {
+            match request.parts {
+                None => drop(row.chunks.insert(request.seq, request.text.to_vec())),
+                Some(parts) => drop(row.parts.entry(request.seq).or_insert_with(|| parts.to_owned())),
+            }
         }
         row.check_claim(request.stream_id, request.host_token, has_host)?;
         Ok(AppendAck { durable_seq: row.seq, cancel_requested: self.caps.has_cancel && row.cancel })
@@ -213,14 +248,18 @@ impl DurableTarget for MemoryTarget {
             stream_id: request.stream_id.to_owned(),
             body_from: request.body_from,
             body: request.body.to_vec(),
+            document: request.document.map(str::to_owned),
         });
+        // A message's row holds its length in the coordinate; a text's, its body's length.
+        let len = if request.document.is_some() { request.seq } else { request.body.len() as u64 };
         let has_host = self.caps.has_host;
         let row = st.rows.get_mut(request.stream_id).ok_or_else(|| Self::missing(request.stream_id))?;
         if !row.claimed_by(request.host_token, has_host) {
             // Fenced, or this seal's own earlier attempt (the SQL targets' read-back rule).
             let replayed = row.chunks.is_empty()
+                && row.parts.is_empty()
                 && row.status.as_deref() == Some(request.status.as_str())
-                && row.seq == request.body.len() as u64
+                && row.seq == len
                 && (!has_host || row.host.as_deref() == Some(request.host_token));
             if replayed {
                 return Ok(());
@@ -231,10 +270,12 @@ impl DurableTarget for MemoryTarget {
             ));
         }
         row.body = request.body.to_vec();
-        row.seq = request.body.len() as u64;
+        row.seq = len;
+        row.document = request.document.map(str::to_owned);
         row.status = Some(request.status.as_str().to_owned());
         row.error = request.error.map(str::to_owned);
         row.chunks.clear();
+        row.parts.clear();
         Ok(())
     }
 

@@ -199,6 +199,9 @@ pub(crate) struct Config {
     pub attach_timeout: Duration,
     pub host_token: String,
     pub caps: TargetCaps,
+    /// Streams may carry parts (docs/contract.md §8): the target keeps them, and the plane keeps
+    /// the whole text (the seal folds every run and event into the stored document).
+    pub parts: bool,
     pub target: Arc<dyn DurableTarget>,
     pub authorizer: Arc<dyn Authorizer>,
     pub relay: Option<Arc<dyn Relay>>,
@@ -289,6 +292,7 @@ impl Config {
             ),
             host_token,
             caps,
+            parts: caps.has_parts && retain_chars.is_none(),
             target,
             authorizer,
             relay: options.relay,

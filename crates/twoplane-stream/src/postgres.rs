@@ -11,14 +11,12 @@
 
 use async_trait::async_trait;
 use tokio_postgres::Row;
-use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, Statement, StreamTables};
+use twoplane_core::sql::{stream_chunk_table_ddl, stream_parts_migration, Dialect, MappedSql, Statement, StreamTables};
 
 use crate::error::PlaneError;
 use crate::exec::{pg_cell, pg_int, prepare_all, PgExec};
 use crate::pg_client::{PgClient, PgSession};
-use crate::target::{
-    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode,
-};
+use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
 use crate::verdict;
 
 /// The PostgreSQL advisory lock (`pg_advisory_xact_lock`) under which twoplane creates tables:
@@ -128,11 +126,13 @@ impl PostgresTarget {
         Ok(target)
     }
 
-    /// Create the chunk table and its index if they do not exist (the core's DDL). Safe when
-    /// several instances start at once: the statements run in one transaction under the
-    /// advisory lock [`PG_SCHEMA_LOCK_KEY`].
+    /// Create the chunk table and its index if they do not exist (the core's DDL), and give
+    /// both tables the parts columns the mapping names when they lack them (the migration of
+    /// docs/contract.md §8). Safe when several instances start at once: the statements run in
+    /// one transaction under the advisory lock [`PG_SCHEMA_LOCK_KEY`].
     pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
-        let ddl = stream_chunk_table_ddl(&self.tables, Dialect::Postgres)?;
+        let mut ddl = stream_chunk_table_ddl(&self.tables, Dialect::Postgres)?;
+        ddl.extend(stream_parts_migration(&self.tables, Dialect::Postgres)?.into_iter().map(|(_, _, sql)| sql));
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         // PostgreSQL's CREATE ... IF NOT EXISTS checks and creates in two steps: two instances
         // starting together can both find nothing, and the slower one then fails on the
@@ -152,7 +152,12 @@ impl PostgresTarget {
 #[async_trait]
 impl DurableTarget for PostgresTarget {
     fn caps(&self) -> TargetCaps {
-        TargetCaps { mode: TargetMode::Tables, has_host: self.sql.has_host(), has_cancel: self.sql.has_cancel() }
+        TargetCaps {
+            mode: TargetMode::Tables,
+            has_host: self.sql.has_host(),
+            has_cancel: self.sql.has_cancel(),
+            has_parts: self.sql.has_parts(),
+        }
     }
 
     async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
@@ -186,8 +191,7 @@ impl DurableTarget for PostgresTarget {
     }
 
     async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
-        let text = utf8_for_table(request.text, "a checkpoint slice")?;
-        let statements = self.sql.append(request.stream_id, request.host_token, request.from, request.seq, &text);
+        let statements = verdict::append_statements(&self.sql, &request)?;
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         let mut conn = PgConn(&mut session);
         conn.transact(&statements, "committing a checkpoint").await?;
@@ -201,13 +205,7 @@ impl DurableTarget for PostgresTarget {
     }
 
     async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
-        if request.body_from != 0 {
-            return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
-        }
-        let body = utf8_for_table(request.body, "the response body")?;
-        let len = request.body.len() as u64;
-        let [update, delete] =
-            self.sql.compact(request.stream_id, request.host_token, &body, len, request.status, request.error);
+        let ([update, delete], len) = verdict::seal_statements(&self.sql, &request)?;
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         let mut conn = PgConn(&mut session);
         // The fenced update first (it takes the row's lock); the chunks go only with it, so a

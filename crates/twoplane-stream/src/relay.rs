@@ -16,13 +16,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame;
 
 /// A relay adapter's error.
 pub type RelayError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Frames of a stream hosted elsewhere, as an attached relay yields them.
-pub type FrameSource = BoxStream<'static, Result<Frame, RelayError>>;
+pub type FrameSource = BoxStream<'static, Result<MessageFrame, RelayError>>;
 
 /// Which halves of the relay an adapter implements; a relay with neither is refused at
 /// construction (it is a misconfiguration, not a topology).
@@ -40,7 +40,7 @@ pub trait Relay: Send + Sync {
     /// Mirror one produced frame outward. It runs synchronously under the stream's lock (that
     /// is what keeps the relay's order identical to the subscribers'), so it must not block
     /// and must not call back into the plane: queue the frame and send it from elsewhere.
-    fn publish(&self, stream_id: &str, frame: &Frame) -> Result<(), RelayError> {
+    fn publish(&self, stream_id: &str, frame: &MessageFrame) -> Result<(), RelayError> {
         let _ = (stream_id, frame);
         Ok(())
     }

@@ -2,7 +2,8 @@
 //!
 //! Guarantees: `attach` is bounded by the attach timeout; any failure there (an error, a panic,
 //! a timeout, no source) is `absent`. An attached source is read by one task that runs every
-//! frame through [`RelayConform`], queues at most `max_queued_frames` frames for the subscriber
+//! frame through the message conform pass ([`MessageRelayConform`]: §3 and the part rules of
+//! §8), queues at most `max_queued_frames` frames for the subscriber
 //! (then a `stale`), turns a failing or panicking source into one `stale`, reports every
 //! problem to the relay hook, and drops the source as soon as the subscription is dropped or
 //! finished.
@@ -14,7 +15,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use twoplane_core::conform::{Conformed, RelayConform};
+use twoplane_core::message::{MessageConformed, MessageRelayConform};
 use twoplane_core::Text;
 
 use crate::options::Config;
@@ -50,7 +51,7 @@ pub(crate) async fn attach(cfg: &Arc<Config>, stream_id: &str, from: u64) -> Opt
 }
 
 async fn read_source(cfg: Arc<Config>, stream_id: String, from: u64, mut source: FrameSource, queue: Arc<RelayQueue>) {
-    let mut conform = RelayConform::new(Text::from(stream_id.as_str()), from);
+    let mut conform = MessageRelayConform::new(Text::from(stream_id.as_str()), from);
     loop {
         let closed = queue.closed_signal.notified();
         if queue.is_closed() {
@@ -87,7 +88,13 @@ async fn read_source(cfg: Arc<Config>, stream_id: String, from: u64, mut source:
 }
 
 /// Queue conformed frames; `false` once the subscription is finished.
-fn deliver(cfg: &Config, stream_id: &str, out: Conformed, conform: &mut RelayConform, queue: &RelayQueue) -> bool {
+fn deliver(
+    cfg: &Config,
+    stream_id: &str,
+    out: MessageConformed,
+    conform: &mut MessageRelayConform,
+    queue: &RelayQueue,
+) -> bool {
     if let Some(reason) = out.violation {
         report::relay_error(cfg, stream_id, RelayPhase::Frames, &RelayFailure(reason));
     }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use tokio::sync::Notify;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame;
 
 /// The bounded queue between a relay reader task and its subscriber.
 pub(crate) struct RelayQueue {
@@ -27,7 +27,7 @@ pub(crate) struct RelayQueue {
 }
 
 struct RelayQueueState {
-    frames: VecDeque<Arc<Frame>>,
+    frames: VecDeque<Arc<MessageFrame>>,
     /// The terminal is queued: nothing more will come.
     done: bool,
     /// The subscriber dropped.
@@ -63,7 +63,7 @@ impl RelayQueue {
     }
 
     /// Offer a non-terminal frame.
-    pub fn offer(&self, frame: Frame) -> Offer {
+    pub fn offer(&self, frame: MessageFrame) -> Offer {
         let waker = {
             let mut st = self.lock();
             if st.closed || st.done {
@@ -82,7 +82,7 @@ impl RelayQueue {
     }
 
     /// Queue the terminal frame, past the cap.
-    pub fn finish(&self, frame: Frame) {
+    pub fn finish(&self, frame: MessageFrame) {
         let waker = {
             let mut st = self.lock();
             if st.closed || st.done {
@@ -99,7 +99,7 @@ impl RelayQueue {
 
     /// The next queued frame, or `None` once the terminal was taken (or the subscriber left);
     /// otherwise registers `cx`'s waker.
-    pub fn poll(&self, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
+    pub fn poll(&self, cx: &mut Context<'_>) -> Poll<Option<Arc<MessageFrame>>> {
         let mut st = self.lock();
         if let Some(f) = st.frames.pop_front() {
             return Poll::Ready(Some(f));
@@ -115,7 +115,7 @@ impl RelayQueue {
     }
 
     /// The next queued frame if there is one now.
-    pub fn try_next(&self) -> Option<Arc<Frame>> {
+    pub fn try_next(&self) -> Option<Arc<MessageFrame>> {
         self.lock().frames.pop_front()
     }
 

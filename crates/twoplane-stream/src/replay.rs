@@ -2,8 +2,9 @@
 //! a view of the stream's own blocks and cut into `chunk` pieces only as the subscriber drains.
 //!
 //! Owns: [`Block`] (a run of produced units shared by the stream and every replay that covers
-//! it), [`TextSpan`] (a replay's text: shared blocks and how far it has been handed out) and
-//! [`Replay`] (the queue of frames and at most one span, in order).
+//! it), [`TextSpan`] (a replay's text: shared blocks, the part whose body they are and how far
+//! they have been handed out) and [`Replay`] (the queue of frames and spans, in order: a
+//! single text's replay has one span, a message's one per run of a part's body).
 //!
 //! Why: a join at offset 0 of a long stream used to copy the whole text under the stream's lock
 //! and encode it as one event per subscriber, so 1,000 joins held 1,000 copies. A span holds
@@ -13,7 +14,9 @@
 //! Guarantees:
 //! - The pieces of a span are `chunk` frames that join up exactly: the first starts at the
 //!   span's start, each next one at the previous one's `seq`, the last ends at the span's end;
-//!   their text is the produced units, none replaced, dropped or reordered.
+//!   their text is the produced units, none replaced, dropped or reordered; each names the
+//!   span's part and its body offset, moved with it (a part 0 span whose body offset is its
+//!   coordinate gives today's chunks, written in the shorthand).
 //! - A piece's SSE event is at most the byte limit it was cut for, unless one character does not
 //!   fit (a piece always holds at least one unit, or a whole surrogate pair): the size is counted
 //!   exactly as the core's JSON writer writes each unit.
@@ -27,9 +30,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use twoplane_core::sse::encode_event_into;
+use twoplane_core::message::encode_message_event_into;
+use twoplane_core::message::MessageFrame;
 use twoplane_core::text::{is_high_surrogate, is_low_surrogate, pair_safe_cut};
-use twoplane_core::{Frame, Text};
+use twoplane_core::Text;
 
 /// A run of produced units, shared (reference counted) by the stream's text and the replays
 /// that cover it. A stream's blocks are never changed once shared: the stream copies a shared
@@ -41,22 +45,33 @@ pub(crate) type Block = Arc<Vec<u16>>;
 /// by default.
 pub(crate) const FRAME_PIECE_BYTES: usize = 32 * 1024;
 
-/// A replay's text: `[at, end)` of the stream, held as shared blocks.
+/// A replay's text: `[at, end)` of the stream, held as shared blocks: the body of part `part`
+/// from body offset `body_at`.
 pub(crate) struct TextSpan {
     /// Blocks covering `[at, end)`; the first starts at `base`.
     blocks: VecDeque<Block>,
     base: u64,
     at: u64,
     end: u64,
+    part: u32,
+    /// The body offset of the unit at `at`.
+    body_at: u64,
 }
 
 impl TextSpan {
     /// The units `[at, end)` of `blocks`, whose first unit is at offset `base` (the caller
     /// checked that the blocks cover the range).
     pub fn new(blocks: VecDeque<Block>, base: u64, at: u64, end: u64) -> TextSpan {
-        let mut span = TextSpan { blocks, base, at, end };
+        let mut span = TextSpan { blocks, base, at, end, part: 0, body_at: at };
         span.release_consumed();
         span
+    }
+
+    /// The span as the body of `part` from body offset `body_at` (a message's run).
+    pub fn of_part(mut self, part: u32, body_at: u64) -> TextSpan {
+        self.part = part;
+        self.body_at = body_at;
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -90,11 +105,11 @@ impl TextSpan {
 
     /// The next piece, its SSE event at most `max_bytes` (see the module guarantees), or `None`
     /// when the span is handed out.
-    pub fn next_piece(&mut self, max_bytes: usize) -> Option<Frame> {
+    pub fn next_piece(&mut self, max_bytes: usize) -> Option<MessageFrame> {
         if self.is_empty() {
             return None;
         }
-        let budget = max_bytes.saturating_sub(piece_overhead(self.at, self.end));
+        let budget = max_bytes.saturating_sub(self.piece_overhead());
         let (mut bi, mut off) = self.locate(self.at)?;
         let mut units: Vec<u16> = Vec::new();
         let mut used = 0usize;
@@ -141,10 +156,25 @@ impl TextSpan {
                 }
             }
         }
-        let from = self.at;
+        let (from, at) = (self.at, self.body_at);
+        self.body_at += pos - from;
         self.at = pos;
         self.release_consumed();
-        Some(Frame::Chunk { from, seq: pos, text: Text::from_units(units) })
+        Some(MessageFrame::Chunk { from, seq: pos, part: self.part, at, text: Text::from_units(units) })
+    }
+
+    /// The bytes of a piece's event from here besides its text's JSON content: `seq` (and a
+    /// part's body offset) are written with the digits of the most they can be, so the count
+    /// never falls short.
+    fn piece_overhead(&self) -> usize {
+        let (from, end) = (self.at, self.end);
+        let at = if self.part == 0 && self.body_at == from { from } else { self.body_at + (end - from) };
+        let mut s = String::new();
+        encode_message_event_into(
+            &mut s,
+            &MessageFrame::Chunk { from, seq: end, part: self.part, at, text: Text::new() },
+        );
+        s.len()
     }
 
     fn unit_after(&self, bi: usize, off: usize) -> Option<u16> {
@@ -164,14 +194,6 @@ impl TextSpan {
     }
 }
 
-/// The bytes of a chunk event from `at` besides its text's JSON content: `seq` is written with
-/// the digits of `end`, the most it can have, so the count never falls short.
-fn piece_overhead(at: u64, end: u64) -> usize {
-    let mut s = String::new();
-    encode_event_into(&mut s, &Frame::Chunk { from: at, seq: end, text: Text::new() });
-    s.len()
-}
-
 /// Bytes the core's JSON writer (`write_json_string`) spends on `unit`, given the unit after it
 /// and the one before it in the same string: a pair is four bytes, two per half; an unpaired
 /// surrogate is a six-byte `\u` escape.
@@ -189,19 +211,19 @@ fn unit_json_len(unit: u16, next: Option<u16>, prev: Option<u16>) -> usize {
 }
 
 enum Item {
-    Frame(Arc<Frame>),
+    MessageFrame(Arc<MessageFrame>),
     Text(TextSpan),
 }
 
-/// What a subscriber gets before the log: frames, and the join's text as one span among them.
+/// What a subscriber gets before the log: frames, and the join's text as spans among them.
 #[derive(Default)]
 pub(crate) struct Replay {
     items: VecDeque<Item>,
 }
 
 impl Replay {
-    pub fn push_frame(&mut self, frame: Arc<Frame>) {
-        self.items.push_back(Item::Frame(frame));
+    pub fn push_frame(&mut self, frame: Arc<MessageFrame>) {
+        self.items.push_back(Item::MessageFrame(frame));
     }
 
     pub fn push_text(&mut self, span: TextSpan) {
@@ -210,8 +232,8 @@ impl Replay {
         }
     }
 
-    /// Entries still owed, a span counting as one (the queue bound counts it so: it is the
-    /// join's one coalesced chunk, whatever pieces it is sent in).
+    /// Entries still owed, a span counting as one (it is one coalesced chunk, whatever pieces it
+    /// is sent in).
     pub fn len(&self) -> usize {
         self.items.len()
     }
@@ -226,11 +248,11 @@ impl Replay {
     }
 
     /// The next frame; a piece of the text is cut for `max_bytes` (see [`TextSpan::next_piece`]).
-    pub fn pop(&mut self, max_bytes: usize) -> Option<Arc<Frame>> {
+    pub fn pop(&mut self, max_bytes: usize) -> Option<Arc<MessageFrame>> {
         loop {
             match self.items.front_mut()? {
-                Item::Frame(_) => {
-                    let Some(Item::Frame(f)) = self.items.pop_front() else { return None };
+                Item::MessageFrame(_) => {
+                    let Some(Item::MessageFrame(f)) = self.items.pop_front() else { return None };
                     return Some(f);
                 }
                 Item::Text(span) => {
@@ -254,15 +276,15 @@ impl Replay {
     }
 }
 
-impl From<VecDeque<Arc<Frame>>> for Replay {
-    fn from(frames: VecDeque<Arc<Frame>>) -> Replay {
-        Replay { items: frames.into_iter().map(Item::Frame).collect() }
+impl From<VecDeque<Arc<MessageFrame>>> for Replay {
+    fn from(frames: VecDeque<Arc<MessageFrame>>) -> Replay {
+        Replay { items: frames.into_iter().map(Item::MessageFrame).collect() }
     }
 }
 
-impl From<Vec<Arc<Frame>>> for Replay {
-    fn from(frames: Vec<Arc<Frame>>) -> Replay {
-        Replay { items: frames.into_iter().map(Item::Frame).collect() }
+impl From<Vec<Arc<MessageFrame>>> for Replay {
+    fn from(frames: Vec<Arc<MessageFrame>>) -> Replay {
+        Replay { items: frames.into_iter().map(Item::MessageFrame).collect() }
     }
 }
 
@@ -274,19 +296,19 @@ mod tests {
         units.chunks(size.max(1)).map(|c| Arc::new(c.to_vec())).collect()
     }
 
-    fn event_len(f: &Frame) -> usize {
+    fn event_len(f: &MessageFrame) -> usize {
         let mut s = String::new();
-        encode_event_into(&mut s, f);
+        encode_message_event_into(&mut s, f);
         s.len()
     }
 
     /// Cut `units[at..]` (held in blocks of `size`) into pieces for `max`, checking each piece.
-    fn cut(units: &[u16], size: usize, at: usize, max: usize) -> Vec<Frame> {
+    fn cut(units: &[u16], size: usize, at: usize, max: usize) -> Vec<MessageFrame> {
         let mut span = TextSpan::new(blocks(units, size), 0, at as u64, units.len() as u64);
         let mut out = Vec::new();
         let mut next_from = at as u64;
         while let Some(piece) = span.next_piece(max) {
-            let Frame::Chunk { from, seq, text } = &piece else { panic!("not a chunk: {piece:?}") };
+            let MessageFrame::Chunk { from, seq, text, .. } = &piece else { panic!("not a chunk: {piece:?}") };
             assert_eq!(*from, next_from, "contiguous");
             assert_eq!(*seq - *from, text.len() as u64);
             assert!(!text.is_empty());
@@ -307,7 +329,7 @@ mod tests {
     #[test]
     fn a_span_that_fits_is_the_one_chunk_a_join_always_gave() {
         let units: Vec<u16> = "héllo 😀 wörld".encode_utf16().collect();
-        let whole = Frame::Chunk { from: 0, seq: units.len() as u64, text: Text::from_slice(&units) };
+        let whole = MessageFrame::chunk(0, 0, 0, Text::from_slice(&units)).unwrap();
         assert_eq!(cut(&units, 3, 0, event_len(&whole)), vec![whole.clone()], "exactly at the limit: one piece");
         assert_eq!(cut(&units, 3, 0, event_len(&whole) - 1).len(), 2, "one byte less: two");
     }
@@ -327,7 +349,8 @@ mod tests {
                     unit_json_len(units[i], next, prev)
                 })
                 .sum();
-            assert_eq!(event_len(&piece), piece_overhead(at as u64, units.len() as u64) + counted, "from {at}");
+            let overhead = TextSpan::new(VecDeque::new(), 0, at as u64, units.len() as u64).piece_overhead();
+            assert_eq!(event_len(&piece), overhead + counted, "from {at}");
         }
     }
 
@@ -357,29 +380,61 @@ mod tests {
         let units = vec![0x61u16; 1000];
         let mut span = TextSpan::new(blocks(&units, 100), 0, 250, 1000);
         assert_eq!(span.blocks.len(), 8, "the two blocks below the start are not held");
-        span.next_piece(event_len(&Frame::Chunk { from: 250, seq: 1000, text: Text::new() }) + 300);
+        span.next_piece(
+            event_len(&MessageFrame::Chunk { from: 250, seq: 1000, part: 0, at: 250, text: Text::new() }) + 300,
+        );
         assert_eq!(span.at, 550);
         assert_eq!(span.blocks.len(), 5);
     }
 
     #[test]
     fn a_replay_yields_its_frames_and_pieces_in_order() {
-        let open = Arc::new(Frame::Open { stream_id: "s".into(), from: 0, seq: 10, durable_seq: 4, ended: false });
+        let open = Arc::new(MessageFrame::Open {
+            stream_id: "s".into(),
+            from: 0,
+            seq: 10,
+            durable_seq: 4,
+            ended: false,
+            parts: None,
+        });
         let mut r = Replay::default();
         r.push_frame(open.clone());
         r.push_text(TextSpan::new(blocks(&[0x61; 10], 4), 0, 0, 10));
         r.push_text(TextSpan::new(VecDeque::new(), 0, 3, 3));
-        r.push_frame(Arc::new(Frame::Durable { seq: 4 }));
+        r.push_frame(Arc::new(MessageFrame::Durable { seq: 4 }));
         assert_eq!(r.len(), 3, "an empty span is not queued");
         assert_eq!(r.pop(1).unwrap(), open);
         assert!(r.text_next());
         let mut text = Vec::new();
         while r.text_next() {
-            let Frame::Chunk { text: t, .. } = &*r.pop(1).unwrap() else { panic!() };
+            let MessageFrame::Chunk { text: t, .. } = &*r.pop(1).unwrap() else { panic!() };
             text.extend_from_slice(t.units());
         }
         assert_eq!(text, vec![0x61; 10]);
-        assert!(matches!(*r.pop(1).unwrap(), Frame::Durable { seq: 4 }));
+        assert!(matches!(*r.pop(1).unwrap(), MessageFrame::Durable { seq: 4 }));
         assert!(r.pop(1).is_none() && r.is_empty());
+    }
+
+    #[test]
+    fn a_part_span_names_its_part_and_moves_its_body_offset() {
+        let units: Vec<u16> = "abcdefghij".encode_utf16().collect();
+        let mut span = TextSpan::new(blocks(&units, 4), 0, 3, 10).of_part(2, 40);
+        // Room for exactly three ASCII units after what a piece from 3 to at most 10 costs.
+        let limit = span.piece_overhead() + 3;
+        let first = span.next_piece(limit).unwrap();
+        assert_eq!(first, MessageFrame::chunk(3, 2, 40, "def".into()).unwrap());
+        let rest = span.next_piece(usize::MAX).unwrap();
+        assert_eq!(rest, MessageFrame::chunk(6, 2, 43, "ghij".into()).unwrap());
+        // Part 0 whose body offset is not its coordinate is not the shorthand either.
+        let mut span = TextSpan::new(blocks(&units, 4), 0, 0, 2).of_part(0, 1);
+        assert_eq!(span.next_piece(usize::MAX).unwrap(), MessageFrame::chunk(0, 0, 1, "ab".into()).unwrap());
+        // Every piece's size is within its limit, counted with its part and offset.
+        for max in [60, 70, 80, 1000] {
+            let mut span = TextSpan::new(blocks(&units, 3), 0, 0, 10).of_part(123, 99_999);
+            while let Some(piece) = span.next_piece(max) {
+                let MessageFrame::Chunk { text, .. } = &piece else { panic!() };
+                assert!(event_len(&piece) <= max || text.len() == 1, "{max}: {piece:?}");
+            }
+        }
     }
 }

@@ -14,13 +14,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
-use twoplane_core::sql::{stream_chunk_table_ddl, Dialect, MappedSql, Statement, StreamTables};
+use twoplane_core::sql::{stream_chunk_table_ddl, stream_parts_migration, Dialect, MappedSql, Statement, StreamTables};
 
 use crate::error::PlaneError;
 use crate::exec::{sqlite_execute, Cell, SqliteShared};
-use crate::target::{
-    utf8_for_table, AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode,
-};
+use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
 use crate::verdict;
 
 pub struct SqliteTarget {
@@ -53,12 +51,26 @@ impl SqliteTarget {
         Ok(SqliteTarget { conn: SqliteShared::new(conn), sql: Arc::new(sql), tables: tables.clone() })
     }
 
-    /// Create the chunk table and its index if they do not exist (the core's DDL).
+    /// Create the chunk table and its index if they do not exist (the core's DDL), and give
+    /// both tables the parts columns the mapping names when they lack them (the migration of
+    /// docs/contract.md §8; SQLite has no `ADD COLUMN IF NOT EXISTS`, so each is looked up
+    /// first).
     pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
         let ddl = stream_chunk_table_ddl(&self.tables, Dialect::Sqlite)?;
+        let migration = stream_parts_migration(&self.tables, Dialect::Sqlite)?;
         self.with_connection(move |conn| {
             for statement in &ddl {
                 conn.execute(statement, []).map_err(db_err("creating the chunk table"))?;
+            }
+            for (table, column, statement) in &migration {
+                let present = conn
+                    .query_row("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", [table, column], |_| Ok(()))
+                    .optional()
+                    .map_err(db_err("looking for the parts columns"))?
+                    .is_some();
+                if !present {
+                    conn.execute(statement, []).map_err(db_err("adding a parts column"))?;
+                }
             }
             Ok(())
         })
@@ -139,7 +151,12 @@ fn read_state(conn: &Connection, sql: &MappedSql, stream_id: &str) -> Result<App
 #[async_trait]
 impl DurableTarget for SqliteTarget {
     fn caps(&self) -> TargetCaps {
-        TargetCaps { mode: TargetMode::Tables, has_host: self.sql.has_host(), has_cancel: self.sql.has_cancel() }
+        TargetCaps {
+            mode: TargetMode::Tables,
+            has_host: self.sql.has_host(),
+            has_cancel: self.sql.has_cancel(),
+            has_parts: self.sql.has_parts(),
+        }
     }
 
     async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
@@ -174,11 +191,10 @@ impl DurableTarget for SqliteTarget {
     }
 
     async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
-        let text = utf8_for_table(request.text, "a checkpoint slice")?;
+        let statements = verdict::append_statements(&self.sql, &request)?;
         let (sql, id, token) = (self.sql(), request.stream_id.to_owned(), request.host_token.to_owned());
-        let (from, seq) = (request.from, request.seq);
         self.with_connection(move |conn| {
-            transact(conn, &sql.append(&id, &token, from, seq, &text), "committing a checkpoint")?;
+            transact(conn, &statements, "committing a checkpoint")?;
             let row = read_back(conn, &sql, &id)?;
             let durable_seq = verdict::durable_len(&id, row.as_ref().map(|r| r.seq))?;
             if let Some(r) = &row {
@@ -190,13 +206,8 @@ impl DurableTarget for SqliteTarget {
     }
 
     async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
-        if request.body_from != 0 {
-            return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
-        }
-        let body = utf8_for_table(request.body, "the response body")?;
-        let len = request.body.len() as u64;
+        let ([update, delete], len) = verdict::seal_statements(&self.sql, &request)?;
         let (id, token, status) = (request.stream_id.to_owned(), request.host_token.to_owned(), request.status);
-        let [update, delete] = self.sql.compact(&id, &token, &body, len, status, request.error);
         let sql = self.sql();
         self.with_connection(move |conn| {
             let tx = conn.transaction().map_err(db_err("compacting the stream"))?;

@@ -6,7 +6,7 @@
 //! frames into events with the core's encoder.
 //!
 //! Guarantees:
-//! - Every event is exactly what `twoplane_core::sse::encode_event_into` writes for its frame
+//! - Every event is exactly what `twoplane_core::message::encode_message_event_into` writes for its frame
 //!   (docs/contract.md §5), whichever way it was produced: encoded once in a shard's log and
 //!   shared, or encoded here for a frame that never entered a log.
 //! - [`encode`] makes one allocation of exactly the event's size, so a log that keeps the bytes
@@ -18,13 +18,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use twoplane_core::sse::encode_event_into;
-use twoplane_core::Frame;
+use twoplane_core::message::encode_message_event_into;
+use twoplane_core::message::MessageFrame;
 
 /// One write's worth of server-sent events (see [`crate::Subscription::poll_sse`]).
 #[derive(Clone, Debug)]
 pub struct SseBatch {
-    /// The events, in order, each exactly as `twoplane_core::sse::encode_event_into` writes it.
+    /// The events, in order, each exactly as `twoplane_core::message::encode_message_event_into`
+    /// writes it (a single-text stream's events are today's six-frame events, byte for byte).
     pub bytes: Bytes,
     /// How many frames they carry.
     pub frames: u64,
@@ -104,9 +105,9 @@ pub enum Delivered {
 }
 
 /// One frame as one SSE event (the core's encoder), in an allocation of exactly its size.
-pub(crate) fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
+pub(crate) fn encode(scratch: &mut String, frame: &MessageFrame) -> Bytes {
     scratch.clear();
-    encode_event_into(scratch, frame);
+    encode_message_event_into(scratch, frame);
     let bytes = Bytes::copy_from_slice(scratch.as_bytes());
     if scratch.capacity() > SCRATCH_KEPT {
         // One huge frame (a tool's whole output, say) must not leave a shard holding its size
@@ -120,13 +121,13 @@ pub(crate) fn encode(scratch: &mut String, frame: &Frame) -> Bytes {
 const SCRATCH_KEPT: usize = 16 * 1024;
 
 /// Encode frames from `next` into one batch, stopping after a terminal or at `max_bytes`.
-pub(crate) fn encode_batch(next: &mut dyn FnMut() -> Option<Arc<Frame>>, max_bytes: usize) -> Option<SseBatch> {
+pub(crate) fn encode_batch(next: &mut dyn FnMut() -> Option<Arc<MessageFrame>>, max_bytes: usize) -> Option<SseBatch> {
     let mut out = String::new();
     let mut frames = 0;
     let mut terminal = false;
     while !terminal && (frames == 0 || out.len() < max_bytes) {
         let Some(frame) = next() else { break };
-        encode_event_into(&mut out, &frame);
+        encode_message_event_into(&mut out, &frame);
         frames += 1;
         terminal = frame.is_terminal();
     }
@@ -141,12 +142,12 @@ mod tests {
     #[test]
     fn a_huge_frame_leaves_no_huge_scratch() {
         let mut scratch = String::new();
-        let small = Frame::chunk(0, Text::from("hello")).unwrap();
+        let small = MessageFrame::chunk(0, 0, 0, Text::from("hello")).unwrap();
         let bytes = encode(&mut scratch, &small);
         assert!(bytes.ends_with(b"\n\n"));
         let kept = scratch.capacity();
         assert!(kept > 0 && kept <= SCRATCH_KEPT);
-        let huge = Frame::chunk(5, Text::from("x".repeat(1 << 20).as_str())).unwrap();
+        let huge = MessageFrame::chunk(5, 0, 5, Text::from("x".repeat(1 << 20).as_str())).unwrap();
         let bytes = encode(&mut scratch, &huge);
         assert!(bytes.len() > 1 << 20);
         assert!(scratch.capacity() <= SCRATCH_KEPT, "kept {} bytes of scratch", scratch.capacity());

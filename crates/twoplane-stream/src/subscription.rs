@@ -5,7 +5,7 @@
 //! (`relay_queue.rs`). Only the plane builds one, from what a join or the relay leg returned.
 //!
 //! Guarantees:
-//! - Frames come as `Arc<Frame>`: a produced frame is stored once and shared by every
+//! - Frames come as `Arc<MessageFrame>`: a produced frame is stored once and shared by every
 //!   subscriber, so an idle subscriber costs a few hundred bytes, not a copy of the text.
 //! - After the terminal frame (`end`, `stale` or `absent`) `next` yields `None` forever.
 //! - `try_next` never waits, so a writer can coalesce everything queued into one socket write.
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame;
 
 use crate::hosted::{Join, Reader};
 use crate::relay_queue::RelayQueue;
@@ -53,7 +53,7 @@ impl Subscription {
 
     /// No stream by that id, here or through the relay.
     pub(crate) fn absent() -> Subscription {
-        Subscription { inner: Inner::Fixed(vec![Arc::new(Frame::Absent)].into()) }
+        Subscription { inner: Inner::Fixed(vec![Arc::new(MessageFrame::Absent)].into()) }
     }
 
     /// A stream hosted elsewhere, read through the relay.
@@ -62,12 +62,12 @@ impl Subscription {
     }
 
     /// The next frame, waiting for it; `None` after the terminal.
-    pub async fn next(&mut self) -> Option<Arc<Frame>> {
+    pub async fn next(&mut self) -> Option<Arc<MessageFrame>> {
         std::future::poll_fn(|cx| self.poll_frame(cx)).await
     }
 
     /// The next frame if one is queued now.
-    pub fn try_next(&mut self) -> Option<Arc<Frame>> {
+    pub fn try_next(&mut self) -> Option<Arc<MessageFrame>> {
         match &mut self.inner {
             Inner::Fixed(replay) => replay.pop(FRAME_PIECE_BYTES),
             Inner::Local(reader) => reader.try_next(),
@@ -75,7 +75,7 @@ impl Subscription {
         }
     }
 
-    pub fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
+    pub fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Arc<MessageFrame>>> {
         match &mut self.inner {
             Inner::Fixed(replay) => Poll::Ready(replay.pop(FRAME_PIECE_BYTES)),
             Inner::Local(reader) => reader.poll(cx),
@@ -122,9 +122,9 @@ impl Subscription {
 }
 
 impl Stream for Subscription {
-    type Item = Arc<Frame>;
+    type Item = Arc<MessageFrame>;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<MessageFrame>>> {
         self.get_mut().poll_frame(cx)
     }
 }

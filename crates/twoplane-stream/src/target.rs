@@ -37,6 +37,9 @@ pub struct TargetCaps {
     pub has_host: bool,
     /// A `cancel` column is mapped: every read-back reports it.
     pub has_cancel: bool,
+    /// The target stores messages with parts (docs/contract.md §8): parts rows in its chunks and
+    /// the message document at the seal (table targets: both parts columns are mapped).
+    pub has_parts: bool,
 }
 
 /// The store's answer to an append: the durable length it read back, and the cancel flag.
@@ -54,10 +57,12 @@ pub struct OpenRequest<'a> {
     pub host_token: &'a str,
 }
 
-/// One checkpoint: the slice `from..seq` of the produced text. `text.len() == seq - from`.
-/// `host_token` is the producer's claim (see [`OpenRequest`]): a table target writes only while
-/// the row is `streaming` and names it, and answers [`PlaneErrorKind::Fenced`](crate::PlaneErrorKind::Fenced)
-/// otherwise.
+/// One checkpoint: the slice `from..seq` of the produced message. A slice that is part 0 text
+/// in the shorthand (always, for a single-text stream) is `text`, with `text.len() == seq -
+/// from` and `parts` `None`; any other slice is a parts row (docs/contract.md §8): `text` empty
+/// and `parts` the JSON array of its frames. `host_token` is the producer's claim (see
+/// [`OpenRequest`]): a table target writes only while the row is `streaming` and names it, and
+/// answers [`PlaneErrorKind::Fenced`](crate::PlaneErrorKind::Fenced) otherwise.
 #[derive(Clone, Copy, Debug)]
 pub struct AppendRequest<'a> {
     pub stream_id: &'a str,
@@ -65,12 +70,15 @@ pub struct AppendRequest<'a> {
     pub from: u64,
     pub seq: u64,
     pub text: &'a [u16],
+    pub parts: Option<&'a str>,
 }
 
 /// The seal. `body` is the retained text starting at `body_from` (0, and the whole response,
 /// unless a callback-mode plane trims with `retain_chars`); `seq == body_from + body.len()`.
-/// `from` is the durable length the plane believed at the seal. `host_token`: the claim, fenced
-/// as in [`AppendRequest`].
+/// For a message with parts, `document` is the stored message document (docs/contract.md §8),
+/// `body` the text parts' bodies concatenated and `body_from` 0, and `seq` the message's length
+/// in the coordinate. `from` is the durable length the plane believed at the seal.
+/// `host_token`: the claim, fenced as in [`AppendRequest`].
 #[derive(Clone, Copy, Debug)]
 pub struct CloseRequest<'a> {
     pub stream_id: &'a str,
@@ -79,6 +87,7 @@ pub struct CloseRequest<'a> {
     pub seq: u64,
     pub body: &'a [u16],
     pub body_from: u64,
+    pub document: Option<&'a str>,
     pub status: StreamStatus,
     pub error: Option<&'a str>,
 }

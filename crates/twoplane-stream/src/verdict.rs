@@ -1,12 +1,60 @@
-//! The decisions both SQL targets make from what they read back, written once.
+//! The decisions both SQL targets make, written once: which statements a checkpoint and a seal
+//! run, and what a read-back means.
 //!
 //! Guarantees: the open precondition refuses a missing row, a NULL or non-zero length and a row
 //! another producer holds, each with a message that says what to fix; a read-back is accepted
-//! only when it names a non-negative length.
+//! only when it names a non-negative length; a text slice or body holding a lone surrogate is
+//! refused before it reaches the database, while a message's parts (JSON text, whose lone
+//! surrogates are escapes) always fit.
 
+use twoplane_core::sql::{MappedSql, Statement};
 use twoplane_core::STREAM_STATUS_STREAMING;
 
 use crate::error::{PlaneError, PlaneErrorKind};
+use crate::target::{utf8_for_table, AppendRequest, CloseRequest};
+
+/// A checkpoint's two statements: a text row, or a parts row (docs/contract.md §8).
+pub(crate) fn append_statements(sql: &MappedSql, r: &AppendRequest<'_>) -> Result<[Statement; 2], PlaneError> {
+    match r.parts {
+        None => {
+            let text = utf8_for_table(r.text, "a checkpoint slice")?;
+            Ok(sql.append(r.stream_id, r.host_token, r.from, r.seq, &text))
+        }
+        Some(parts) => sql.append_parts(r.stream_id, r.host_token, r.from, r.seq, parts).ok_or_else(no_parts_columns),
+    }
+}
+
+/// A seal's two statements (the fenced compaction, then the chunk delete) and the length it
+/// writes into the row.
+pub(crate) fn seal_statements(sql: &MappedSql, r: &CloseRequest<'_>) -> Result<([Statement; 2], u64), PlaneError> {
+    if r.body_from != 0 {
+        return Err(PlaneError::store("table mode compacts the whole body; this one was trimmed"));
+    }
+    match r.document {
+        None => {
+            let body = utf8_for_table(r.body, "the response body")?;
+            let len = r.body.len() as u64;
+            Ok((sql.compact(r.stream_id, r.host_token, &body, len, r.status, r.error), len))
+        }
+        Some(document) => {
+            // The body of a message is a rendering of its text parts; the document holds every
+            // unit exactly, so a lone surrogate is written as U+FFFD here rather than lose the
+            // seal (docs/contract.md §8).
+            let body = String::from_utf16_lossy(r.body);
+            let statements = sql
+                .compact_message(r.stream_id, r.host_token, &body, r.seq, document, r.status, r.error)
+                .ok_or_else(no_parts_columns)?;
+            Ok((statements, r.seq))
+        }
+    }
+}
+
+fn no_parts_columns() -> PlaneError {
+    PlaneError::new(
+        PlaneErrorKind::InvalidArgument,
+        "this store maps no parts columns, so it cannot keep a message's parts (docs/contract.md §8)",
+    )
+}
 
 /// The open probe's row: `(seq, status)`, or `None` when there is no row.
 pub(crate) fn openable(stream_id: &str, row: Option<(Option<i64>, Option<String>)>) -> Result<(), PlaneError> {

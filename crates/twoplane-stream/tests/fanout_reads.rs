@@ -29,8 +29,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use proptest::prelude::*;
-use twoplane_core::sse::encode_event_into;
+use twoplane_core::message::encode_message_event_into as encode_event_into;
 use twoplane_stream::*;
+// Every frame the plane hands out is a message frame (docs/contract.md §8).
+use twoplane_stream::MessageFrame as Frame;
 
 mod common;
 
@@ -462,7 +464,8 @@ fn read_all(sub: &mut Subscription, by: ReadBy) -> Vec<(Arc<Frame>, Option<usize
                     decoder.feed(&batch.bytes, &mut events);
                     assert_eq!(events.len() as u64, batch.frames);
                     for e in events {
-                        let f = twoplane_core::json::decode_frame(&e.data).expect("a frame the codec reads back");
+                        let f = twoplane_core::message::decode_message_frame(&e.data)
+                            .expect("a frame the codec reads back");
                         out.push((Arc::new(f), Some(max)));
                     }
                 }
@@ -489,7 +492,7 @@ fn check_replay(frames: &[(Arc<Frame>, Option<usize>)], by: ReadBy, at: usize, j
     let mut acc = produced[..start].to_vec();
     let mut replay_chunks = 0;
     for (f, max) in &frames[1..] {
-        let Frame::Chunk { from, seq, text } = &**f else { continue };
+        let Frame::Chunk { from, seq, text, .. } = &**f else { continue };
         assert_eq!(*from as usize, acc.len(), "contract S: a chunk from {from} after {} units", acc.len());
         acc.extend_from_slice(text.units());
         assert_eq!(&acc[..], &produced[..acc.len()], "a chunk's text is not the produced text");
@@ -505,11 +508,7 @@ fn check_replay(frames: &[(Arc<Frame>, Option<usize>)], by: ReadBy, at: usize, j
         }
     }
     assert_eq!(acc, produced, "the reader ends with the whole text");
-    let whole = Frame::Chunk {
-        from: start as u64,
-        seq: joined.len() as u64,
-        text: twoplane_core::Text::from_slice(&joined[start..]),
-    };
+    let whole = Frame::chunk(start as u64, 0, start as u64, twoplane_core::Text::from_slice(&joined[start..])).unwrap();
     let limit = match by {
         ReadBy::Frames => Some(32 * 1024),
         ReadBy::Sse(max) => Some(max),

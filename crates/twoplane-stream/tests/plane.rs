@@ -11,6 +11,9 @@ use async_trait::async_trait;
 use common::{plane_with, units, Reader};
 use futures::StreamExt;
 use twoplane_stream::*;
+// Every frame the plane hands out is a message frame (docs/contract.md §8).
+use twoplane_core::message::MessageKind;
+use twoplane_stream::MessageFrame as Frame;
 
 const ID: &str = "m1";
 
@@ -144,12 +147,12 @@ async fn a_join_is_one_atomic_replay_at_any_offset() {
             other => panic!("expected open, got {other:?}"),
         }
         let kinds: Vec<_> = r.frames.iter().map(|f| f.kind()).collect();
-        let mut expected = vec![FrameKind::Open];
+        let mut expected = vec![MessageKind::Open];
         if at < produced.len() as u64 {
-            expected.push(FrameKind::Chunk);
+            expected.push(MessageKind::Chunk);
         }
         if durable > at {
-            expected.push(FrameKind::Durable);
+            expected.push(MessageKind::Durable);
         }
         assert_eq!(kinds, expected, "join at {from}");
         assert_eq!(r.acc, produced);
@@ -178,7 +181,7 @@ async fn a_sealed_stream_lingers_then_is_evicted() {
     let mut r = reader(&plane, 1, &units("abc")).await;
     r.drain();
     let kinds: Vec<_> = r.frames.iter().map(|f| f.kind()).collect();
-    assert_eq!(kinds, [FrameKind::Open, FrameKind::Chunk, FrameKind::Durable, FrameKind::End]);
+    assert_eq!(kinds, [MessageKind::Open, MessageKind::Chunk, MessageKind::Durable, MessageKind::End]);
     assert!(matches!(&*r.frames[0], Frame::Open { ended: true, .. }));
     match r.terminal() {
         Some(Frame::End { seq: 3, status: StreamStatus::Error, error: Some(e) }) => assert_eq!(e, "model overloaded"),
@@ -801,7 +804,7 @@ async fn publish_mirrors_every_frame_and_its_failures_never_reach_the_producer()
     h.flush().await.unwrap();
     h.close().await.unwrap();
     let kinds: Vec<_> = relay.published.lock().unwrap().iter().map(|f| f.kind()).collect();
-    assert_eq!(kinds, [FrameKind::Chunk, FrameKind::Durable, FrameKind::End]);
+    assert_eq!(kinds, [MessageKind::Chunk, MessageKind::Durable, MessageKind::End]);
     assert_eq!(errors.lock().unwrap().len(), 3);
     assert!(errors.lock().unwrap().iter().all(|(p, _)| *p == RelayPhase::Publish));
 }
@@ -815,7 +818,7 @@ async fn an_attached_relay_is_conformed_and_bounded() {
         o.on_relay_error = Some(hook);
         o.relay_attach_timeout_ms = Some(100);
     });
-    let chunk = |from, s: &str| Ok(Frame::chunk(from, s.into()).unwrap());
+    let chunk = |from, s: &str| Ok(Frame::chunk(from, 0, from, s.into()).unwrap());
 
     // Good frames pass, a replayed span is absorbed, an open is synthesized.
     *relay.attach.lock().unwrap() = Some(vec![
@@ -827,7 +830,7 @@ async fn an_attached_relay_is_conformed_and_bounded() {
     let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 2).await.unwrap(), 2, &units("ab"));
     r.read_to_end().await;
     let kinds: Vec<_> = r.frames.iter().map(|f| f.kind()).collect();
-    assert_eq!(kinds, [FrameKind::Open, FrameKind::Chunk, FrameKind::Durable, FrameKind::End]);
+    assert_eq!(kinds, [MessageKind::Open, MessageKind::Chunk, MessageKind::Durable, MessageKind::End]);
     assert_eq!(r.acc, units("abcd"));
 
     // A gap is a violation: one stale, reported, and the source is dropped.
@@ -866,7 +869,7 @@ async fn a_relayed_reader_that_stops_draining_gets_stale() {
         o.relay = Some(relay.clone());
         o.max_queued_frames = 4;
     });
-    let frames = (0..20).map(|i| Ok(Frame::chunk(i, "x".into()).unwrap())).collect();
+    let frames = (0..20).map(|i| Ok(Frame::chunk(i, 0, i, "x".into()).unwrap())).collect();
     *relay.attach.lock().unwrap() = Some(frames);
     let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 0).await.unwrap(), 0, &[]);
     settle().await;

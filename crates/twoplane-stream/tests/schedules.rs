@@ -46,6 +46,8 @@ use tokio::task::JoinHandle;
 use twoplane_core::reader::{StopReason, TextReader};
 use twoplane_core::text::{is_high_surrogate, is_low_surrogate};
 use twoplane_stream::*;
+// Every frame the plane hands out is a message frame (docs/contract.md §8).
+use twoplane_stream::MessageFrame as Frame;
 
 const ID: &str = "msg";
 
@@ -216,7 +218,8 @@ impl Client {
             }
         }
         for frame in &self.conn.frames[self.fed..] {
-            self.text.feed(frame);
+            // A single-text stream's frames are all today's six frames (docs/contract.md §8).
+            self.text.feed(&frame.to_frame().expect("a text stream sent a frame of the parts wire"));
             let now = self.text.text().units();
             assert!(now.starts_with(&self.last), "P: a client's text shrank or changed under it");
             assert!(produced.starts_with(now), "a client holds text that was never produced");

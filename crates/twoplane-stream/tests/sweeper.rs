@@ -28,6 +28,8 @@ use rusqlite::OptionalExtension;
 use twoplane_core::splice::{assemble_durable_text, ChunkRow};
 use twoplane_core::Text;
 use twoplane_stream::*;
+// Every frame the plane hands out is a message frame (docs/contract.md §8).
+use twoplane_stream::MessageFrame as Frame;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Row {

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame as Frame;
 use twoplane_stream::{
     AllowAll, DurableTarget, MemoryTarget, Plane, PlaneOptions, Relay, RelayErrorHook, RelayPhase, Subscription,
 };
@@ -152,6 +152,7 @@ impl Received {
                 }
                 Frame::Stale { .. } | Frame::Absent => {}
                 Frame::Open { .. } => panic!("a second open"),
+                Frame::Event { .. } => panic!("a text stream relayed a part frame: {f:?}"),
             }
         }
         acc

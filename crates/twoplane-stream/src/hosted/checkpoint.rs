@@ -18,6 +18,10 @@
 //! - After the seal the stream stays joinable for `linger`; then `drive` returns, which is the
 //!   stream's "evict me": whoever spawned the driver (the plane) removes it from its map. The
 //!   stream itself holds no pointer back to the plane.
+//! - A message with parts (docs/contract.md §8) checkpoints exactly as a text does, one write
+//!   per round however many parts changed: a slice past the first structural event is written
+//!   as a parts row (its frames as JSON, cut from the stream's shape), and the seal writes the
+//!   message document beside the text parts' bodies.
 //! - Fencing: when the store refuses a checkpoint or the seal with `fenced` (a sweeper released
 //!   the row: docs/contract.md §6), the stream stops at once. Its subscribers and the relay get
 //!   `stale` (go to the database, whose row the sweep left consistent), every waiter and every
@@ -29,7 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::time::{sleep, sleep_until, Instant};
-use twoplane_core::{Frame, Text};
+use twoplane_core::message::MessageFrame;
+use twoplane_core::Text;
 
 use super::lifecycle::Seal;
 use super::policy::interval_deadline;
@@ -40,11 +45,12 @@ use crate::error::{PlaneError, PlaneErrorKind};
 use crate::report;
 use crate::target::{AppendAck, AppendRequest, CloseRequest};
 
-/// One slice to commit.
+/// One slice to commit: text, or (past a message's first structural event) a parts row.
 struct Slice {
     from: u64,
     to: u64,
     text: Vec<u16>,
+    parts: Option<String>,
 }
 
 enum Step {
@@ -85,7 +91,7 @@ impl LiveStream {
         let behind = end.saturating_sub(durable);
         if st.policy.start_round(behind, self.cfg.chars) {
             st.backlog.round_started(Instant::now());
-            return Step::Append(Slice { from: durable, to: end, text: st.text.range(durable, end).to_vec() });
+            return Step::Append(slice(&st, durable, end));
         }
         let seq = st.text.seq();
         if end < seq {
@@ -154,6 +160,7 @@ impl LiveStream {
                 from: slice.from,
                 seq: slice.to,
                 text: &slice.text,
+                parts: slice.parts.as_deref(),
             };
             self.cfg.target.append(request)
         };
@@ -252,11 +259,21 @@ impl LiveStream {
 
     /// The seal: compaction (or the callback's close) with retries, then `end` to everyone.
     async fn seal_round(&self) {
-        let (seal, from, seq, body, body_from) = {
+        let (seal, from, seq, body, body_from, document) = {
             let mut st = self.lock();
             st.policy.disarm();
             let seal = st.life.seal().cloned().unwrap_or_else(Seal::interrupted);
-            (seal, st.durable.seq(), st.text.seq(), st.text.held().to_vec(), st.text.floor())
+            let (from, seq) = (st.durable.seq(), st.text.seq());
+            match st.shape.as_ref().filter(|shape| shape.structured_before(seq)) {
+                // A message: its document, and the text parts' bodies as the plain body. The
+                // plane keeps the whole text when streams carry parts (`Config::parts`).
+                Some(shape) => {
+                    let message = shape.message_at(seq, &mut |f, t| Text::from_slice(&st.text.range(f, t)));
+                    let document = message.document().to_string_lossy();
+                    (seal, from, seq, message.text_body().into_units(), 0, Some(document))
+                }
+                None => (seal, from, seq, st.text.held().to_vec(), st.text.floor(), None),
+            }
         };
         let close = |_| {
             self.cfg.target.close(CloseRequest {
@@ -266,6 +283,7 @@ impl LiveStream {
                 seq,
                 body: &body,
                 body_from,
+                document: document.as_deref(),
                 status: seal.status,
                 error: seal.error.as_deref(),
             })
@@ -318,7 +336,7 @@ impl LiveStream {
                 }
             };
             st.policy.disarm();
-            let end = Arc::new(Frame::End {
+            let end = Arc::new(MessageFrame::End {
                 seq: st.durable.seq(),
                 status: seal.status,
                 error: seal.error.as_deref().map(Text::from),
@@ -350,7 +368,7 @@ impl LiveStream {
             st.policy.disarm();
             // `stale`, not `end`: this process no longer knows what the row holds (the sweep
             // decided it), so it sends every reader to the database instead of claiming a length.
-            let stale = Arc::new(Frame::Stale { floor_seq: st.text.floor(), durable_seq: st.durable.seq() });
+            let stale = Arc::new(MessageFrame::Stale { floor_seq: st.text.floor(), durable_seq: st.durable.seq() });
             st.life.fence(err.clone(), stale.clone());
             if self.cfg.topology.publish {
                 if let Some(e) = self.publish_relay(&stale) {
@@ -363,5 +381,19 @@ impl LiveStream {
         self.apply(fx);
         tracing::warn!(stream_id = ?self.id, error = %err, "the store fenced this producer off; the stream stopped");
         self.publish_seal_outcome(Err(err));
+    }
+}
+
+/// The slice `from..to` as it is written: part 0 text in the shorthand, or a parts row cut from
+/// the stream's shape (docs/contract.md §8).
+fn slice(st: &State, from: u64, to: u64) -> Slice {
+    match st.shape.as_ref().filter(|shape| shape.structured_before(to)) {
+        None => Slice { from, to, text: st.text.range(from, to).to_vec(), parts: None },
+        Some(shape) => {
+            let row = shape.row(from, to, &mut |f, t| Text::from_slice(&st.text.range(f, t)));
+            // A parts row is JSON text, whose lone surrogates are escapes: valid Unicode.
+            let parts = row.parts.map(|json| json.to_string_lossy()).unwrap_or_default();
+            Slice { from, to, text: Vec::new(), parts: Some(parts) }
+        }
     }
 }

@@ -6,7 +6,10 @@
 //! handles above it.
 //!
 //! Guarantees:
-//! - A join is one snapshot under the stream's lock: `open`, the text from the join offset,
+//! - A join is one snapshot under the stream's lock: `open` (with the part table when the
+//!   message had structure before the join offset: docs/contract.md §8), the text from the join
+//!   offset (for a message, one span per run of a part's body and its events between them, in
+//!   coordinate order, the run across the join offset cut at it),
 //!   `durable` when the store is past the join offset and `end` when sealed, then every later
 //!   frame, with nothing missed or doubled in between (contract S). The text is one coalesced
 //!   `chunk` when it fits the reader's batch limit, and otherwise contiguous `chunk` pieces of
@@ -27,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use twoplane_core::Frame;
+use twoplane_core::message::{Item, MessageFrame};
 
 use super::shards::SubKey;
 use super::stream::LiveStream;
@@ -54,23 +57,38 @@ impl LiveStream {
         let durable = st.durable.seq();
         let at = from.min(seq);
         if at < st.text.floor() {
-            let stale = Arc::new(Frame::Stale { floor_seq: st.text.floor(), durable_seq: durable });
+            let stale = Arc::new(MessageFrame::Stale { floor_seq: st.text.floor(), durable_seq: durable });
             return Join::Fixed(vec![stale].into());
         }
         let ended = st.life.is_ended();
         let mut replay = Replay::default();
-        replay.push_frame(Arc::new(Frame::Open {
+        let parts = st.shape.as_ref().and_then(|shape| shape.part_table_at(at));
+        replay.push_frame(Arc::new(MessageFrame::Open {
             stream_id: self.id_text.clone(),
             from: at,
             seq,
             durable_seq: durable,
             ended,
+            parts,
         }));
         // The text as shared blocks: reference counts under the lock, the units copied out a
-        // piece at a time as this subscriber drains (`replay.rs`).
-        replay.push_text(st.text.span(at));
+        // piece at a time as this subscriber drains (`replay.rs`); a message's events are the
+        // very frames that were fanned out.
+        match &st.shape {
+            None => replay.push_text(st.text.span(at)),
+            Some(shape) => {
+                for item in shape.cut(at, seq) {
+                    match item {
+                        Item::Run { from, seq, part, at: body } => {
+                            replay.push_text(st.text.span_range(from, seq).of_part(part, body))
+                        }
+                        Item::Event(frame) => replay.push_frame(frame),
+                    }
+                }
+            }
+        }
         if durable > at {
-            replay.push_frame(Arc::new(Frame::Durable { seq: durable }));
+            replay.push_frame(Arc::new(MessageFrame::Durable { seq: durable }));
         }
         if ended {
             if let Some(end) = st.life.end_frame() {
@@ -103,7 +121,7 @@ pub(crate) struct Reader {
     /// The waker the slot holds, while it is parked there.
     armed: Option<Waker>,
     /// Frames taken under the lock, not yet handed out. Empty (no allocation) while idle.
-    taken: VecDeque<Arc<Frame>>,
+    taken: VecDeque<Arc<MessageFrame>>,
     done: bool,
 }
 
@@ -135,7 +153,7 @@ impl Reader {
     }
 
     /// Take what is available under one lock: the first frame is returned, the rest kept.
-    fn refill(&mut self, park: Option<&Waker>) -> Option<Arc<Frame>> {
+    fn refill(&mut self, park: Option<&Waker>) -> Option<Arc<MessageFrame>> {
         let mut first = None;
         let taken = &mut self.taken;
         let mut out = |f| match first {
@@ -147,7 +165,7 @@ impl Reader {
         first
     }
 
-    pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Arc<Frame>>> {
+    pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Arc<MessageFrame>>> {
         if let Some(f) = self.pop() {
             return Poll::Ready(Some(f));
         }
@@ -164,7 +182,7 @@ impl Reader {
         }
     }
 
-    pub fn try_next(&mut self) -> Option<Arc<Frame>> {
+    pub fn try_next(&mut self) -> Option<Arc<MessageFrame>> {
         if let Some(f) = self.pop() {
             return Some(f);
         }
@@ -176,7 +194,7 @@ impl Reader {
 
     /// The next frame already taken. An idle subscriber keeps no buffer: the one that held a
     /// batch goes when it empties.
-    fn pop(&mut self) -> Option<Arc<Frame>> {
+    fn pop(&mut self) -> Option<Arc<MessageFrame>> {
         let f = self.taken.pop_front()?;
         if self.taken.is_empty() {
             self.taken = VecDeque::new();

@@ -17,7 +17,8 @@
 use std::sync::Arc;
 
 use tokio::sync::watch;
-use twoplane_core::{Frame, StreamStatus};
+use twoplane_core::message::MessageFrame;
+use twoplane_core::StreamStatus;
 
 use crate::error::{PlaneError, PlaneErrorKind};
 
@@ -44,7 +45,7 @@ pub(crate) struct Lifecycle {
     /// Set when the store fenced this producer off (`checkpoint.rs`): the stream ended with
     /// `stale` and every later push, flush and seal answers this error.
     fenced: Option<PlaneError>,
-    end_frame: Option<Arc<Frame>>,
+    end_frame: Option<Arc<MessageFrame>>,
 }
 
 impl Lifecycle {
@@ -106,20 +107,20 @@ impl Lifecycle {
     }
 
     /// The stream ended with `terminal` (its `end`, replayed to later joins).
-    pub fn end(&mut self, terminal: Arc<Frame>) {
+    pub fn end(&mut self, terminal: Arc<MessageFrame>) {
         self.ended = true;
         self.end_frame = Some(terminal);
     }
 
     /// The store fenced this producer off: the stream ended with `terminal` (a `stale`), and
     /// `err` answers everything from now on.
-    pub fn fence(&mut self, err: PlaneError, terminal: Arc<Frame>) {
+    pub fn fence(&mut self, err: PlaneError, terminal: Arc<MessageFrame>) {
         self.fenced = Some(err);
         self.end(terminal);
     }
 
     /// The terminal frame, once the stream ended.
-    pub fn end_frame(&self) -> Option<&Arc<Frame>> {
+    pub fn end_frame(&self) -> Option<&Arc<MessageFrame>> {
         self.end_frame.as_ref()
     }
 }

@@ -5,6 +5,12 @@
 //!   every subscriber in the same critical section, so frames leave in production order; a
 //!   frame nobody reads (no subscriber, no publishing relay) is not built. A push past the
 //!   bound on undurable text (`backlog.rs`) is refused whole with `backpressure`.
+//! - Parts (docs/contract.md §8): `push_part` is a push into one part's body, `start_part` and
+//!   `event` append one structural event (one unit of the coordinate, a placeholder unit in the
+//!   text). Each is checked by the core's part rules ([`MessageShape`]) before anything changes,
+//!   so a delta for a part that has not started or has ended, or an event naming an unknown
+//!   part, is refused (`invalid_argument`) and appends nothing. Until the first event the
+//!   stream keeps no shape at all: a single text costs what it did.
 //! - `advance` moves the durable length only forward, never past the produced length, and
 //!   emits `durable` for each move; then releases the text below the retained allowance and
 //!   resolves the flushes it covers.
@@ -20,7 +26,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use twoplane_core::frame::chunk_end;
-use twoplane_core::{Frame, Text};
+use twoplane_core::message::{Event, MessageFrame, MessageShape};
+use twoplane_core::Text;
 
 use super::backlog::OverBound;
 use super::policy::interval_deadline;
@@ -32,7 +39,13 @@ use crate::fanout::Wakes;
 use crate::relay::{RelayError, RelayFailure};
 
 impl LiveStream {
+    /// Append `text` to part 0's body (the whole text of a single-text stream).
     pub fn push(&self, text: Text) -> Result<(), PlaneError> {
+        self.push_part(0, text)
+    }
+
+    /// Append `text` to part `part`'s body.
+    pub fn push_part(&self, part: u32, text: Text) -> Result<(), PlaneError> {
         if text.is_empty() {
             return Ok(());
         }
@@ -44,23 +57,91 @@ impl LiveStream {
             let seq = chunk_end(from, text.len()).map_err(|_| {
                 PlaneError::new(PlaneErrorKind::InvalidArgument, "the stream would pass 2^53 - 1 code units")
             })?;
-            let waiting = st.undurable();
-            let now = Instant::now();
-            if let Err(over) = st.backlog.admit(waiting, text.len() as u64, &self.cfg.backlog, now) {
-                return Err(self.backpressure(&st, over));
+            if part != 0 && st.shape.is_none() {
+                return Err(unknown_part(&self.id, part));
             }
+            self.admit(&st, text.len() as u64)?;
+            // The part rules first (nothing has changed yet); a single text has no shape and
+            // part 0 is always at its `from`.
+            let at = match st.shape.as_mut() {
+                None => from,
+                Some(shape) => shape.delta(part, text.len()).map_err(|e| rule_broken(&self.id, e))?.1,
+            };
             st.text.append(text.units(), seq);
             if self.has_readers() || self.cfg.topology.publish {
-                let frame = Arc::new(Frame::Chunk { from, seq, text });
+                let frame = Arc::new(MessageFrame::Chunk { from, seq, part, at, text });
                 self.fan_out(&mut st, frame, &mut fx);
             }
-            let behind = st.writable_end().saturating_sub(st.durable.seq());
-            let State { policy, durable, .. } = &mut *st;
-            fx.kick = policy
-                .after_push(behind, self.cfg.chars, || interval_deadline(&self.cfg, &self.id, durable.attempts()));
+            self.after_push(&mut st, &mut fx);
         }
         self.apply(fx);
         Ok(())
+    }
+
+    /// Start the next part of the message; returns its number.
+    pub fn start_part(&self, kind: Text, value: twoplane_core::message::Attrs) -> Result<u32, PlaneError> {
+        let mut part = 0;
+        self.append_event(|shape| {
+            part = u32::try_from(shape.part_count()).unwrap_or(u32::MAX);
+            Event::Start { part, kind, value }
+        })?;
+        Ok(part)
+    }
+
+    /// Append one structural event (a part's end, attributes, metadata, the finish reason, a
+    /// transient part); returns the message's length after it.
+    pub fn event(&self, event: Event) -> Result<u64, PlaneError> {
+        self.append_event(|_| event)
+    }
+
+    /// One structural event, built from the shape as it stands (a part's start needs the next
+    /// part number): checked, appended as one placeholder unit, fanned out.
+    fn append_event(&self, build: impl FnOnce(&MessageShape) -> Event) -> Result<u64, PlaneError> {
+        if !self.cfg.parts {
+            return Err(PlaneError::new(
+                PlaneErrorKind::InvalidArgument,
+                format!(
+                    "stream {}: this plane's store keeps no parts (map the two parts columns; a trimming callback \
+                     plane, with retain_chars, cannot keep them)",
+                    self.id
+                ),
+            ));
+        }
+        let mut fx = Effects::default();
+        let seq;
+        {
+            let mut st = self.lock();
+            st.life.admits_text(&self.id)?;
+            let from = st.text.seq();
+            seq = chunk_end(from, 1).map_err(|_| {
+                PlaneError::new(PlaneErrorKind::InvalidArgument, "the stream would pass 2^53 - 1 code units")
+            })?;
+            self.admit(&st, 1)?;
+            let shape = st.shape.get_or_insert_with(|| MessageShape::from_text(from));
+            let event = build(shape);
+            let frame = shape.event(event).map_err(|e| rule_broken(&self.id, e))?;
+            st.text.append(&[EVENT_PLACEHOLDER], seq);
+            if self.has_readers() || self.cfg.topology.publish {
+                self.fan_out(&mut st, frame, &mut fx);
+            }
+            self.after_push(&mut st, &mut fx);
+        }
+        self.apply(fx);
+        Ok(seq)
+    }
+
+    /// The backlog bound, for `units` more (`backlog.rs`).
+    fn admit(&self, st: &State, units: u64) -> Result<(), PlaneError> {
+        let waiting = st.undurable();
+        st.backlog.admit(waiting, units, &self.cfg.backlog, Instant::now()).map_err(|over| self.backpressure(st, over))
+    }
+
+    /// What every push does once its frame left: arm the checkpoint policy.
+    fn after_push(&self, st: &mut State, fx: &mut Effects) {
+        let behind = st.writable_end().saturating_sub(st.durable.seq());
+        let State { policy, durable, .. } = st;
+        fx.kick =
+            policy.after_push(behind, self.cfg.chars, || interval_deadline(&self.cfg, &self.id, durable.attempts()));
     }
 
     /// The refusal of a push past the backlog bound: what waits, and when to try again (the
@@ -84,24 +165,24 @@ impl LiveStream {
     }
 
     /// Send a frame to the relay and every subscriber, in that order, under the lock.
-    pub(super) fn fan_out(&self, st: &mut State, frame: Arc<Frame>, fx: &mut Effects) {
+    pub(super) fn fan_out(&self, st: &mut State, frame: Arc<MessageFrame>, fx: &mut Effects) {
         if self.cfg.topology.publish {
             if let Some(e) = self.publish_relay(&frame) {
                 fx.relay_errors.push(e);
             }
         }
         let (floor, durable) = (st.text.floor(), st.durable.seq());
-        let stale = || Frame::Stale { floor_seq: floor, durable_seq: durable };
+        let stale = || MessageFrame::Stale { floor_seq: floor, durable_seq: durable };
         self.shards
             .publish(&mut st.shards, frame, |fan, frame, sse| fan.publish_encoded(frame, sse, stale, &mut fx.wake));
     }
 
     /// The terminal frame for every subscriber, past the cap.
-    pub(super) fn finish_subscribers(&self, st: &mut State, end: Arc<Frame>, wake: &mut Wakes) {
+    pub(super) fn finish_subscribers(&self, st: &mut State, end: Arc<MessageFrame>, wake: &mut Wakes) {
         self.shards.publish(&mut st.shards, end, |fan, frame, sse| fan.finish_encoded(frame, sse, wake));
     }
 
-    pub(super) fn publish_relay(&self, frame: &Frame) -> Option<RelayError> {
+    pub(super) fn publish_relay(&self, frame: &MessageFrame) -> Option<RelayError> {
         let relay = self.cfg.relay.as_ref()?;
         match catch_unwind(AssertUnwindSafe(|| relay.publish(&self.id, frame))) {
             Ok(Ok(())) => None,
@@ -118,7 +199,7 @@ impl LiveStream {
         st.durable.raise_to(seq.min(st.text.seq()));
         st.backlog.moved();
         if self.has_readers() || self.cfg.topology.publish {
-            let frame = Arc::new(Frame::Durable { seq: st.durable.seq() });
+            let frame = Arc::new(MessageFrame::Durable { seq: st.durable.seq() });
             self.fan_out(st, frame, fx);
         }
         if let Some(retain) = self.cfg.retain_chars {
@@ -145,4 +226,17 @@ impl LiveStream {
         st.policy.force();
         Ok(FlushWait::Pending(rx))
     }
+}
+
+/// The unit an event occupies in the text (never read: a replay and a row take events from the
+/// shape, and text only from runs).
+const EVENT_PLACEHOLDER: u16 = 0;
+
+fn unknown_part(id: &str, part: u32) -> PlaneError {
+    PlaneError::new(PlaneErrorKind::InvalidArgument, format!("stream {id}: part {part} has not started"))
+}
+
+/// A push or event the part rules refuse (docs/contract.md §8); nothing was appended.
+fn rule_broken(id: &str, e: twoplane_core::Error) -> PlaneError {
+    PlaneError::new(PlaneErrorKind::InvalidArgument, format!("stream {id}: {}; nothing was appended", e.message()))
 }

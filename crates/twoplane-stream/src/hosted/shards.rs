@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Waker;
 
 use bytes::Bytes;
-use twoplane_core::Frame;
+use twoplane_core::message::MessageFrame;
 
 use crate::fanout::{Drained, FanOut, SseDrained};
 use crate::replay::Replay;
@@ -100,8 +100,8 @@ impl Shards {
     pub fn publish(
         &self,
         used: &mut ShardUse,
-        frame: Arc<Frame>,
-        mut put: impl FnMut(&mut FanOut, Arc<Frame>, Option<Bytes>),
+        frame: Arc<MessageFrame>,
+        mut put: impl FnMut(&mut FanOut, Arc<MessageFrame>, Option<Bytes>),
     ) {
         let sse = (self.sse_readers.load(Ordering::Relaxed) > 0).then(|| encode(&mut used.scratch, &frame));
         for shard in 0..used.used {
@@ -123,7 +123,13 @@ impl Shards {
 
     /// Hand up to `max` of a subscriber's frames to `out` and park it on `park` (one lock).
     /// Nothing while the subscriber is delivered directly (its sink's writer owns its cursor).
-    pub fn drain(&self, key: SubKey, max: usize, out: &mut dyn FnMut(Arc<Frame>), park: Option<&Waker>) -> Drained {
+    pub fn drain(
+        &self,
+        key: SubKey,
+        max: usize,
+        out: &mut dyn FnMut(Arc<MessageFrame>),
+        park: Option<&Waker>,
+    ) -> Drained {
         self.on(key.shard, |fan| {
             if fan.has_sink(key.slot) {
                 return Drained::HANDED_OVER;

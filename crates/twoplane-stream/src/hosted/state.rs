@@ -2,6 +2,8 @@
 //! and keeps its own rules (see its file). Everything that changes more than one part at once
 //! (a push, a checkpoint's answer, the seal) happens under the one lock, so it is atomic.
 
+use twoplane_core::message::MessageShape;
+
 use super::backlog::Backlog;
 use super::lifecycle::Lifecycle;
 use super::policy::Policy;
@@ -22,6 +24,11 @@ pub(crate) struct State {
     pub shards: ShardUse,
     /// Since when undurable text has waited unconfirmed (`backlog.rs`).
     pub backlog: Backlog,
+    /// The message's runs and events (docs/contract.md §8), from its first structural event
+    /// on; `None` while the stream is a single text, which then costs nothing more than it did.
+    /// Each event holds one placeholder unit of `text`, so `text` stays indexed by the
+    /// coordinate.
+    pub shape: Option<MessageShape>,
 }
 
 impl State {
@@ -33,6 +40,7 @@ impl State {
             life: Lifecycle::new(),
             shards: ShardUse::new(),
             backlog: Backlog::new(),
+            shape: None,
         }
     }
 

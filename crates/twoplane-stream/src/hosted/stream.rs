@@ -152,6 +152,10 @@ impl LiveStream {
         self.lock().durable.seq()
     }
 
+    pub fn part_count(&self) -> usize {
+        self.lock().shape.as_ref().map_or(1, |shape| shape.part_count())
+    }
+
     pub fn cancelled(&self) -> bool {
         self.lock().life.cancelled()
     }

@@ -121,16 +121,21 @@ impl Produced {
 
     /// The text from `at` (at or above the floor) to the end, shared: what a join replays.
     pub fn span(&self, at: u64) -> TextSpan {
+        self.span_range(at, self.seq)
+    }
+
+    /// The text `[at, end)` (at or above the floor), shared: one run of a message's replay.
+    pub fn span_range(&self, at: u64, end: u64) -> TextSpan {
         let mut base = None;
         let blocks = self
             .parts()
-            .filter(|(first, b)| first + b.len() as u64 > at)
+            .filter(|(first, b)| first + b.len() as u64 > at && *first < end)
             .map(|(first, b)| {
                 base.get_or_insert(first);
                 b.clone()
             })
             .collect();
-        TextSpan::new(blocks, base.unwrap_or(at), at, self.seq)
+        TextSpan::new(blocks, base.unwrap_or(at), at, end)
     }
 
     /// Release the units below `floor`, if any are still held (whole blocks only).

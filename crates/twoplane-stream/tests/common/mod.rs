@@ -9,7 +9,7 @@ pub mod sqlite_file;
 use std::sync::Arc;
 
 use twoplane_core::text::{is_high_surrogate, is_low_surrogate};
-use twoplane_stream::{AllowAll, DurableTarget, Frame, Plane, PlaneOptions, Subscription};
+use twoplane_stream::{AllowAll, DurableTarget, MessageFrame as Frame, Plane, PlaneOptions, Subscription};
 
 /// A plane over `target` with an allow-all authorizer and the given tweaks.
 pub fn plane_with(target: Arc<dyn DurableTarget>, tweak: impl FnOnce(&mut PlaneOptions)) -> Plane {
@@ -78,7 +78,8 @@ impl Reader {
             twoplane_core::SseDecoder::new().feed(&batch.bytes, &mut events);
             assert_eq!(events.len() as u64, batch.frames, "whole events only");
             for e in events {
-                let frame = twoplane_core::json::decode_frame(&e.data).expect("an event the codec reads back");
+                let frame =
+                    twoplane_core::message::decode_message_frame(&e.data).expect("an event the codec reads back");
                 self.batch.push_back(Arc::new(frame));
             }
         }
@@ -149,7 +150,7 @@ impl Reader {
             other => {
                 assert!(!first, "a subscription must start with open, got {other:?}");
                 match other {
-                    Frame::Chunk { from, seq, text } => {
+                    Frame::Chunk { from, seq, text, .. } => {
                         assert!(
                             *from as usize <= self.acc.len(),
                             "chunk at {from} leaves a gap after {} (contract S)",

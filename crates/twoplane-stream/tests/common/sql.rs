@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use twoplane_stream::MessageFrame as Frame;
 use twoplane_stream::*;
 
 use super::{plane_with, units, Reader};
