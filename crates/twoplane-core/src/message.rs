@@ -16,13 +16,14 @@
 //! the accumulated message and its stored document ([`fold`]); chunk rows and assembly
 //! ([`rows`]); the shape of a produced message, which cuts replays and checkpoint rows from text
 //! the producer keeps ([`shape`]), and the in-memory log over it ([`log`]);
-//! the relay conform pass for parts ([`conform`]), the reader ([`reader`]) and SSE events
-//! ([`sse`]).
+//! the relay conform pass for parts ([`conform`]), the reader ([`reader`]), SSE events
+//! ([`sse`]) and the events a producer sends ([`input`]).
 
 pub mod codec;
 pub mod conform;
 pub mod fold;
 pub mod frame;
+pub mod input;
 pub mod log;
 pub mod reader;
 pub mod rows;
@@ -39,6 +40,7 @@ pub use conform::{
 };
 pub use fold::{Message, Part};
 pub use frame::{message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};
+pub use input::{parse_producer_event, producer_event_from_value, PartRef, ProducerEvent};
 pub use log::MessageLog;
 pub use reader::{MessageAction, MessageReader, MessageReaderCore};
 pub use rows::{assemble_durable_message, MessageChunkRow};

@@ -18,83 +18,16 @@
 //!
 //! Seeded; `TWOPLANE_PRODUCER_API_SEED=N` replays a run (its seed is printed).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::served::{self, Served};
-use http_body_util::{BodyExt, Full, StreamBody};
+use http_body_util::{Full, StreamBody};
 use hyper::body::Frame;
-use hyper::Request;
-use hyper_util::rt::TokioIo;
-use serde_json::Value;
-use twoplane_server::access::{Access, Secret};
 use twoplane_server::producer::Limits;
 
 mod common;
 
-const SECRET: &str = "producer-api-test-secret-0123456789";
-
-async fn start() -> Served {
-    start_with(Limits::default()).await
-}
-
-async fn start_with(producer_limits: Limits) -> Served {
-    let access = Access { producer_token: Some(Secret::new(SECRET.as_bytes(), "test").unwrap()), ..Access::default() };
-    served::start(access, producer_limits).await
-}
-
-/// POST `body` to `path` on a fresh connection; the status and the JSON answer.
-async fn send<B>(addr: SocketAddr, path: &str, body: B) -> (u16, Value)
-where
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.set_nodelay(true).unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
-    tokio::spawn(conn);
-    let request = Request::post(format!("http://{addr}{path}"))
-        .header("host", addr.to_string())
-        .header("authorization", format!("Bearer {SECRET}"))
-        .body(body)
-        .unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-}
-
-async fn post(addr: SocketAddr, path: &str, body: impl Into<Bytes>) -> (u16, Value) {
-    send(addr, path, Full::new(body.into())).await
-}
-
-async fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
-    tokio::spawn(conn);
-    let request = Request::get(format!("http://{addr}{path}"))
-        .header("host", addr.to_string())
-        .header("authorization", format!("Bearer {SECRET}"))
-        .body(Full::new(Bytes::new()))
-        .unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-}
-
-async fn stored_text(addr: SocketAddr, id: &str) -> String {
-    let (status, answer) = get(addr, &format!("/v1/streams/{id}")).await;
-    assert_eq!(status, 200, "{answer}");
-    answer["stored"]["text"].as_str().unwrap().to_owned()
-}
-
-async fn open(addr: SocketAddr, id: &str) {
-    let (status, answer) = post(addr, &format!("/v1/streams/{id}/open"), r#"{"create":true}"#).await;
-    assert_eq!(status, 200, "{answer}");
-}
+use common::producer::{get, open, post, send, start, start_with, stored_text};
 
 fn units(s: &str) -> u64 {
     s.encode_utf16().count() as u64

@@ -162,6 +162,8 @@ async fn chat(State(state): State<DemoState>, body: Result<Json<ChatRequest>, Js
         body: prompt.clone(),
         status: Some("complete".into()),
         host: None,
+        document: None,
+        rows: None,
     };
     let assistant_id = state.ids.next("a");
     if let Err(e) = state.db.insert_exchange(user.clone(), assistant_id.clone()).await {
@@ -185,6 +187,8 @@ async fn chat(State(state): State<DemoState>, body: Result<Json<ChatRequest>, Js
         status: Some(STREAM_STATUS_STREAMING.into()),
         seq: 0,
         host,
+        document: None,
+        rows: None,
     };
     (StatusCode::CREATED, Json(ChatResponse { user, assistant, seed })).into_response()
 }

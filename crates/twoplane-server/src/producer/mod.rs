@@ -16,6 +16,7 @@
 
 mod body;
 mod errors;
+mod events;
 mod registry;
 mod routes;
 mod rows;

@@ -53,6 +53,8 @@ pub(crate) struct Producing {
     stop_watch: CancellationToken,
     /// A streaming body is being read right now.
     pub body_active: AtomicBool,
+    /// The part ids its producer named (`events.rs`).
+    pub part_ids: Mutex<super::events::PartIds>,
     touched: Mutex<Instant>,
     /// How the stream was sealed (the first seal wins) and when.
     sealed: Mutex<Option<(StreamStatus, Instant)>>,
@@ -67,6 +69,7 @@ impl Producing {
             cancel: CancellationToken::new(),
             stop_watch: CancellationToken::new(),
             body_active: AtomicBool::new(false),
+            part_ids: Mutex::new(Default::default()),
             touched: Mutex::new(Instant::now()),
             sealed: Mutex::new(None),
         })

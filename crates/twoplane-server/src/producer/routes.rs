@@ -8,6 +8,10 @@
 //! - `body` pushes each piece of a streaming body as it arrives (characters split between pieces
 //!   are joined first); on a reader's cancel it stops reading and answers `409 cancelled`; on
 //!   bytes that are not UTF-8 it keeps the longest valid prefix and answers `400 invalid_utf8`.
+//! - `event` applies one event of a message with parts at an expected offset, checked like an
+//!   append's; `events` applies a streaming body of newline-delimited events line by line as it
+//!   arrives, read like `body`; a bad event stops it with `400`, the events before it kept
+//!   (`events.rs`).
 //! - The reader's `cancel` checks the read token before it looks anything up, so a refusal is
 //!   the same `403` whether or not the stream exists.
 
@@ -27,6 +31,7 @@ use serde_json::json;
 
 use super::body::{NotUtf8, Utf8Pieces};
 use super::errors::ApiError;
+use super::events::{self, Lines};
 use super::registry::{Producers, Producing};
 use super::rows::{self, CancelOutcome};
 use crate::access;
@@ -42,6 +47,9 @@ pub(super) fn router(producers: Producers) -> Router {
         .route("/v1/streams/{id}/append", post(append).layer(DefaultBodyLimit::max(delta_limit)))
         // The streaming body counts its own bytes (against `max_body_bytes`).
         .route("/v1/streams/{id}/body", post(body).layer(DefaultBodyLimit::disable()))
+        .route("/v1/streams/{id}/event", post(event).layer(DefaultBodyLimit::max(delta_limit)))
+        // Counted like `body`.
+        .route("/v1/streams/{id}/events", post(event_stream).layer(DefaultBodyLimit::disable()))
         .route("/v1/streams/{id}/flush", post(flush))
         .route("/v1/streams/{id}/close", post(close))
         .route("/v1/streams/{id}/fail", post(fail))
@@ -193,18 +201,70 @@ impl Drop for BodyGuard<'_> {
     }
 }
 
-async fn body(
-    State(producers): State<Producers>,
-    Path(id): Path<String>,
-    query: Result<Query<OffsetQuery>, QueryRejection>,
-    request: Body,
-) -> Reply {
-    let offset = offset_query(query)?;
-    let p = hosted(&producers, &id).await?;
+/// A streaming request body read as UTF-8 text as it arrives: bounded by `max_body_bytes`,
+/// ending at once on a reader's cancel (`409 cancelled`) or a client that went away
+/// (`400 body_aborted`; what arrived stays, and the stream stays open for a retry from `seq`).
+struct TextBody {
+    data: axum::body::BodyDataStream,
+    pieces: Utf8Pieces,
+    read: u64,
+    limit: u64,
+}
+
+/// One piece of a [`TextBody`]: its complete characters, and whether an invalid byte followed
+/// them (the body is then over: nothing after that byte is ever read).
+struct TextPiece {
+    text: String,
+    bad: bool,
+}
+
+impl TextBody {
+    fn new(request: Body, limit: u64) -> TextBody {
+        TextBody { data: request.into_data_stream(), pieces: Utf8Pieces::default(), read: 0, limit }
+    }
+
+    /// The next piece, or `None` at the end of a body that was valid UTF-8 throughout.
+    async fn next(&mut self, p: &Producing) -> Result<Option<TextPiece>, ApiError> {
+        let next = tokio::select! {
+            biased;
+            () = p.cancel.cancelled() => return Err(ApiError::cancelled(&p.id, p.handle.seq())),
+            next = self.data.next() => next,
+        };
+        let bytes = match next {
+            None => {
+                if self.pieces.finish().is_err() {
+                    return Err(ApiError::invalid_utf8(
+                        p.handle.seq(),
+                        "the body ended inside a character; what came before it was appended",
+                    ));
+                }
+                return Ok(None);
+            }
+            Some(Ok(bytes)) => bytes,
+            Some(Err(e)) => {
+                tracing::debug!(stream_id = ?p.id, error = %e, "streaming body ended early");
+                return Err(ApiError::bad_request("body_aborted", "the request body ended with an error")
+                    .with_seq(p.handle.seq()));
+            }
+        };
+        self.read += bytes.len() as u64;
+        if self.read > self.limit {
+            return Err(ApiError::too_large(self.limit as usize, "a streaming body").with_seq(p.handle.seq()));
+        }
+        Ok(Some(match self.pieces.feed(&bytes) {
+            Ok(text) => TextPiece { text, bad: false },
+            Err((text, NotUtf8)) => TextPiece { text, bad: true },
+        }))
+    }
+}
+
+/// The checks before a streaming body is read: the stream is open here, the offset (if given)
+/// is its length, and no other streaming body is being read for it. The guard ends that.
+fn start_streaming_body<'a>(p: &'a Producing, offset: Option<u64>) -> Result<BodyGuard<'a>, ApiError> {
     {
         let _order = crate::lock::lock(&p.order);
-        ensure_open(&p)?;
-        check_offset(&p, offset)?;
+        ensure_open(p)?;
+        check_offset(p, offset)?;
     }
     if p.body_active.swap(true, Ordering::SeqCst) {
         return Err(ApiError::new(
@@ -213,53 +273,120 @@ async fn body(
             "another streaming body is being read for this stream",
         ));
     }
-    let _guard = BodyGuard(&p);
-    let limit = producers.limits.max_body_bytes;
-    let cancel = p.cancel.clone();
-    let mut pieces = Utf8Pieces::default();
-    let mut data = request.into_data_stream();
-    let mut read: u64 = 0;
-    loop {
-        let next = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(ApiError::cancelled(&id, p.handle.seq())),
-            next = data.next() => next,
-        };
-        let bytes = match next {
-            None => break,
-            Some(Ok(bytes)) => bytes,
-            Some(Err(e)) => {
-                // The client went away mid-body; what arrived stays, and the stream stays open
-                // for a retry from `seq`.
-                tracing::debug!(stream_id = ?id, error = %e, "streaming body ended early");
-                return Err(ApiError::bad_request("body_aborted", "the request body ended with an error")
-                    .with_seq(p.handle.seq()));
-            }
-        };
-        read += bytes.len() as u64;
-        if read > limit {
-            return Err(ApiError::too_large(limit as usize, "a streaming body").with_seq(p.handle.seq()));
-        }
-        let (text, bad) = match pieces.feed(&bytes) {
-            Ok(text) => (text, false),
-            Err((text, NotUtf8)) => (text, true),
-        };
+    Ok(BodyGuard(p))
+}
+
+async fn body(
+    State(producers): State<Producers>,
+    Path(id): Path<String>,
+    query: Result<Query<OffsetQuery>, QueryRejection>,
+    request: Body,
+) -> Reply {
+    let offset = offset_query(query)?;
+    let p = hosted(&producers, &id).await?;
+    let _guard = start_streaming_body(&p, offset)?;
+    let mut body = TextBody::new(request, producers.limits.max_body_bytes);
+    while let Some(piece) = body.next(&p).await? {
         {
             let _order = crate::lock::lock(&p.order);
             ensure_open(&p)?;
-            p.handle.push(&text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
+            p.handle.push(&piece.text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
         }
-        if bad {
+        if piece.bad {
             return Err(ApiError::invalid_utf8(p.handle.seq(), "the text before the first invalid byte was appended"));
         }
     }
-    if pieces.finish().is_err() {
-        return Err(ApiError::invalid_utf8(
-            p.handle.seq(),
-            "the body ended inside a character; the text before it was appended",
-        ));
-    }
     Ok(appended(&p))
+}
+
+/// One event of a message with parts, at `?offset=` (the message's length before it).
+async fn event(
+    State(producers): State<Producers>,
+    Path(id): Path<String>,
+    query: Result<Query<OffsetQuery>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Reply {
+    let offset = offset_query(query)?;
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(producers.limits.max_delta_bytes, "an event's body")
+        } else {
+            ApiError::bad_request("bad_request", rejection.body_text())
+        }
+    })?;
+    let Some(offset) = offset else {
+        return Err(ApiError::bad_request(
+            "missing_offset",
+            "event needs ?offset=<the message's length before this event, in the coordinate of docs/contract.md §8>",
+        ));
+    };
+    let p = hosted(&producers, &id).await?;
+    // Decoded before anything is applied: a bad event changes nothing.
+    let json = std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was applied"))?;
+    let decoded = events::decode(json).map_err(|e| e.at(&p.handle))?;
+    let part = {
+        let _order = crate::lock::lock(&p.order);
+        ensure_open(&p)?;
+        check_offset(&p, Some(offset))?;
+        events::apply(&p, decoded)?
+    };
+    Ok(applied(&p, part))
+}
+
+/// A streaming body of newline-delimited events, applied line by line as they arrive.
+async fn event_stream(
+    State(producers): State<Producers>,
+    Path(id): Path<String>,
+    query: Result<Query<OffsetQuery>, QueryRejection>,
+    request: Body,
+) -> Reply {
+    let offset = offset_query(query)?;
+    let p = hosted(&producers, &id).await?;
+    let _guard = start_streaming_body(&p, offset)?;
+    let mut body = TextBody::new(request, producers.limits.max_body_bytes);
+    let mut lines = Lines::new(producers.limits.max_delta_bytes);
+    let mut complete = Vec::new();
+    loop {
+        let piece = body.next(&p).await?;
+        let bad = piece.as_ref().is_some_and(|piece| piece.bad);
+        match &piece {
+            Some(piece) => lines.feed(&piece.text, &mut complete).map_err(|e| e.at(&p.handle))?,
+            None => lines.finish(&mut complete),
+        }
+        let first = lines.count - complete.len() as u64 + 1;
+        for (i, line) in complete.drain(..).enumerate() {
+            let number = first + i as u64;
+            let decoded = events::decode(&line).map_err(|e| in_line(e, number).at(&p.handle))?;
+            let _order = crate::lock::lock(&p.order);
+            ensure_open(&p)?;
+            events::apply(&p, decoded).map_err(|e| in_line(e, number))?;
+        }
+        if bad {
+            return Err(ApiError::invalid_utf8(
+                p.handle.seq(),
+                "the events before the first invalid byte were applied",
+            ));
+        }
+        if piece.is_none() {
+            break;
+        }
+    }
+    Ok(Json(json!({ "seq": p.handle.seq(), "durableSeq": p.handle.durable_seq(), "events": lines.count }))
+        .into_response())
+}
+
+/// An event's refusal, saying which line of the stream it was (the lines before it were applied).
+fn in_line(e: ApiError, line: u64) -> ApiError {
+    ApiError { message: format!("line {line}: {}; the lines before it were applied", e.message), ..e }
+}
+
+/// The answer to an event taken in: as an append's, and the part it touched.
+fn applied(p: &Producing, part: Option<u32>) -> Response {
+    let mut body = json!({ "seq": p.handle.seq(), "durableSeq": p.handle.durable_seq() });
+    if let Some(part) = part {
+        body["part"] = json!(part);
+    }
+    Json(body).into_response()
 }
 
 /// The answer to text taken in: where the stream stands (`seq`), and how much of it the store
@@ -302,13 +429,21 @@ async fn status(State(producers): State<Producers>, Path(id): Path<String>) -> R
             "durableSeq": p.handle.durable_seq(),
             "cancelled": p.handle.cancelled(),
             "ended": p.ended().map(|e| e.as_str()),
+            "parts": p.handle.part_count(),
         })
     });
     let stored = messages::one(&producers.db, &id).await.map_err(|e| ApiError::store(&e))?;
     if live.is_none() && stored.is_none() {
         return Err(ApiError::unknown_stream(&id));
     }
-    let stored = stored.map(|m| json!({ "status": m.status, "seq": m.seq, "text": m.body }));
+    let stored = stored.map(|m| {
+        let mut view = json!({ "status": m.status, "seq": m.seq, "text": m.body });
+        if let Some(document) = m.document {
+            // A message with parts: its durable document, as JSON text (docs/contract.md §8).
+            view["document"] = json!(document);
+        }
+        view
+    });
     Ok(Json(json!({ "streamId": id, "live": live, "stored": stored })).into_response())
 }
 

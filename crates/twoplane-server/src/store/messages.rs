@@ -1,5 +1,6 @@
 //! The durable view of the messages: each row with its text assembled from `body` and the chunk
-//! rows, as the demo's page and the producer API's status read it.
+//! rows, as the demo's page and the producer API's status read it; a message with parts (docs/
+//! contract.md §8) also with its assembled document and the rows a reader assembles it from.
 //!
 //! Guarantees:
 //! - A read sees `body` and the chunk rows from one snapshot ([`Executor::read_snapshot`]), so
@@ -10,25 +11,55 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
+use twoplane_core::message::{assemble_durable_message, MessageChunkRow};
 use twoplane_core::sql::{quote_ident, Dialect, SqlValue, Statement};
-use twoplane_core::{assemble_durable_text, ChunkRow, Text};
+use twoplane_core::Text;
 use twoplane_stream::{Cell, Executor, PlaneError};
 
 use super::database::Database;
-use super::names::{tables, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
+use super::names::{tables, HOST_COLUMN, MESSAGE_TABLE, PARTS_COLUMN, POSITION_COLUMN};
 
 /// One message as a reader sees it.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct MessageView {
     pub id: String,
     pub role: String,
-    /// The durable text: `body` followed by the chunk rows in `seq` order.
+    /// The durable text: `body` followed by the chunk rows in `seq` order; for a message with
+    /// parts, the bodies of its text parts.
     pub body: String,
     pub status: Option<String>,
+    /// The durable length (for a message with parts, in the coordinate of docs/contract.md §8).
     pub seq: i64,
     /// The instance that produced (or produces) it, when several share the database.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// A message with parts: its durable document (JSON text: `{"parts":[...],...}`), for
+    /// display. Absent for a single text, whose view is as it always was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document: Option<String>,
+    /// A message with parts: the row and chunk rows as the tables hold them, which a reader
+    /// assembles into the durable message it joins with (`assembleDurableMessage(rows,
+    /// rows.chunks)`: a document loses which parts are still open, the rows do not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<DurableRows>,
+}
+
+/// What the tables hold of one message with parts.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct DurableRows {
+    pub body: Option<String>,
+    /// The stored document (written at the seal).
+    pub document: Option<String>,
+    pub seq: i64,
+    pub chunks: Vec<ChunkView>,
+}
+
+/// One chunk row: a text row (`parts` null) or a parts row (its frames as JSON text).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ChunkView {
+    pub seq: i64,
+    pub text: Option<String>,
+    pub parts: Option<String>,
 }
 
 /// Every message in creation order, with durable text assembled, from one snapshot.
@@ -50,6 +81,7 @@ fn statements(dialect: Dialect, only: Option<&str>) -> Result<Vec<Statement>, Pl
     let chunks = quote_ident(&mapping.chunks)?;
     let (chunk_stream, chunk_seq, chunk_text) =
         (quote_ident(&columns.chunk_stream)?, quote_ident(&columns.chunk_seq)?, quote_ident(&columns.chunk_text)?);
+    let parts = quote_ident(PARTS_COLUMN)?;
     let order = match dialect {
         Dialect::Sqlite => "rowid".to_owned(),
         Dialect::Postgres => quote_ident(POSITION_COLUMN)?,
@@ -63,12 +95,14 @@ fn statements(dialect: Dialect, only: Option<&str>) -> Result<Vec<Statement>, Pl
     };
     Ok(vec![
         Statement {
-            sql: format!("SELECT id, role, body, status, seq, {host} FROM {message}{only_message} ORDER BY {order}"),
+            sql: format!(
+                "SELECT id, role, body, status, seq, {host}, {parts} FROM {message}{only_message} ORDER BY {order}"
+            ),
             params: params.clone(),
         },
         Statement {
             sql: format!(
-                "SELECT {chunk_stream}, {chunk_seq}, {chunk_text} FROM {chunks}{only_chunks} \
+                "SELECT {chunk_stream}, {chunk_seq}, {chunk_text}, {parts} FROM {chunks}{only_chunks} \
                  ORDER BY {chunk_stream}, {chunk_seq}"
             ),
             params,
@@ -80,31 +114,61 @@ async fn read(executor: &Executor, only: Option<&str>) -> Result<Vec<MessageView
     let mut results = executor.read_snapshot(statements(executor.dialect(), only)?, "reading messages").await?;
     let chunk_rows = results.pop().unwrap_or_default();
     let message_rows = results.pop().unwrap_or_default();
-    let mut by_stream: HashMap<String, Vec<ChunkRow>> = HashMap::new();
+    let mut by_stream: HashMap<String, Vec<ChunkView>> = HashMap::new();
     for row in chunk_rows {
-        let [stream, seq, text] = cells(row, "a chunk row")?;
-        let seq = required_int(seq, "chunk seq")?;
-        let chunk =
-            ChunkRow { seq: u64::try_from(seq).unwrap_or(0), text: text.into_text("chunk text")?.map(Text::from) };
+        let [stream, seq, text, parts] = cells(row, "a chunk row")?;
+        let chunk = ChunkView {
+            seq: required_int(seq, "chunk seq")?,
+            text: text.into_text("chunk text")?,
+            parts: parts.into_text("chunk parts")?,
+        };
         by_stream.entry(required_text(stream, "chunk stream")?).or_default().push(chunk);
     }
     let mut out = Vec::with_capacity(message_rows.len());
     for row in message_rows {
-        let [id, role, body, status, seq, host] = cells(row, "a message row")?;
+        let [id, role, body, status, seq, host, document] = cells(row, "a message row")?;
         let id = required_text(id, "id")?;
-        let body = body.into_text("body")?.map(Text::from);
-        let chunks = by_stream.get(&id).map(Vec::as_slice).unwrap_or_default();
+        let chunks = by_stream.remove(&id).unwrap_or_default();
+        let rows = DurableRows {
+            body: body.into_text("body")?,
+            document: document.into_text("parts")?,
+            seq: required_int(seq, "seq")?,
+            chunks,
+        };
+        let message = assemble(&id, &rows)?;
+        let structured = message.has_structure();
         out.push(MessageView {
             role: role.into_text("role")?.unwrap_or_default(),
-            // Table text is well-formed (the plane refuses lone surrogates for tables).
-            body: assemble_durable_text(body.as_ref(), chunks).to_string_lossy(),
+            // Table text is well-formed (the plane refuses lone surrogates in text columns; a
+            // document's are escapes).
+            body: if structured { message.text_body() } else { message.parts()[0].body.clone() }.to_string_lossy(),
             status: status.into_text("status")?,
-            seq: required_int(seq, "seq")?,
+            seq: rows.seq,
             host: host.into_text("host")?,
+            document: structured.then(|| message.document().to_string_lossy()),
+            rows: structured.then_some(rows),
             id,
         });
     }
     Ok(out)
+}
+
+/// The durable message of one row and its chunk rows, by the core's assembly.
+fn assemble(id: &str, rows: &DurableRows) -> Result<twoplane_core::message::Message, PlaneError> {
+    let chunks: Vec<MessageChunkRow> = rows
+        .chunks
+        .iter()
+        .map(|c| MessageChunkRow {
+            seq: u64::try_from(c.seq).unwrap_or(0),
+            text: c.text.as_deref().map(Text::from),
+            parts: c.parts.as_deref().map(Text::from),
+        })
+        .collect();
+    let body = rows.body.as_deref().map(Text::from);
+    let document = rows.document.as_deref().map(Text::from);
+    let seq = u64::try_from(rows.seq).unwrap_or(0);
+    assemble_durable_message(body.as_ref(), document.as_ref(), seq, &chunks)
+        .map_err(|e| PlaneError::store(format!("message {id}: its rows do not assemble: {e}")))
 }
 
 /// A row of the `N` columns a statement selects.

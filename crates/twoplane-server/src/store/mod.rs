@@ -18,7 +18,8 @@ pub mod sqlite;
 pub use database::Database;
 pub use messages::MessageView;
 pub use names::{
-    tables, tables_with_host, CANCEL_COLUMN, CHUNK_TABLE, HOST_COLUMN, MESSAGE_COLUMNS, MESSAGE_TABLE, POSITION_COLUMN,
+    tables, tables_with_host, CANCEL_COLUMN, CHUNK_TABLE, HOST_COLUMN, MESSAGE_COLUMNS, MESSAGE_TABLE, PARTS_COLUMN,
+    POSITION_COLUMN,
 };
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

@@ -16,15 +16,23 @@ pub const HOST_COLUMN: &str = "host";
 /// The message table's cancel flag: a reader's cancel sets it, and the plane reads it back at
 /// every checkpoint and stops the producer (docs/contract.md §7).
 pub const CANCEL_COLUMN: &str = "cancel";
+/// The column of both tables that holds a message's parts (docs/contract.md §8): the message
+/// document in the message table, a parts row's frames in the chunk table.
+pub const PARTS_COLUMN: &str = "parts";
 /// The message table's creation order on PostgreSQL, which has no rowid.
 pub const POSITION_COLUMN: &str = "position";
 /// The message table's columns every version of it has, and the server needs.
 pub const MESSAGE_COLUMNS: [&str; 5] = ["id", "role", "body", "status", "seq"];
 
 /// The tables the plane writes, without the `host` column (one instance). The `cancel` column
-/// is always mapped.
+/// and the parts columns are always mapped.
 pub fn tables() -> StreamTables {
-    let columns = StreamColumns { cancel: Some(CANCEL_COLUMN.into()), ..StreamColumns::default() };
+    let columns = StreamColumns {
+        cancel: Some(CANCEL_COLUMN.into()),
+        parts: Some(PARTS_COLUMN.into()),
+        chunk_parts: Some(PARTS_COLUMN.into()),
+        ..StreamColumns::default()
+    };
     StreamTables { message: MESSAGE_TABLE.into(), chunks: CHUNK_TABLE.into(), columns }
 }
 

@@ -15,7 +15,7 @@ use twoplane_stream::{
     DurableTarget, Executor, PgClient, PgEndpoint, PgExec, PgSession, PlaneError, PostgresTarget, PG_SCHEMA_LOCK_KEY,
 };
 
-use super::names::{check_columns, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE, POSITION_COLUMN};
+use super::names::{check_columns, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE, PARTS_COLUMN, POSITION_COLUMN};
 use crate::error_text::{cause, pg_cause};
 
 /// The PostgreSQL backend of [`super::Database`].
@@ -65,12 +65,15 @@ async fn create_schema(client: &mut Client) -> Result<(), String> {
     let ident = |name: &str| quote_ident(name).map_err(|e| e.to_string());
     let (message, host, position) = (ident(MESSAGE_TABLE)?, ident(HOST_COLUMN)?, ident(POSITION_COLUMN)?);
     let cancel = ident(CANCEL_COLUMN)?;
+    // A table from before messages had parts gets its `parts` column from the plane's migration
+    // (`PostgresTarget::create_chunk_table`), which runs next.
+    let parts = ident(PARTS_COLUMN)?;
     let tx = client.transaction().await.map_err(|e| pg_cause(&e))?;
     tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({PG_SCHEMA_LOCK_KEY})")).await.map_err(|e| pg_cause(&e))?;
     tx.batch_execute(&format!(
         "CREATE TABLE IF NOT EXISTS {message} ({position} bigserial, id text PRIMARY KEY, role text, \
          body text NOT NULL DEFAULT '', status text, seq bigint NOT NULL DEFAULT 0, {host} text, \
-         {cancel} boolean NOT NULL DEFAULT false)"
+         {cancel} boolean NOT NULL DEFAULT false, {parts} text)"
     ))
     .await
     .map_err(|e| pg_cause(&e))?;

@@ -12,7 +12,7 @@ use rusqlite::Connection;
 use twoplane_core::sql::{quote_ident, stream_chunk_table_ddl, Dialect, StreamTables};
 use twoplane_stream::{DurableTarget, Executor, PlaneError, SqliteTarget};
 
-use super::names::{check_columns, tables, CANCEL_COLUMN, HOST_COLUMN, MESSAGE_TABLE};
+use super::names::{check_columns, tables, CANCEL_COLUMN, CHUNK_TABLE, HOST_COLUMN, MESSAGE_TABLE, PARTS_COLUMN};
 use crate::error_text::cause;
 
 /// The SQLite backend of [`super::Database`].
@@ -63,24 +63,22 @@ impl SqliteStore {
     }
 }
 
-/// The message table, its `host` and `cancel` columns (added to a table from before they existed) and the
-/// chunk table, in one write-locked transaction so instances sharing the file do not race.
+/// The message table, its `host`, `cancel` and `parts` columns (added to a table from before they
+/// existed) and the chunk table with its `parts` column (likewise), in one write-locked
+/// transaction so instances sharing the file do not race.
 fn create_schema(conn: &mut Connection) -> Result<(), PlaneError> {
     let message = quote_ident(MESSAGE_TABLE)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sqlite_err)?;
     tx.execute_batch(&format!(
         "CREATE TABLE IF NOT EXISTS {message} (id TEXT PRIMARY KEY, role TEXT, \
          body TEXT NOT NULL DEFAULT '', status TEXT, seq INTEGER NOT NULL DEFAULT 0, {} TEXT, \
-         {} INTEGER NOT NULL DEFAULT 0)",
+         {} INTEGER NOT NULL DEFAULT 0, {} TEXT)",
         quote_ident(HOST_COLUMN)?,
-        quote_ident(CANCEL_COLUMN)?
+        quote_ident(CANCEL_COLUMN)?,
+        quote_ident(PARTS_COLUMN)?
     ))
     .map_err(sqlite_err)?;
-    let columns = {
-        let mut info = tx.prepare(&format!("PRAGMA table_info({message})")).map_err(sqlite_err)?;
-        let names = info.query_map([], |r| r.get::<_, String>(1)).map_err(sqlite_err)?;
-        names.collect::<Result<Vec<_>, _>>().map_err(sqlite_err)?
-    };
+    let columns = columns_of(&tx, MESSAGE_TABLE)?;
     check_columns(&columns)?;
     if !columns.iter().any(|c| c == HOST_COLUMN) {
         tx.execute_batch(&format!("ALTER TABLE {message} ADD COLUMN {} TEXT", quote_ident(HOST_COLUMN)?))
@@ -91,10 +89,26 @@ fn create_schema(conn: &mut Connection) -> Result<(), PlaneError> {
         tx.execute_batch(&format!("ALTER TABLE {message} ADD COLUMN {cancel} INTEGER NOT NULL DEFAULT 0"))
             .map_err(sqlite_err)?;
     }
+    if !columns.iter().any(|c| c == PARTS_COLUMN) {
+        tx.execute_batch(&format!("ALTER TABLE {message} ADD COLUMN {} TEXT", quote_ident(PARTS_COLUMN)?))
+            .map_err(sqlite_err)?;
+    }
     for ddl in stream_chunk_table_ddl(&tables(), Dialect::Sqlite)? {
         tx.execute(&ddl, []).map_err(sqlite_err)?;
     }
+    // A chunk table from before messages had parts: its rows are text rows, `parts` NULL.
+    if !columns_of(&tx, CHUNK_TABLE)?.iter().any(|c| c == PARTS_COLUMN) {
+        let (chunks, parts) = (quote_ident(CHUNK_TABLE)?, quote_ident(PARTS_COLUMN)?);
+        tx.execute_batch(&format!("ALTER TABLE {chunks} ADD COLUMN {parts} TEXT")).map_err(sqlite_err)?;
+    }
     tx.commit().map_err(sqlite_err)
+}
+
+/// The column names of `table`.
+fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>, PlaneError> {
+    let mut info = conn.prepare(&format!("PRAGMA table_info({})", quote_ident(table)?)).map_err(sqlite_err)?;
+    let names = info.query_map([], |r| r.get::<_, String>(1)).map_err(sqlite_err)?;
+    names.collect::<Result<Vec<_>, _>>().map_err(sqlite_err)
 }
 
 /// A SQLite failure as a plane store error (the cause kept as its source).

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod process;
+pub mod producer;
 pub mod secrets;
 pub mod served;
 pub mod store;
