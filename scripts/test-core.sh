@@ -32,7 +32,7 @@ say "core: fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
 cargo_tool cargo-fuzz cargo-fuzz 0.13.2
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 found=0
-for target in frame_json sse_decode relay_conform message_conform sse_json_array token_verify; do
+for target in frame_json sse_decode relay_conform message_conform producer_event sse_json_array token_verify; do
   # From the committed seeds plus whatever corpus earlier runs grew (new inputs go to the first).
   mkdir -p "fuzz/corpus/$target"
   if ! (cargo +nightly fuzz run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \

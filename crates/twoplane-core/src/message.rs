@@ -33,13 +33,13 @@ pub mod sse;
 
 pub use codec::{
     decode_message_frame, decode_message_frame_units, encode_message_frame, encode_message_frame_into,
-    message_frame_from_value,
+    message_frame_from_value, write_attrs,
 };
 pub use conform::{
     MessageConform, MessageConformed, MessageRelayConform, MessageVerdict, MessageViolation, PartViolation,
 };
 pub use fold::{Message, Part};
-pub use frame::{message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};
+pub use frame::{check_value, message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};
 pub use input::{parse_producer_event, producer_event_from_value, PartRef, ProducerEvent};
 pub use log::MessageLog;
 pub use reader::{MessageAction, MessageReader, MessageReaderCore};

@@ -6,7 +6,8 @@
 //! in `fuzz/` call them, and an ordinary test replays every crash input kept in
 //! `tests/fuzz-crashers/`, so a crash once found stays a regression test on stable Rust.
 //! [`relay_mutations`] is the one generator of misbehaving relays, used by the relay fuzz target
-//! (through [`relay_scenario`]) and by the conform property test.
+//! (through [`relay_scenario`]) and by the conform property test. [`producer_event_scenario`]
+//! checks the decoder of the events a producer sends (`message::input`).
 
 use crate::conform::RelayConform;
 use crate::frame::{Frame, StreamStatus};
@@ -86,6 +87,71 @@ pub fn frame_json_scenario(data: &[u8]) -> Result<(), String> {
     let again = decode_frame_bytes(encoded.as_bytes()).map_err(|e| format!("re-decoding {encoded}: {e}"))?;
     if again != frame {
         return Err(format!("round trip changed the frame: {frame:?} vs {again:?}"));
+    }
+    Ok(())
+}
+
+/// A producer event's JSON decoding (`message::input`): never panics, what decodes names no
+/// reserved key in a value, and written back out (every member, in order) it decodes to itself.
+pub fn producer_event_scenario(data: &[u8]) -> Result<(), String> {
+    use crate::json::write_json_string;
+    use crate::message::{check_value, parse_producer_event, write_attrs, PartRef, ProducerEvent};
+    let Ok(text) = std::str::from_utf8(data) else { return Ok(()) };
+    let Ok(event) = parse_producer_event(text) else { return Ok(()) };
+    let mut out = String::from("{\"type\":");
+    let string = |out: &mut String, key: &str, t: &Text| {
+        out.push_str(&format!(",\"{key}\":"));
+        write_json_string(out, t.units());
+    };
+    let part = |out: &mut String, r: &PartRef| match r {
+        PartRef::Number(n) => out.push_str(&format!(",\"part\":{n}")),
+        PartRef::Id(id) => string(out, "id", id),
+    };
+    let value = |out: &mut String, v: &crate::message::Attrs| -> Result<(), String> {
+        check_value(v).map_err(|e| format!("a decoded value names a reserved key: {e}"))?;
+        out.push_str(",\"value\":");
+        write_attrs(out, v);
+        Ok(())
+    };
+    match &event {
+        ProducerEvent::Chunk { part: p, text } => {
+            out.push_str("\"chunk\"");
+            part(&mut out, p);
+            string(&mut out, "text", text);
+        }
+        ProducerEvent::Start { kind, id, value: v } => {
+            out.push_str("\"part\"");
+            string(&mut out, "kind", kind);
+            if let Some(id) = id {
+                string(&mut out, "id", id);
+            }
+            value(&mut out, v)?;
+        }
+        ProducerEvent::End { part: p, value: v } | ProducerEvent::Set { part: p, value: v } => {
+            out.push_str(if matches!(event, ProducerEvent::End { .. }) { "\"part-end\"" } else { "\"set\"" });
+            part(&mut out, p);
+            value(&mut out, v)?;
+        }
+        ProducerEvent::Meta { value: v } => {
+            out.push_str("\"meta\"");
+            value(&mut out, v)?;
+        }
+        ProducerEvent::Finish { reason } => {
+            out.push_str("\"finish\"");
+            string(&mut out, "reason", reason);
+        }
+        ProducerEvent::Transient { kind, value: v } => {
+            out.push_str("\"transient\"");
+            if let Some(kind) = kind {
+                string(&mut out, "kind", kind);
+            }
+            value(&mut out, v)?;
+        }
+    }
+    out.push('}');
+    let again = parse_producer_event(&out).map_err(|e| format!("re-decoding {out}: {e}"))?;
+    if again != event {
+        return Err(format!("round trip changed the event: {event:?} vs {again:?}"));
     }
     Ok(())
 }

@@ -54,6 +54,11 @@ fn relay_conform_seeds_and_regressions() {
 }
 
 #[test]
+fn producer_event_seeds_and_regressions() {
+    replay("producer_event", scenarios::producer_event_scenario);
+}
+
+#[test]
 fn token_verify_seeds_and_regressions() {
     replay("token_verify", twoplane_token::scenarios::verify_scenario);
 }

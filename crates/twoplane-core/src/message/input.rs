@@ -13,8 +13,9 @@
 //! | `transient` | `kind`?, `value`? | a live-only part, never stored |
 //!
 //! Guarantees: decoding is strict (a member this table does not list, a wrong type, `part` and
-//! `id` together, or a `value` naming `type`, `text` or `inputText` is an error naming the
-//! field, with a stable kind); text keeps every UTF-16 unit the JSON spells (`\udxxx` escapes of
+//! `id` together, a `value` naming `type`, `text` or `inputText`, or holding a number too large
+//! for a double, which would be stored as `null`, is an error naming the field, with a stable
+//! kind); text keeps every UTF-16 unit the JSON spells (`\udxxx` escapes of
 //! lone surrogates included); object members keep their order.
 
 use super::frame::{check_value, Attrs};
@@ -143,9 +144,28 @@ fn value(v: &JsonValue) -> Result<Attrs> {
         None => Ok(Vec::new()),
         Some(JsonValue::Object(members)) => {
             check_value(members)?;
+            if members.iter().any(|(_, v)| !finite(v)) {
+                // `1e999` parses as an infinity, which JSON writes back as `null`: stored, the
+                // value would silently differ from what the producer sent.
+                return Err(Error::field(
+                    ErrorKind::InvalidField,
+                    "value",
+                    "a number in value is past what a double holds (about 1.8e308); send it as a string",
+                ));
+            }
             Ok(members.clone())
         }
         Some(other) => Err(wrong_type("value", "an object", other)),
+    }
+}
+
+/// Whether every number in `v` is finite.
+fn finite(v: &JsonValue) -> bool {
+    match v {
+        JsonValue::Number(n) => n.is_finite(),
+        JsonValue::Array(items) => items.iter().all(finite),
+        JsonValue::Object(members) => members.iter().all(|(_, v)| finite(v)),
+        _ => true,
     }
 }
 
@@ -194,6 +214,7 @@ mod tests {
             (r#"{"type":"set","part":0,"value":[]}"#, ErrorKind::InvalidField, "value"),
             (r#"{"type":"set","part":0,"value":{"text":1}}"#, ErrorKind::InvalidField, "value"),
             (r#"{"type":"finish","reason":3}"#, ErrorKind::InvalidField, "reason"),
+            (r#"{"type":"meta","value":{"a":[1,{"b":-1e999}]}}"#, ErrorKind::InvalidField, "value"),
             ("{", ErrorKind::InvalidJson, ""),
         ] {
             let e = parse_producer_event(input).unwrap_err();
