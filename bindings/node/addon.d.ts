@@ -86,6 +86,28 @@ export declare class MessageReader {
 }
 export type NapiMessageReader = MessageReader
 
+/**
+ * The numeric reader (`twoplane_core::message::MessageReaderCore`): JavaScript keeps the message
+ * and applies the action each frame's numbers get.
+ */
+export declare class MessageReaderCore {
+  /**
+   * A reader holding a durable message of `len` units whose part table is `parts` (empty:
+   * nothing structural happened) and whose parts numbered in `ended` have ended.
+   */
+  constructor(len: number, parts: Float64Array, ended: Float64Array)
+  /**
+   * One frame as numbers. Returns the action and its part in one number (one call fewer per
+   * frame): `MessageAction::code`, plus `16 * (part + 1)` when the action names a part.
+   */
+  feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number
+  /** The splice offset of the last action (NaN when it was no splice). */
+  at(): number
+  stopCode(): number
+  resumeFrom(): number
+}
+export type NapiMessageReaderCore = MessageReaderCore
+
 export declare class Reader {
   /** `durableLen` is the length of the durable text the reader joined with: an offset. */
   constructor(durableLen: number)

@@ -1,11 +1,14 @@
 //! Messages made of parts (docs/contract.md §8) as JavaScript classes and functions: the frame
-//! codec, the relay conform pass, the durable message and its reader. Conversion only; every
-//! rule is `twoplane_core::message`'s.
+//! codec, the relay conform pass, the numeric reader, the durable message and the reader that
+//! holds one. Conversion only; every rule is `twoplane_core::message`'s.
 //!
 //! Guarantees, and why:
-//! - **Per frame, numbers**: the conform pass and the reader take the kind code, whether the
+//! - **Per frame, numbers**: the conform pass and the readers take the kind code, whether the
 //!   stream id matches, the three offsets, `part` and `at` (NaN when absent), as the six-frame
-//!   classes do; the frame objects stay in JavaScript.
+//!   classes do; the frame objects stay in JavaScript. The package's reader is the numeric
+//!   [`NapiMessageReaderCore`]: JavaScript keeps the message and applies its actions. The durable
+//!   message and its folding reader are the core's own, which the package's tests hold the
+//!   JavaScript fold to.
 //! - **Text in as UTF-16 code units** ([`units_of`]), so a lone surrogate is refused by the core
 //!   (`invalid_json`) instead of being replaced on the way in; what comes out is JSON the core
 //!   wrote, which escapes lone surrogates, so it crosses as UTF-16 unchanged too.
@@ -17,8 +20,8 @@ use napi_derive::napi;
 use twoplane_core::jsnum::offset_arg;
 use twoplane_core::message::{
     assemble_durable_message, decode_message_frame_units, encode_message_event, encode_message_frame,
-    message_resume_point, FrameNumbers, Message, MessageAction, MessageChunkRow, MessageConform, MessageReaderCore,
-    MessageViolation,
+    message_resume_point, Decision, FrameNumbers, Message, MessageAction, MessageChunkRow, MessageConform,
+    MessageReaderCore, MessageViolation,
 };
 use twoplane_core::Text;
 
@@ -265,5 +268,94 @@ impl NapiMessageReader {
     #[napi(catch_unwind)]
     pub fn stop_code(&self) -> i32 {
         self.core.stopped().map_or(-1, |r| r.code() as i32)
+    }
+}
+
+/// The numeric reader (`twoplane_core::message::MessageReaderCore`): JavaScript keeps the message
+/// and applies the action each frame's numbers get.
+#[napi(js_name = "MessageReaderCore")]
+pub struct NapiMessageReaderCore {
+    core: MessageReaderCore,
+    at: f64,
+}
+
+#[napi]
+impl NapiMessageReaderCore {
+    /// A reader holding a durable message of `len` units whose part table is `parts` (empty:
+    /// nothing structural happened) and whose parts numbered in `ended` have ended.
+    #[napi(constructor, catch_unwind)]
+    pub fn new(len: f64, parts: Float64Array, ended: Float64Array) -> Result<Self, Kind> {
+        Ok(NapiMessageReaderCore { core: reader_core(len, &parts, &ended).map_err(from_core)?, at: f64::NAN })
+    }
+
+    /// One frame as numbers. Returns the action and its part in one number (one call fewer per
+    /// frame): `MessageAction::code`, plus `16 * (part + 1)` when the action names a part.
+    #[napi(catch_unwind)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn feed(&mut self, kind: f64, id_matches: bool, a: f64, b: f64, c: f64, part: f64, at: f64) -> f64 {
+        let action = self.core.feed_numbers(numbers(kind, id_matches, a, b, c, part, at));
+        self.at = match action {
+            MessageAction::Splice { at, .. } => at as f64,
+            _ => f64::NAN,
+        };
+        f64::from(action.code()) + action.part().map_or(0.0, |p| 16.0 * (f64::from(p) + 1.0))
+    }
+
+    /// The splice offset of the last action (NaN when it was no splice).
+    #[napi(catch_unwind)]
+    pub fn at(&self) -> f64 {
+        self.at
+    }
+
+    #[napi(catch_unwind)]
+    pub fn stop_code(&self) -> i32 {
+        self.core.stopped().map_or(-1, |r| r.code() as i32)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn resume_from(&self) -> f64 {
+        self.core.resume_from() as f64
+    }
+}
+
+/// `MessageReaderCore::from_js`, then the parts numbered in `ended` marked ended by the core's own
+/// commit of a part's end (`from_js` reads lengths only; the reader of §8 knows every part of the
+/// durable message it joined with, ended ones included).
+fn reader_core(len: f64, parts: &[f64], ended: &[f64]) -> twoplane_core::Result<MessageReaderCore> {
+    let core = MessageReaderCore::from_js(len, parts)?;
+    if ended.is_empty() {
+        return Ok(core);
+    }
+    let mut tally = core.tally().clone();
+    for &part in ended {
+        if !(twoplane_core::jsnum::is_integer(part) && part >= 0.0 && part < tally.part_count() as f64) {
+            return Err(twoplane_core::Error::new(
+                twoplane_core::ErrorKind::InvalidArgument,
+                "an ended part that is not in the part table",
+            ));
+        }
+        tally.commit(Decision::End { part: part as u32 }, tally.pos());
+    }
+    Ok(MessageReaderCore::new(tally))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reader_core_packs_the_part_and_knows_the_ends() {
+        let nan = f64::NAN;
+        let core = reader_core(3.0, &[0.0, 2.0], &[1.0]).unwrap();
+        let mut r = NapiMessageReaderCore { core, at: nan };
+        // Part 1 ended: a set is fine (action 5, part 1), a chunk is not.
+        assert_eq!(r.feed(9.0, false, 3.0, 4.0, nan, 1.0, nan), 5.0 + 32.0);
+        assert_eq!(r.feed(1.0, false, 4.0, 5.0, 1.0, 1.0, 2.0), 2.0);
+        assert_eq!((r.stop_code(), r.resume_from()), (5, 4.0));
+        let mut fresh = NapiMessageReaderCore { core: reader_core(0.0, &[], &[]).unwrap(), at: nan };
+        assert_eq!(fresh.feed(1.0, false, 0.0, 2.0, 2.0, nan, nan), 1.0 + 16.0);
+        assert_eq!(fresh.at(), 0.0);
+        assert_eq!(reader_core(1.0, &[], &[1.0]).unwrap_err().kind(), twoplane_core::ErrorKind::InvalidArgument);
+        assert_eq!(reader_core(-1.0, &[], &[]).unwrap_err().kind(), twoplane_core::ErrorKind::InvalidOffset);
     }
 }

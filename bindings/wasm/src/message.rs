@@ -1,22 +1,26 @@
 //! Messages made of parts (docs/contract.md §8) across the wasm boundary: the relay conform pass,
-//! and the helpers the text half ([`crate::message_text`]) shares. Conversion only, as in the rest
-//! of this crate: every rule is `twoplane_core::message`'s.
+//! the numeric reader, and the helpers the text half ([`crate::message_text`]) shares. Conversion
+//! only, as in the rest of this crate: every rule is `twoplane_core::message`'s.
 //!
 //! Guarantees, and why:
-//! - **The per-frame calls take numbers** (`messageConformFeed`: the kind code plus 256 when the
-//!   stream id matches, the three offsets, `part` and `at`, NaN when absent), exactly as the
-//!   six-frame calls do; frames and text stay in JavaScript.
+//! - **The per-frame calls take numbers** (`messageConformFeed`, `messageReaderCoreFeed`: the
+//!   kind code plus 256 when the stream id matches, the three offsets, `part` and `at`, NaN when
+//!   absent), exactly as the six-frame calls do; frames, text and JSON values stay in JavaScript,
+//!   which applies the reader's actions to the message it holds (npm/twoplane/src/message-state.js).
 //! - **Nothing panics**: a stale handle gets a sentinel answer, bad input a `"<kind>: ..."` error.
 //!
-//! Why the conform pass is all of it by default: the text half (the JSON codec, the durable
-//! message and its reader) brings the core's JSON reader, its float parser and the fold, about
-//! 41 KB gzipped, which the shipped module's budget (tests/browser/size.test.mjs) cannot hold.
-//! It builds with the `message-text` feature; the Node addon always has it.
+//! Why the text half is not in by default: the JSON codec, the durable message and the reader
+//! that holds one bring the core's JSON reader, its float parser and the fold, about 41 KB
+//! gzipped, which the shipped module's budget (tests/browser/size.test.mjs) cannot hold. The
+//! package does not need them: it parses with `JSON.parse` and asks the numeric reader here. The
+//! text half builds with the `message-text` feature; the Node addon always has it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use twoplane_core::conform::RawPieces;
-use twoplane_core::message::{FrameNumbers, MessageConform, MessageViolation};
+use twoplane_core::message::{
+    Decision, FrameNumbers, MessageAction, MessageConform, MessageReaderCore, MessageViolation,
+};
 use wasm_bindgen::prelude::*;
 
 use crate::{Slab, NO_INSTANCE};
@@ -26,7 +30,15 @@ use crate::{Slab, NO_INSTANCE};
 pub(crate) const ID_MATCHES: u32 = 256;
 
 thread_local! {
+    /// Where `messageReaderCoreFeed` leaves the part its action names and a splice's body offset
+    /// (NaN when none), for JavaScript to read through a `Float64Array` over the module's memory
+    /// (`messageReaderCoreOut`): the numbers of a splice come back without a second call.
+    static OUT: Cell<[f64; 2]> = const { Cell::new([f64::NAN, f64::NAN]) };
+}
+
+thread_local! {
     static CONFORMS: RefCell<Slab<MessageConform>> = const { RefCell::new(Slab::new()) };
+    static READER_CORES: RefCell<Slab<MessageReaderCore>> = const { RefCell::new(Slab::new()) };
 }
 
 pub(crate) type Pool<T> = std::thread::LocalKey<RefCell<Slab<T>>>;
@@ -131,6 +143,77 @@ pub fn message_conform_reason(
     })
 }
 
+// ------------------------------------------------------------------ the numeric reader
+
+/// A reader holding a durable message of `len` units whose part table is `parts` (empty: nothing
+/// structural happened) and whose parts numbered in `ended` have ended
+/// (`twoplane_core::message::MessageReaderCore::from_js`, then the ends). Returns its handle; a
+/// length, table or end that cannot be is the core's `"<kind>: ..."` error.
+#[wasm_bindgen(js_name = messageReaderCoreNew)]
+pub fn message_reader_core_new(len: f64, parts: &[f64], ended: &[f64]) -> Result<u32, String> {
+    let core = reader_core(len, parts, ended).map_err(|e| e.to_string())?;
+    Ok(insert(&READER_CORES, core))
+}
+
+/// [`MessageReaderCore::from_js`], then the parts numbered in `ended` marked ended, by the core's
+/// own commit of a part's end (the reader of §8 knows every part of the durable message it joined
+/// with, ended ones included; `from_js` reads lengths only).
+pub(crate) fn reader_core(len: f64, parts: &[f64], ended: &[f64]) -> twoplane_core::Result<MessageReaderCore> {
+    let core = MessageReaderCore::from_js(len, parts)?;
+    if ended.is_empty() {
+        return Ok(core);
+    }
+    let mut tally = core.tally().clone();
+    for &part in ended {
+        if !(twoplane_core::jsnum::is_integer(part) && part >= 0.0 && part < tally.part_count() as f64) {
+            return Err(twoplane_core::Error::new(
+                twoplane_core::ErrorKind::InvalidArgument,
+                "an ended part that is not in the part table",
+            ));
+        }
+        tally.commit(Decision::End { part: part as u32 }, tally.pos());
+    }
+    Ok(MessageReaderCore::new(tally))
+}
+
+#[wasm_bindgen(js_name = messageReaderCoreDrop)]
+pub fn message_reader_core_drop(h: u32) {
+    remove(&READER_CORES, h);
+}
+
+/// One frame as numbers (as `messageConformFeed`). Returns the `MessageAction::code` (-1 for an
+/// unknown handle) and leaves the part it names and a splice's body offset in the out slot.
+#[wasm_bindgen(js_name = messageReaderCoreFeed)]
+pub fn message_reader_core_feed(h: u32, kind_id: u32, a: f64, b: f64, c: f64, part: f64, at: f64) -> i32 {
+    let action = with(&READER_CORES, h, None, |core| Some(core.feed_numbers(numbers(kind_id, a, b, c, part, at))));
+    let part = action.and_then(MessageAction::part).map_or(f64::NAN, f64::from);
+    let at = match action {
+        Some(MessageAction::Splice { at, .. }) => at as f64,
+        _ => f64::NAN,
+    };
+    OUT.with(|out| out.set([part, at]));
+    action.map_or(-1, |a| a.code() as i32)
+}
+
+/// The address of the out slot (two `f64`: part, body offset) in the module's memory. It never
+/// moves; the memory may grow, after which JavaScript makes a new view of it.
+#[wasm_bindgen(js_name = messageReaderCoreOut)]
+pub fn message_reader_core_out() -> u32 {
+    OUT.with(|out| out.as_ptr() as usize as u32)
+}
+
+/// `StopReason::code` once stopped, -1 while live.
+#[wasm_bindgen(js_name = messageReaderCoreStopCode)]
+pub fn message_reader_core_stop_code(h: u32) -> i32 {
+    with(&READER_CORES, h, -1, |core| core.stopped().map_or(-1, |r| r.code() as i32))
+}
+
+/// Where a reconnect resumes: the length of the message held.
+#[wasm_bindgen(js_name = messageReaderCoreResumeFrom)]
+pub fn message_reader_core_resume_from(h: u32) -> f64 {
+    with(&READER_CORES, h, f64::NAN, |core| core.resume_from() as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +238,56 @@ mod tests {
         let e = message_conform_new(0.0);
         assert_eq!(message_conform_feed(e, 8 | ID_MATCHES, 0.0, 1.0, f64::NAN, 0.0, f64::NAN), 2);
         assert_eq!(message_conform_violation(e), -1);
+    }
+
+    /// The part and body offset the last feed left in the out slot.
+    fn out() -> [f64; 2] {
+        OUT.with(Cell::get)
+    }
+
+    #[test]
+    fn reader_core_decides_from_numbers() {
+        let nan = f64::NAN;
+        // A message of 3 units: part 0 empty, part 1 ("reasoning", 2 units) started at 0.
+        let r = message_reader_core_new(3.0, &[0.0, 2.0], &[]).unwrap();
+        // A splice (code 1) of part 1 at 2.
+        assert_eq!(message_reader_core_feed(r, 1, 3.0, 5.0, 2.0, 1.0, 2.0), 1);
+        assert_eq!(out(), [1.0, 2.0]);
+        // A part-end (code 8) whose stream-id bit is set stays a part-end: action 4, part 1.
+        assert_eq!(message_reader_core_feed(r, 8 | ID_MATCHES, 5.0, 6.0, nan, 1.0, nan), 4);
+        assert_eq!(out()[0], 1.0);
+        assert!(out()[1].is_nan());
+        // Meta (action 6) names no part.
+        assert_eq!(message_reader_core_feed(r, 10, 6.0, 7.0, nan, nan, nan), 6);
+        assert!(out()[0].is_nan());
+        assert_eq!(message_reader_core_resume_from(r), 7.0);
+        // A chunk for the part that ended stops it (action 2) as malformed (code 5).
+        assert_eq!(message_reader_core_feed(r, 1, 7.0, 8.0, 1.0, 1.0, 4.0), 2);
+        assert_eq!((message_reader_core_stop_code(r), message_reader_core_resume_from(r)), (5, 7.0));
+        message_reader_core_drop(r);
+        assert_eq!(message_reader_core_feed(r, 1, 0.0, 1.0, 1.0, nan, nan), -1);
+        assert!(out()[0].is_nan() && out()[1].is_nan());
+        assert_eq!(message_reader_core_stop_code(r), -1);
+    }
+
+    #[test]
+    fn reader_core_knows_the_ends_it_is_given() {
+        // Part 0 of a two-unit message ended (a stored document's text part): no more body.
+        let r = message_reader_core_new(2.0, &[], &[0.0]).unwrap();
+        assert_eq!(message_reader_core_feed(r, 1, 2.0, 3.0, 1.0, f64::NAN, f64::NAN), 2);
+        assert_eq!(message_reader_core_stop_code(r), 5);
+        let open = message_reader_core_new(2.0, &[], &[]).unwrap();
+        assert_eq!(message_reader_core_feed(open, 1, 2.0, 3.0, 1.0, f64::NAN, f64::NAN), 1);
+        assert_eq!(out(), [0.0, 2.0]);
+        for (len, parts, ended, kind) in [
+            (f64::NAN, &[][..], &[][..], "invalid_offset: "),
+            (1.0, &[2.0][..], &[][..], "invalid_argument: "),
+            (2.0, &[1.0, 1.0][..], &[2.0][..], "invalid_argument: "),
+            (2.0, &[][..], &[0.5][..], "invalid_argument: "),
+            (2.0, &[][..], &[-1.0][..], "invalid_argument: "),
+        ] {
+            let err = message_reader_core_new(len, parts, ended).unwrap_err();
+            assert!(err.starts_with(kind), "{err}");
+        }
     }
 }
