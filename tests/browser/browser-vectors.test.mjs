@@ -1,6 +1,7 @@
 // The shared vectors replayed through the wasm build in headless Chromium: a page imports the
 // package by URL (native ES modules, the .wasm fetched and compiled by the browser) and runs the
-// same replay module as node-vectors.test.mjs. Every case must pass.
+// same replay module as node-vectors.test.mjs, then the message scenario (lib/message-scenario.mjs:
+// StreamReader reading a message made of parts, cut and resumed). Every case must pass.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './lib/server.mjs';
@@ -25,6 +26,11 @@ test('vectors through the wasm build in Chromium', async (t) => {
       assert.deepEqual(failed, [], failed.map((r) => `${r.name}: ${r.detail}`).join('\n'));
     });
   }
+  await t.test(`message scenario: ${out.scenario.length} checks`, () => {
+    assert.ok(out.scenario.length >= 6);
+    const failed = out.scenario.filter((r) => !r.ok);
+    assert.deepEqual(failed, [], failed.map((r) => `${r.name}: ${r.detail}`).join('\n'));
+  });
   assert.deepEqual(browser.errors, []);
-  console.log(`chromium: ${out.results.length} vector cases passed`);
+  console.log(`chromium: ${out.results.length} vector cases and ${out.scenario.length} scenario checks passed`);
 });

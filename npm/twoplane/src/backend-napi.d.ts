@@ -14,6 +14,8 @@ export interface TwoplaneAddon {
   streamRequestOf(url: string, lastEventId: string | null | undefined, requireAbsolute: boolean): { streamId: string; from: number };
   subscribeUrlOf(endpoint: string, streamId: string, from: number): string;
   encodeSseJson(json: string, resumePoints: Float64Array, count: number): string;
+  MessageConform: new (from: number) => unknown;
+  MessageReaderCore: new (len: number, parts: Float64Array, ended: Float64Array) => unknown;
 }
 
 export type LoadedAddon =

@@ -6,7 +6,7 @@
 
 import { TwoplaneError } from './errors.js';
 import { fromUnits, toUnits } from './units.js';
-import { JS_TYPES } from './codes.js';
+import { JS_TYPES, MESSAGE_ACTIONS } from './codes.js';
 import { packRows } from './rows.js';
 
 /** Core errors cross as `"<kind>: <message>"` (the core's Display); rebuild the typed error. */
@@ -187,6 +187,7 @@ export function wasmBackend(glue, raw = glue) {
  *  their object is collected, as for Conform and Reader. The id match rides on the kind code as
  *  `kind | 256` (message kind codes pass 8, the six-frame calls' bit). */
 function wasmMessageMembers(glue, raw) {
+  const readerCores = new FinalizationRegistry((h) => glue.messageReaderCoreDrop(h));
   const conforms = new FinalizationRegistry((h) => glue.messageConformDrop(h));
   const messages = new FinalizationRegistry((h) => glue.messageDrop(h));
   const readers = new FinalizationRegistry((h) => glue.messageReaderDrop(h));
@@ -240,6 +241,51 @@ function wasmMessageMembers(glue, raw) {
 
     reason(streamIdJson, from, seq, typeJson) {
       return fromUnits(glue.messageConformReason(this.#h, toUnits(streamIdJson), toUnits(from), toUnits(seq), toUnits(typeJson)));
+    }
+  }
+
+  // The module leaves the part an action names and a splice's offset in a slot of its memory
+  // that never moves; a view of it is made again when the memory grew (which detaches the old
+  // view's buffer, leaving it empty).
+  const outAt = glue.messageReaderCoreOut();
+  let out = new Float64Array(raw.memory.buffer, outAt, 2);
+  const STOP = MESSAGE_ACTIONS.indexOf('stop');
+
+  /** The numeric reader (docs/js-backend.md): one export call per frame, numbers only, and the
+   *  part and offset read from the out slot. */
+  class MessageReaderCore {
+    #h;
+    #part = NaN;
+    #at = NaN;
+
+    constructor(len, parts, ended) {
+      this.#h = call(() => glue.messageReaderCoreNew(len, parts, ended));
+      readerCores.register(this, this.#h);
+    }
+
+    feed(kind, idMatches, a, b, c, part, at) {
+      const code = raw.messageReaderCoreFeed(this.#h, idMatches ? kind | 256 : kind, a, b, c, part, at);
+      if (out.length === 0) out = new Float64Array(raw.memory.buffer, outAt, 2);
+      this.#part = out[0];
+      this.#at = out[1];
+      // -1: no such reader (only a caller bypassing this adapter makes one), read as a stop.
+      return code < 0 ? STOP : code;
+    }
+
+    part() {
+      return this.#part;
+    }
+
+    at() {
+      return this.#at;
+    }
+
+    stopCode() {
+      return raw.messageReaderCoreStopCode(this.#h);
+    }
+
+    resumeFrom() {
+      return raw.messageReaderCoreResumeFrom(this.#h);
     }
   }
 
@@ -307,10 +353,11 @@ function wasmMessageMembers(glue, raw) {
 
   // The text half is in the module only when it was built with the `message-text` feature (the
   // shipped build leaves it out for its size: bindings/wasm/src/message.rs); without it these
-  // members are absent and the facade says so with an `invalid_state` error.
-  if (typeof glue.messageFrameEncode !== 'function') return { MessageConform };
+  // members are absent and the facade's codec says so with an `invalid_state` error.
+  if (typeof glue.messageFrameEncode !== 'function') return { MessageConform, MessageReaderCore };
   return {
     MessageConform,
+    MessageReaderCore,
     messageFrame(json, asEvent) {
       return call(() => glue.messageFrameEncode(toUnits(json), asEvent === true));
     },

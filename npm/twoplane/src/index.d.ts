@@ -167,13 +167,34 @@ export declare class StreamRelayConform {
 /** Why a StreamReader stopped. */
 export type StreamStopReason = CoreStopReason | 'refused' | 'closed';
 
-/** One change of the accumulator: it was cut at `cut`, then `appended` was appended. */
-export interface StreamReaderUpdate {
+/** A body splice: part `part`'s body was cut at `cut`, then `appended` was appended (for a
+ *  stream of today's frames, always part 0, whose body is `reader.text`). */
+export interface StreamReaderSpliceUpdate {
+  readonly action: 'splice';
+  readonly part: number;
   readonly cut: number;
   readonly appended: string;
-  /** The whole accumulator (joined on first read). */
+  /** That part's whole body (joined on first read; read it during the callback). */
   readonly text: string;
 }
+
+/** A part started (its kind and attributes are the frame's `kind` and `value`), ended, or had
+ *  its attributes merged (the frame's `value`). */
+export interface StreamReaderPartUpdate {
+  readonly action: 'start' | 'end' | 'set';
+  readonly part: number;
+  readonly frame: MessagePartFrame | MessagePartEndFrame | MessageSetFrame;
+}
+
+/** Metadata merged, the finish reason, or a transient part (reported, never kept). */
+export interface StreamReaderMessageUpdate {
+  readonly action: 'meta' | 'finish' | 'transient';
+  readonly part?: undefined;
+  readonly frame: MessageMetaFrame | MessageFinishFrame | MessageTransientFrame;
+}
+
+/** One change of the message a StreamReader holds, discriminated by `action`. */
+export type StreamReaderUpdate = StreamReaderSpliceUpdate | StreamReaderPartUpdate | StreamReaderMessageUpdate;
 
 export interface StreamReaderBackoff {
   /** First reconnect delay (a server `retry:` replaces it). Default 250. */
@@ -186,8 +207,12 @@ export interface StreamReaderOptions {
   /** The subscribe endpoint; `?streamId=…&from=…` is appended. Required for start(). */
   endpoint?: string | URL;
   streamId: string;
-  /** The durable text the app shows now: the join offset and the accumulator's seed. */
+  /** The durable text the app shows now: the join offset and the seed of part 0 (a message of
+   *  that one text). Exclusive with `durable`. */
   durableText?: string;
+  /** The durable message the app holds now (`assembleDurableMessage`): its `len` is the join
+   *  offset and it is the seed. Exclusive with `durableText` (both: `invalid_argument`). */
+  durable?: DurableMessage | null;
   transport?: 'fetch' | 'eventsource';
   fetch?: typeof fetch;
   EventSource?: typeof EventSource;
@@ -195,17 +220,22 @@ export interface StreamReaderOptions {
   headers?: HeadersInit;
   backoff?: StreamReaderBackoff;
   onUpdate?: (update: StreamReaderUpdate) => void;
-  onStop?: (reason: StreamStopReason, frame: StreamFrame | undefined) => void;
-  onFrame?: (frame: StreamFrame) => void;
+  onStop?: (reason: StreamStopReason, frame: MessageFrame | undefined) => void;
+  onFrame?: (frame: MessageFrame) => void;
 }
 
-/** The live-plane reader (docs/contract.md §4), framework-free. */
+/** The live-plane reader (docs/contract.md §4 and §8), framework-free: it accumulates one message
+ *  (a stream of today's frames is a message of one text, part 0). */
 export declare class StreamReader {
   constructor(options: StreamReaderOptions);
-  /** The accumulated text (joined lazily). */
+  /** Part 0's body (joined lazily): for a stream of today's frames, the accumulated text. */
   readonly text: string;
-  /** The accumulator's length, without joining it. */
+  /** Part 0's body length, without joining it. */
   readonly length: number;
+  /** The message held, in the stored document's shape (the same object until it changes). */
+  readonly message: StoredMessage;
+  /** Every part by number, part 0 included, each shaped as a document entry. */
+  readonly parts: readonly StoredPart[];
   readonly streamId: string;
   /** The durable length it joined at. */
   readonly joinOffset: number;
@@ -217,6 +247,9 @@ export declare class StreamReader {
   readonly connections: number;
   /** `spliceStreamText(durableNow, text)` for this stream; `durableNow` alone for another. */
   rendered(durableNow: string, streamId?: string): string;
+  /** The longer (by `len`; a tie to the store) of `durableNow` and the message held, for this
+   *  stream; `durableNow`'s message alone for another (none: the empty message). */
+  renderedMessage(durableNow: DurableMessage | null | undefined, streamId?: string): StoredMessage;
   start(): this;
   close(): void;
   /** Apply one frame (for an app's own transport); returns whether the reader is still live. */
@@ -250,9 +283,11 @@ export declare class TwoplaneError extends Error {
 }
 
 // ---------------------------------------------------------------- messages made of parts (§8)
-// MessageRelayConform works in every build. The codec, assembleDurableMessage and MessageReader
-// need the message codec, which the shipped wasm build leaves out for its size: there they throw
-// a TwoplaneError of kind `invalid_state` (the Node addon, and so the Node entries, have it).
+// Every build reads messages: MessageRelayConform, assembleDurableMessage, DurableMessage,
+// MessageReader and StreamReader. The codec (encodeMessageFrame, encodeMessageEvent,
+// decodeMessageFrame, messageResumePoint) needs the core's JSON codec, which the shipped wasm
+// build leaves out for its size: there it throws a TwoplaneError of kind `invalid_state` (the
+// Node addon, and so the Node entries, have it).
 
 /** A JSON value, as attributes and metadata hold them. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -380,12 +415,12 @@ export interface MessageChunkRow {
   parts?: string | null;
 }
 
-/** The durable message of a row and its chunk rows. */
+/** The durable message of a row and its chunk rows (one class for every build). */
 export declare class DurableMessage {
   private constructor();
-  /** The stored document's JSON text. */
+  /** The stored document's JSON text (the core's document for the same rows). */
   readonly document: string;
-  /** The document, parsed. */
+  /** The document as an object (the same object each time; do not mutate it). */
   readonly message: StoredMessage;
   /** The length in the coordinate: where a reader holding it joins. */
   readonly len: number;
@@ -393,7 +428,9 @@ export declare class DurableMessage {
   readonly parts: number[] | null;
 }
 
-/** Assemble the durable message; a row set no producer could have written throws. */
+/** Assemble the durable message; a row set no producer could have written throws a TwoplaneError
+ *  with the core's kind (`invalid_field` a broken rule or a malformed document, `invalid_offset` a
+ *  gap, `invalid_json` text that is not JSON, and the codec's kinds for a stored frame it refuses). */
 export declare function assembleDurableMessage(row: MessageRowLike, chunks?: readonly MessageChunkRow[]): DurableMessage;
 
 /** The relay conform pass for messages: as StreamRelayConform, with the part rules of §8. */
@@ -438,8 +475,10 @@ export declare class MessageReader {
   readonly resumeFrom: number;
   /** The message held, as its document's JSON text. */
   readonly document: string;
-  /** The message held, parsed. */
+  /** The message held, in the stored document's shape (a new object after every change). */
   readonly message: StoredMessage;
+  /** Every part by number, part 0 included, each shaped as a document entry. */
+  readonly parts: readonly StoredPart[];
   /** One frame of the subscription; returns whether the reader is still live. */
   push(frame: unknown): boolean;
 }

@@ -20,6 +20,7 @@ export declare const ROUTES: Readonly<{
   subscribeUrl: TwoplaneBuild;
   encodeSseEvents: TwoplaneBuild;
   MessageConform: TwoplaneBuild;
+  MessageReaderCore: TwoplaneBuild;
   messageFrame: TwoplaneBuild;
   messageResumePoint: TwoplaneBuild;
   messageErrorField: TwoplaneBuild;

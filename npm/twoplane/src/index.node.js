@@ -58,10 +58,13 @@ export const ROUTES = Object.freeze({
   // request parser above.
   subscribeUrl: 'wasm',
   encodeSseEvents: 'napi',
-  // Messages made of parts: not measured yet. The conform pass is per frame, so it follows
-  // Conform to wasm; the text half (codec, assembly, and the reader that comes with a durable
-  // message) is the addon's, since the shipped wasm build leaves it out for its size.
+  // Messages made of parts. The conform pass is per frame, so it follows Conform to wasm; so
+  // does the numeric message reader, which StreamReader.push calls per frame (bench/js/message.mjs,
+  // bash scripts/bench-node.sh). The codec is the addon's, since the shipped wasm build leaves it
+  // out for its size; assembleMessage (the core's assembly, which the package's JavaScript
+  // assembly is tested against) likewise.
   MessageConform: 'wasm',
+  MessageReaderCore: 'wasm',
   messageFrame: 'napi',
   messageResumePoint: 'napi',
   messageErrorField: 'napi',
@@ -95,7 +98,7 @@ const wasm = wasmApi === null ? null : wasmApi.backend;
 /** Member by member: the routed choice when both builds loaded, else the one that did. */
 const routes = {};
 const backend = { name: napi !== null ? 'napi' : 'wasm' };
-for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkIdText', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl', 'MessageConform', 'messageFrame', 'messageResumePoint', 'messageErrorField', 'assembleMessage']) {
+for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkIdText', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl', 'MessageConform', 'MessageReaderCore', 'messageFrame', 'messageResumePoint', 'messageErrorField', 'assembleMessage']) {
   const from = napi === null ? 'wasm' : wasm === null ? 'napi' : ROUTES[member];
   routes[member] = from;
   backend[member] = (from === 'napi' ? napi : wasm)[member];

@@ -1,26 +1,27 @@
 // Messages made of parts (docs/contract.md §8): the frame codec, the relay conform pass, the
-// durable message and its reader, over the backend's message members (see the contract in
-// facade.js).
+// durable message and the reader of a message, over the backend's message members (see the
+// contract in facade.js).
 //
 // What it guarantees:
-// - Rules live in the backend (the Rust core). Per frame, this file reduces the frame to numbers
-//   exactly as the core's JavaScript view does (twoplane_core::jsview::message_numbers): the kind
-//   from `type`, every value that is not a number as NaN, `part` and `at` NaN when absent.
+// - Rules live in the backend (the Rust core). Per frame, the frame is reduced to numbers exactly
+//   as the core's JavaScript view does (twoplane_core::jsview::message_numbers; feedNumbers in
+//   message-state.js): the kind from `type`, every value that is not a number as NaN, `part` and
+//   `at` NaN when absent. No frame text or JSON crosses per frame.
+// - The durable message and the reader's message are held here (message-state.js) and change only
+//   as the backend's numeric reader decides; they equal the core's fold of the same frames (its
+//   document, after `JSON.parse`). Assembly is JavaScript too (message-store.js), so it works in
+//   every build, the shipped wasm build (which has no codec) included.
 // - `MessageRelayConform.feed` behaves as `StreamRelayConform.feed` does, being the same class
 //   (relay.js) over the message pass: it returns the very object it accepted, builds the
 //   synthesized `open` and the terminating `stale` with the key order of §1, and never throws
 //   except from the app's own `onViolation`.
-// - The reader's message and its document are the core's: a frame whose action changes the
-//   message is folded by the core, and `document` is the core's text.
 // - Every error thrown carries a stable `.kind` and is a `TwoplaneError`.
 
 import { TwoplaneError, asTwoplaneError } from './errors.js';
-import { field, num, textLen } from './frames.js';
 import { relayConformClass } from './relay.js';
-import {
-  KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN, MESSAGE_ACTIONS, MKIND_PART, STOP_REASONS,
-  messageKindCode,
-} from './codes.js';
+import { KIND_UNKNOWN, MESSAGE_ACTIONS, STOP_REASONS } from './codes.js';
+import { ACT_IGNORE, ACT_SPLICE, ACT_STOP, MessageState, feedNumbers, textSeed } from './message-state.js';
+import { assembleState } from './message-store.js';
 
 /** JSON text of a frame for the strict codec; a value JSON cannot write is refused, typed. */
 function frameJson(frame) {
@@ -34,51 +35,79 @@ function frameJson(frame) {
   return json;
 }
 
-/** Feed one frame's numbers to a numeric message machine (`MessageConform` or a reader): both
- *  take (kind, idMatches, a, b, c, part, at). An `open` with a part table goes to `open` when the
- *  machine has one. */
-function feedNumbers(core, frame, streamId, withTable) {
-  const kind = messageKindCode(frame);
-  switch (kind) {
-    case KIND_OPEN: {
-      const idMatches = frame.streamId === streamId;
-      const parts = frame.parts;
-      if (withTable && parts !== undefined) {
-        // Not an array: one NaN, a table that cannot fit (as the core's view reads it).
-        const table = Array.isArray(parts) ? Float64Array.from(parts, num) : Float64Array.of(NaN);
-        return core.open(idMatches, num(frame.from), num(frame.seq), num(frame.durableSeq), table);
-      }
-      return core.feed(KIND_OPEN, idMatches, num(frame.from), num(frame.seq), num(frame.durableSeq), NaN, NaN);
-    }
-    case KIND_CHUNK:
-      return core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(frame.text), num(frame.part), num(frame.at));
-    case KIND_DURABLE:
-    case KIND_END:
-      return core.feed(kind, false, num(frame.seq), NaN, NaN, NaN, NaN);
-    default:
-      // The structural events follow the six kinds and unknown.
-      if (kind >= MKIND_PART) return core.feed(kind, false, num(frame.from), num(frame.seq), NaN, num(frame.part), NaN);
-      return core.feed(kind, false, NaN, NaN, NaN, NaN, NaN);
+// Only assembleDurableMessage makes a DurableMessage: it hands the constructor this token.
+const SEAL = Symbol('DurableMessage');
+let seedOf;
+
+/**
+ * The durable message of a row and its chunk rows (docs/contract.md §8), as
+ * `assembleDurableMessage` assembles it. One class for every build: what it holds is plain data,
+ * so a reader over either backend may join holding it.
+ */
+export class DurableMessage {
+  #seed;
+  #len;
+  #message;
+  #table;
+  #document = null;
+
+  static {
+    seedOf = (d) => ({ seed: d.#seed, len: d.#len });
+  }
+
+  /** Use `assembleDurableMessage`. */
+  constructor(seal, state) {
+    if (seal !== SEAL) throw new TwoplaneError('invalid_argument', 'a DurableMessage comes from assembleDurableMessage');
+    this.#len = state.len;
+    this.#message = state.message;
+    this.#seed = state.seed();
+    const [, table] = MessageState.coreArgs(this.#seed, this.#len);
+    this.#table = table.length === 0 ? null : table;
+  }
+
+  /** The stored document's JSON text: `{"parts":[...],"metadata"?,"finishReason"?}`. */
+  get document() {
+    return (this.#document ??= JSON.stringify(this.#message));
+  }
+
+  /** The document as an object (the same object each time). */
+  get message() {
+    return this.#message;
+  }
+
+  /** The length in the coordinate: where a reader holding it joins. */
+  get len() {
+    return this.#len;
+  }
+
+  /** Every part's body length, or null when nothing structural happened. */
+  get parts() {
+    return this.#table === null ? null : Array.from(this.#table);
   }
 }
 
-/** The rows as the backend takes them: `{ seq, text, parts }` read once each. */
-function readRows(chunks) {
-  const list = Array.isArray(chunks) ? chunks : [];
-  const rows = new Array(list.length);
-  for (let i = 0; i < list.length; i++) {
-    const row = list[i];
-    rows[i] = { seq: num(field(row, 'seq')), text: field(row, 'text'), parts: field(row, 'parts') };
+/** A MessageState over `backend` holding `durable` (a DurableMessage) or, when that is undefined,
+ *  a message whose part 0 is `text`. */
+export function messageState(backend, durable, text = '') {
+  const { seed, len } = durable === undefined ? { seed: textSeed(text), len: text.length } : seedOf(durable);
+  let core;
+  try {
+    core = new backend.MessageReaderCore(...MessageState.coreArgs(seed, len));
+  } catch (err) {
+    throw asTwoplaneError(err);
   }
-  return rows;
+  return new MessageState(core, seed);
 }
 
-const stringOrNull = (v) => (typeof v === 'string' ? v : null);
+/** Whether `v` is a DurableMessage (from assembleDurableMessage over any build). */
+export function isDurableMessage(v) {
+  return v instanceof DurableMessage;
+}
 
 export function buildMessageApi(backend) {
-  // The text half (codec, durable message, reader) is a backend's only when it has the members:
-  // the shipped wasm build leaves it out for its size, and these names then throw `invalid_state`.
-  const textHalf = typeof backend.messageFrame === 'function' && typeof backend.assembleMessage === 'function';
+  // The codec is a backend's only when it has the members: the shipped wasm build leaves it out
+  // for its size, and these names then throw `invalid_state`.
+  const textHalf = typeof backend.messageFrame === 'function';
   const needText = (name) => {
     if (!textHalf) {
       throw new TwoplaneError('invalid_state', `${name} needs the message codec, which the ${backend.name} build here does not have (the Node addon does)`);
@@ -134,56 +163,13 @@ export function buildMessageApi(backend) {
     return id < 0 ? undefined : id;
   }
 
-  // The backend's message behind each DurableMessage, kept off the public object.
-  const cores = new WeakMap();
-
-  /** The durable message of a row and its chunk rows (docs/contract.md §8). */
-  class DurableMessage {
-    #core;
-    #parsed = null;
-
-    /** Use `assembleDurableMessage`; the argument is the backend's message. */
-    constructor(core) {
-      this.#core = core;
-      cores.set(this, core);
-    }
-
-    /** The stored document's JSON text: `{"parts":[...],"metadata"?,"finishReason"?}`. */
-    get document() {
-      return this.#core.document();
-    }
-
-    /** The document, parsed (the same object each time). */
-    get message() {
-      return (this.#parsed ??= JSON.parse(this.#core.document()));
-    }
-
-    /** The length in the coordinate: where a reader holding it joins. */
-    get len() {
-      return this.#core.len();
-    }
-
-    /** Every part's body length, or null when nothing structural happened. */
-    get parts() {
-      const table = this.#core.partTable();
-      return table.length === 0 ? null : Array.from(table);
-    }
-  }
-
   /** `row` is the message row (`body`, the stored `document`, its `seq`; absent values are
    *  none), `chunks` its chunk rows `{ seq, text, parts }` (`parts` null in a text row). A row set
-   *  no producer could have written throws (`invalid_field`, `invalid_offset`, `invalid_json`). */
+   *  no producer could have written throws (`invalid_field`, `invalid_offset`, `invalid_json`,
+   *  and the codec's kinds for a stored frame it refuses: message-store.js). */
   function assembleDurableMessage(row, chunks = []) {
-    needText('assembleDurableMessage');
-    const seq = field(row, 'seq');
     try {
-      const core = backend.assembleMessage(
-        stringOrNull(field(row, 'body')),
-        stringOrNull(field(row, 'document')),
-        seq === undefined ? 0 : num(seq),
-        readRows(chunks),
-      );
-      return new DurableMessage(core);
+      return new DurableMessage(SEAL, assembleState(backend, row, chunks));
     } catch (err) {
       throw asTwoplaneError(err);
     }
@@ -202,26 +188,28 @@ export function buildMessageApi(backend) {
   );
 
   /**
-   * The reader of a message (docs/contract.md §8): joined to `streamId` holding `durable` (a
-   * DurableMessage; none: the empty message), it is pushed the subscription's frames and reports
-   * each one that changes the message as `onUpdate({ action, part, at, frame })` (`at` for a
-   * splice: the part's body becomes `body.slice(0, at) + frame.text`), and its stop as
-   * `onStop(reason)`. `message` is the message held, `resumeFrom` where a reconnect resumes.
+   * The reader of a message (docs/contract.md §8) without a transport: joined to `streamId`
+   * holding `durable` (a DurableMessage; none: the empty message), it is pushed the
+   * subscription's frames and reports each one that changes the message as
+   * `onUpdate({ action, part, at, frame })` (`at` for a splice: the part's body becomes
+   * `body.slice(0, at) + frame.text`; `part` absent for meta, finish and transient), and its stop
+   * as `onStop(reason)`. `message` is the message held, `parts` every part by number, `resumeFrom`
+   * where a reconnect resumes. StreamReader (with `durable`) is the same reader with a transport.
    */
   class MessageReader {
-    #core;
+    #state;
     #stopped = null;
-    #parsed = null;
+    #document = null;
+    #documentOf = null;
 
     constructor({ streamId, durable, onUpdate, onStop } = {}) {
       this.streamId = streamId;
       this.onUpdate = onUpdate;
       this.onStop = onStop;
-      const held = durable === undefined || durable === null ? assembleDurableMessage({}, []) : durable;
-      if (!(held instanceof DurableMessage)) {
+      if (durable !== undefined && durable !== null && !isDurableMessage(durable)) {
         throw new TwoplaneError('invalid_argument', 'durable is a DurableMessage (from assembleDurableMessage)');
       }
-      this.#core = cores.get(held).reader();
+      this.#state = messageState(backend, durable ?? undefined);
     }
 
     /** Why the reader stopped, or null while it is live. */
@@ -230,54 +218,47 @@ export function buildMessageApi(backend) {
     }
 
     get resumeFrom() {
-      return this.#core.resumeFrom();
+      return this.#state.len;
     }
 
-    /** The message held: its document's JSON text. */
+    /** The message held, as its document's JSON text. */
     get document() {
-      return this.#core.document();
+      const m = this.#state.message;
+      if (this.#documentOf !== m) {
+        this.#document = JSON.stringify(m);
+        this.#documentOf = m;
+      }
+      return this.#document;
     }
 
-    /** The message held, parsed (a new object after every change). */
+    /** The message held, in the stored document's shape (a new object after every change). */
     get message() {
-      return (this.#parsed ??= JSON.parse(this.#core.document()));
+      return this.#state.message;
+    }
+
+    /** Every part by number, part 0 included, each shaped as a document entry. */
+    get parts() {
+      return this.#state.parts;
     }
 
     /** One frame of the subscription; returns whether the reader is still live. */
     push(frame) {
       if (this.#stopped !== null) return false;
-      let code;
-      try {
-        code = feedNumbers(this.#core, frame, this.streamId, false);
-      } catch {
-        code = this.#core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN, NaN, NaN);
+      const state = this.#state;
+      const code = state.feed(frame, this.streamId);
+      if (code === ACT_IGNORE) return true;
+      if (code === ACT_STOP) {
+        this.#stopped = STOP_REASONS[state.stopCode()] ?? 'malformed';
+        if (typeof this.onStop === 'function') this.onStop(this.#stopped);
+        return false;
       }
-      const action = MESSAGE_ACTIONS[code];
-      if (action === 'ignore') return true;
-      if (action === 'stop') return this.#stop(STOP_REASONS[this.#core.stopCode()]);
-      const part = this.#core.part();
-      const at = this.#core.at();
-      try {
-        this.#core.apply(frameJson(frame));
-      } catch {
-        // Numbers that pass on a frame the strict decoder refuses (a `value` that is not an
-        // object, say): the message stays as it was, and the reader stops as for any malformed
-        // frame, resuming from what it holds.
-        return this.#stop('malformed');
-      }
-      this.#parsed = null;
       const report = this.onUpdate;
       if (typeof report === 'function') {
-        report(action === 'splice' ? { action, part, at, frame } : Number.isNaN(part) ? { action, frame } : { action, part, frame });
+        const action = MESSAGE_ACTIONS[code];
+        const { part, at } = state;
+        report(code === ACT_SPLICE ? { action, part, at, frame } : Number.isNaN(part) ? { action, frame } : { action, part, frame });
       }
       return true;
-    }
-
-    /** Stop for good with `reason`; returns false (the reader is no longer live). */
-    #stop(reason) {
-      this.#stopped = reason;
-      if (typeof this.onStop === 'function') this.onStop(reason);
-      return false;
     }
   }
 

@@ -1,31 +1,41 @@
 // StreamReader: the live-plane reader for browsers and Node, with no framework.
 //
-// What it guarantees (docs/contract.md §4; the decisions are the backend's numeric Reader):
-// 1. It joins at the durable text's length when constructed, and nothing later moves that join.
-// 2. Its accumulator starts as that durable text.
+// What it guarantees (docs/contract.md §4 and §8; the decisions are the backend's numeric message
+// reader, twoplane_core::message::MessageReaderCore):
+// 1. It joins at the durable message's length when constructed (`durable`, a DurableMessage, or
+//    `durableText`, a message whose part 0 is that text), and nothing later moves that join.
+// 2. Its message starts as that durable message.
 // 3. On `end`, `stale` or `absent` (and on a gap or a malformed or foreign frame) it stops for
 //    good: it closes its connection, cancels any pending reconnect, and ignores every later frame.
-// 4. Its text is keyed to its stream id: `rendered(durable, otherId)` is the durable text alone.
-// 5. A chunk is spliced at its own `from`; a chunk past the accumulator's end stops it as a gap.
+// 4. What it holds is keyed to its stream id: `rendered(durable, otherId)` is the durable text
+//    alone, `renderedMessage(durable, otherId)` the durable message alone.
+// 5. A delta is spliced into its part's body at its own offset; a delta past the end of the
+//    message or of its body stops it as a gap, one that breaks a part rule as malformed.
+// A stream of today's six frames is a message that only ever has part 0: every verdict, change
+// and update is the one the text reader gave (tests/vectors/reader.json and the reader's
+// differential test replay through this reader).
 // Beyond the rules:
 // - A dropped connection (network error, server close without a terminal, a cut mid-event) is
 //   followed by exactly one new connection after a backoff, from the accumulator's length, with
 //   `Last-Event-ID` naming it (fetch transport). An incomplete event is never applied.
-// - Per-frame cost does not grow with the response: the accumulator is a list of pieces that is
-//   only joined when someone reads `.text`, and `onUpdate` reports each change as a cut position
-//   and the text appended after it, which a UI applies to a DOM text node in O(change).
+// - Per-frame cost does not grow with the response or with the number of parts: every body is a
+//   list of pieces that is only joined when read (message-state.js), and `onUpdate` reports each
+//   splice as a part, a cut position and the text appended after it, which a UI applies to a DOM
+//   text node in O(change); every other change as its action, part and frame.
 // - Exceptions thrown by the app's callbacks are reported (rethrown asynchronously), never
 //   mistaken for a dropped connection.
 
 //
 // The pieces live in their own modules: the accumulator (accumulator.js), the reconnect delay
 // (backoff.js) and the two transports (transport-fetch.js, transport-eventsource.js); this file
-// decides, with the backend's Reader, what each frame does, and owns the connection's life.
+// decides, with the message state (message-state.js) and the backend's numeric reader, what each
+// frame does, and owns the connection's life.
 
 import { TwoplaneError } from './errors.js';
-import { frameKindCode, num, textLen } from './frames.js';
-import { ACTION_SPLICE, ACTION_STOP, KIND_CHUNK, KIND_OPEN, KIND_UNKNOWN, STOP_REASONS } from './codes.js';
-import { Accumulator } from './accumulator.js';
+import { num } from './frames.js';
+import { MESSAGE_ACTIONS, STOP_REASONS } from './codes.js';
+import { ACT_IGNORE, ACT_SPLICE, ACT_STOP } from './message-state.js';
+import { isDurableMessage, messageState } from './message.js';
 import { Backoff } from './backoff.js';
 import { runFetch } from './transport-fetch.js';
 import { runEventSource } from './transport-eventsource.js';
@@ -37,20 +47,22 @@ function report(err) {
 }
 
 export function createStreamReader(backend, { spliceStreamText }) {
-  /** What `onUpdate` receives: the accumulator was cut at `cut` and `appended` was appended
-   *  after it. `text` is the whole accumulator, joined only if read (read it during the callback:
-   *  later it is the accumulator as it is then). */
+  /** What `onUpdate` receives for a splice: part `part`'s body was cut at `cut` and `appended`
+   *  was appended after it. `text` is that whole body, joined only if read (read it during the
+   *  callback: later it is the body as it is then). */
   class ReaderUpdate {
-    #reader;
+    #state;
 
-    constructor(reader, cut, appended) {
-      this.#reader = reader;
+    constructor(state, part, cut, appended) {
+      this.#state = state;
+      this.action = 'splice';
+      this.part = part;
       this.cut = cut;
       this.appended = appended;
     }
 
     get text() {
-      return this.#reader.text;
+      return this.#state.body(this.part);
     }
   }
 
@@ -67,9 +79,8 @@ export function createStreamReader(backend, { spliceStreamText }) {
     #onStop;
     #onFrame;
 
-    #core;
+    #state;
     #joinOffset;
-    #acc;
 
     #started = false;
     #stopped = null;
@@ -89,7 +100,8 @@ export function createStreamReader(backend, { spliceStreamText }) {
       const {
         endpoint,
         streamId,
-        durableText = '',
+        durableText,
+        durable,
         transport = 'fetch',
         fetch,
         EventSource,
@@ -101,7 +113,10 @@ export function createStreamReader(backend, { spliceStreamText }) {
         onFrame,
       } = options ?? {};
       if (typeof streamId !== 'string') throw new TwoplaneError('invalid_argument', 'streamId must be a string');
-      if (typeof durableText !== 'string') throw new TwoplaneError('invalid_argument', 'durableText must be a string');
+      const joined = durable !== undefined && durable !== null;
+      if (joined && durableText !== undefined) throw new TwoplaneError('invalid_argument', 'durable and durableText are exclusive: pass one');
+      if (joined && !isDurableMessage(durable)) throw new TwoplaneError('invalid_argument', 'durable must be a DurableMessage (from assembleDurableMessage)');
+      if (durableText !== undefined && typeof durableText !== 'string') throw new TwoplaneError('invalid_argument', 'durableText must be a string');
       if (transport !== 'fetch' && transport !== 'eventsource') {
         throw new TwoplaneError('invalid_argument', `transport must be "fetch" or "eventsource", not ${JSON.stringify(transport)}`);
       }
@@ -123,34 +138,45 @@ export function createStreamReader(backend, { spliceStreamText }) {
       this.#onUpdate = typeof onUpdate === 'function' ? onUpdate : null;
       this.#onStop = typeof onStop === 'function' ? onStop : null;
       this.#onFrame = typeof onFrame === 'function' ? onFrame : null;
-      // Rules 1 and 2: the join offset and the seed are the durable text as it is right now.
-      this.#joinOffset = durableText.length;
-      this.#core = new backend.Reader(durableText.length);
-      this.#acc = new Accumulator(durableText);
+      // Rules 1 and 2: the join offset and the seed are the durable message as it is right now.
+      this.#state = joined ? messageState(backend, durable) : messageState(backend, undefined, durableText ?? '');
+      this.#joinOffset = this.#state.len;
     }
 
-    /** The accumulated text: the durable text joined at, spliced with every chunk since. */
+    /** Part 0's body: the durable text joined at, spliced with every chunk since (for a stream of
+     *  today's frames, the whole accumulated text). */
     get text() {
-      return this.#acc.text;
+      return this.#state.body(0);
     }
 
-    /** The accumulator's length, without joining it. */
+    /** Part 0's body length, without joining it. */
     get length() {
-      return this.#acc.length;
+      return this.#state.bodyLength(0);
+    }
+
+    /** The message held, in the stored document's shape (docs/contract.md §8): the same object
+     *  until something changes, never mutated once handed out. */
+    get message() {
+      return this.#state.message;
+    }
+
+    /** Every part by number, part 0 included, each `{ type, text|inputText, ...attributes }`. */
+    get parts() {
+      return this.#state.parts;
     }
 
     get streamId() {
       return this.#streamId;
     }
 
-    /** The durable length the reader joined at. */
+    /** The durable length the reader joined at (the durable message's `len`). */
     get joinOffset() {
       return this.#joinOffset;
     }
 
-    /** Where the next connection resumes (the accumulator's length). */
+    /** Where the next connection resumes (the length of the message held). */
     get resumeFrom() {
-      return this.#core.resumeFrom();
+      return this.#state.len;
     }
 
     /** null while live, else why it stopped: end, stale, absent, gap, foreign_stream, malformed,
@@ -171,8 +197,19 @@ export function createStreamReader(backend, { spliceStreamText }) {
       const d = typeof durableNow === 'string' ? durableNow : '';
       if (streamId !== this.#streamId) return d;
       // When the durable text is at least as long, it wins whole: no need to join the pieces.
-      if (backend.splicePoint(d.length, this.#acc.length) < 0) return d;
+      if (backend.splicePoint(d.length, this.length) < 0) return d;
       return spliceStreamText(d, this.text);
+    }
+
+    /** What to render for `streamId` given the durable message now (a DurableMessage, possibly
+     *  newer than the one joined with): both are prefixes of one produced message, so the longer
+     *  one (by `len`) says more, and a tie goes to the store; for any other stream, the durable
+     *  message alone (rule 4). Without a durable message, the store has the empty message. */
+    renderedMessage(durableNow, streamId = this.#streamId) {
+      const d = isDurableMessage(durableNow) ? durableNow : null;
+      const len = d === null ? 0 : d.len;
+      if (streamId !== this.#streamId || len >= this.#state.len) return d === null ? { parts: [] } : d.message;
+      return this.#state.message;
     }
 
     /** Open the subscription. Returns the reader. */
@@ -204,37 +241,21 @@ export function createStreamReader(backend, { spliceStreamText }) {
     push(frame) {
       if (this.#stopped !== null) return false;
       if (this.#onFrame !== null) this.#emitFrame(frame);
-      let action;
-      let text;
-      try {
-        // The hot path, a chunk: one numeric call decides, and the text never leaves JavaScript.
-        if (frame !== null && frame !== undefined && frame.type === 'chunk') {
-          text = frame.text;
-          action = this.#core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(text));
-        } else {
-          action = this.#feedOther(frame);
-        }
-      } catch {
-        // A getter that throws (a Proxy, say) makes the frame unreadable: an unknown frame.
-        action = this.#core.feed(KIND_UNKNOWN, false, NaN, NaN, NaN);
-      }
-      if (action === ACTION_SPLICE) {
-        const at = this.#core.at();
-        this.#acc.splice(at, text);
-        if (this.#onUpdate !== null) this.#emitUpdate(at, text);
-        return true;
-      }
-      if (action === ACTION_STOP) {
-        this.#stop(STOP_REASONS[this.#core.stopCode()] ?? 'malformed', frame);
+      // One numeric call decides (the hot path, a chunk, reads the frame's numbers and its text
+      // once); the state applies the action, and the text never leaves JavaScript.
+      const state = this.#state;
+      const code = state.feed(frame, this.#streamId);
+      if (code === ACT_IGNORE) return true;
+      if (code === ACT_STOP) {
+        this.#stop(STOP_REASONS[state.stopCode()] ?? 'malformed', frame);
         return false;
       }
+      if (this.#onUpdate !== null) {
+        const part = state.part;
+        if (code === ACT_SPLICE) this.#emitUpdate(new ReaderUpdate(state, part, state.at, state.text));
+        else this.#emitUpdate(Number.isNaN(part) ? { action: MESSAGE_ACTIONS[code], frame } : { action: MESSAGE_ACTIONS[code], part, frame });
+      }
       return true;
-    }
-
-    #feedOther(frame) {
-      const kind = frameKindCode(frame);
-      if (kind === KIND_OPEN) return this.#core.feed(KIND_OPEN, frame.streamId === this.#streamId, num(frame.from), NaN, NaN);
-      return this.#core.feed(kind, false, NaN, NaN, NaN);
     }
 
     #emitFrame(frame) {
@@ -245,9 +266,9 @@ export function createStreamReader(backend, { spliceStreamText }) {
       }
     }
 
-    #emitUpdate(at, text) {
+    #emitUpdate(update) {
       try {
-        this.#onUpdate(new ReaderUpdate(this, at, text));
+        this.#onUpdate(update);
       } catch (err) {
         report(err);
       }
@@ -283,7 +304,7 @@ export function createStreamReader(backend, { spliceStreamText }) {
     #connect() {
       if (this.#stopped !== null) return;
       const gen = ++this.#generation;
-      const from = this.#core.resumeFrom();
+      const from = this.#state.len;
       const reconnect = this.#connections > 0;
       this.#connections++;
       this.#connectedFrom = from;
@@ -330,7 +351,7 @@ export function createStreamReader(backend, { spliceStreamText }) {
       if (gen !== this.#generation || this.#stopped !== null) return;
       this.#generation++;
       this.#connection = null;
-      if (this.#core.resumeFrom() > this.#connectedFrom) this.#backoff.reset();
+      if (this.#state.len > this.#connectedFrom) this.#backoff.reset();
       const wait = this.#backoff.next(this.#retryMs);
       this.#timer = setTimeout(() => {
         this.#timer = null;

@@ -39,6 +39,17 @@ export interface BackendMessageConform {
   reason(streamIdJson: string, from: string, seq: string, typeJson: string): string;
 }
 
+/** The numeric message reader a backend provides (twoplane_core::message::MessageReaderCore):
+ *  `feed` answers the action code (MESSAGE_ACTIONS); `part()` is the part the last action names
+ *  (NaN: none), `at()` the last splice's body offset. */
+export interface BackendMessageReaderCore {
+  feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number;
+  part(): number;
+  at(): number;
+  stopCode(): number;
+  resumeFrom(): number;
+}
+
 /** A backend's message reader: decides from numbers, folds the frames that change the message. */
 export interface BackendMessageReader {
   feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number;
@@ -81,7 +92,12 @@ export interface TwoplaneBackend {
   /** The URL a reader subscribes with; throws `invalid_offset` when `from` is not an offset. */
   subscribeUrl(endpoint: string, streamId: string, from: number): string;
   MessageConform: new (from: number) => BackendMessageConform;
-  // The text half of messages: absent from the shipped wasm build (for its size).
+  /** A reader holding a durable message `len` units long with this part table (empty: nothing
+   *  structural happened) whose parts numbered in `ended` ended; throws with `.kind`. */
+  MessageReaderCore: new (len: number, parts: Float64Array, ended: Float64Array) => BackendMessageReaderCore;
+  // The text half of messages: absent from the shipped wasm build (for its size). The package
+  // uses the codec members; assembleMessage is the core's assembly, which tests compare with the
+  // package's own.
   /** The core's JSON (or SSE event, with `asEvent`) of a message frame's JSON text. */
   messageFrame?(json: string, asEvent: boolean): string;
   /** A message frame's SSE id, or -1 when it has none. */

@@ -157,33 +157,50 @@ function durableOf(api, frames) {
   return api.assembleDurableMessage({ seq: 0 }, [{ seq: 0, text: '', parts: JSON.stringify(frames) }]);
 }
 
-function messageReaderCase(api, c) {
+/** `parts` (every part by number) agrees with `message` (the document, which leaves an
+ *  untouched part 0 out). */
+function partsAgree(reader) {
+  const listed = reader.message.parts;
+  const all = reader.parts;
+  if (all.length === listed.length) return j(all) === j(listed) ? null : `parts ${j(all)} are not the message's ${j(listed)}`;
+  if (all.length === listed.length + 1 && j(all.slice(1)) === j(listed) && j(all[0]) === j({ type: 'text', text: '' })) return null;
+  return `parts ${j(all)} do not match the message's ${j(listed)}`;
+}
+
+/** A reader case through MessageReader, or (`stream`) through StreamReader joined holding the
+ *  same durable message: the same actions, message, parts and resume point. */
+function messageReaderCase(api, c, stream) {
   let event = null;
   const durable = durableOf(api, c.durable);
-  const reader = new api.MessageReader({
+  const options = {
     streamId: c.streamId,
     durable,
     onUpdate(u) {
-      // The vector's key order: action, part, at.
+      // The vector's key order: action, part, at (a StreamReader's splice names it `cut`).
       event = { action: u.action };
       if (u.part !== undefined) event.part = u.part;
-      if (u.at !== undefined) event.at = u.at;
+      const at = stream ? u.cut : u.at;
+      if (at !== undefined) event.at = at;
+      if (u.action !== 'splice' && u.frame !== c.frames[i]) event.frame = 'not the frame pushed';
     },
     onStop(reason) {
       event = { action: 'stop', reason };
     },
-  });
-  if (reader.document !== durable.document) return `seeded with ${reader.document}, want ${durable.document}`;
-  for (let i = 0; i < c.frames.length; i++) {
+  };
+  const reader = stream ? new api.StreamReader(options) : new api.MessageReader(options);
+  if (j(reader.message) !== durable.document) return `seeded with ${j(reader.message)}, want ${durable.document}`;
+  if (reader.resumeFrom !== durable.len) return `joined at ${reader.resumeFrom}, want ${durable.len}`;
+  let i = 0;
+  for (; i < c.frames.length; i++) {
     event = null;
     reader.push(c.frames[i]);
     const got = event ?? { action: 'ignore' };
     if (j(got) !== j(c.expect[i])) return `frame ${i}: ${j(got)}, want ${j(c.expect[i])}`;
   }
-  if (reader.document !== c.message) return `message ${j(reader.document)}, want ${j(c.message)}`;
-  if (j(reader.message) !== c.message) return `parsed message ${j(reader.message)}, want ${c.message}`;
+  if (!stream && reader.document !== c.message) return `message ${j(reader.document)}, want ${j(c.message)}`;
+  if (j(reader.message) !== c.message) return `message ${j(reader.message)}, want ${c.message}`;
   if (reader.resumeFrom !== c.resumeFrom) return `resumeFrom ${reader.resumeFrom}, want ${c.resumeFrom}`;
-  return null;
+  return partsAgree(reader);
 }
 
 function messageAssembleCase(api, c) {
@@ -197,8 +214,15 @@ function messageAssembleCase(api, c) {
   }
   if ('error' in c) return `assembled ${j(m.document)}, want the error ${c.error}`;
   if (m.document !== c.document) return `document ${j(m.document)}, want ${j(c.document)}`;
-  if (j(m.message) !== c.document) return `parsed document ${j(m.message)}, want ${c.document}`;
-  return m.len === c.len ? null : `len ${m.len}, want ${c.len}`;
+  if (j(m.message) !== c.document) return `message ${j(m.message)}, want ${c.document}`;
+  if (m.len !== c.len) return `len ${m.len}, want ${c.len}`;
+  // The part table is every part's body length (part 0 first), null while the message is one text.
+  const doc = JSON.parse(c.document);
+  const bodies = doc.parts.map((p) => (p.type.startsWith('tool-') || p.type === 'dynamic-tool' ? p.inputText : p.text) ?? '');
+  if (doc.parts[0]?.type !== 'text') bodies.unshift('');
+  const structured = bodies.length > 1 || bodies[0].length !== c.len;
+  const table = structured ? bodies.map((b) => b.length) : null;
+  return j(m.parts) === j(table) ? null : `part table ${j(m.parts)}, want ${j(table)}`;
 }
 
 function messageDecodeErrorCase(api, c) {
@@ -225,14 +249,12 @@ export function hasMessageCodec(api) {
 }
 
 /** Without the codec, every name that needs it throws `invalid_state`, a TwoplaneError. */
-function textHalfRefused(api) {
+function codecRefused(api) {
   const calls = {
     encodeMessageFrame: () => api.encodeMessageFrame({ type: 'absent' }),
     encodeMessageEvent: () => api.encodeMessageEvent({ type: 'absent' }),
     decodeMessageFrame: () => api.decodeMessageFrame('{"type":"absent"}'),
     messageResumePoint: () => api.messageResumePoint({ type: 'absent' }),
-    assembleDurableMessage: () => api.assembleDurableMessage({}, []),
-    MessageReader: () => new api.MessageReader({ streamId: 's' }),
   };
   for (const [name, fn] of Object.entries(calls)) {
     try {
@@ -247,15 +269,21 @@ function textHalfRefused(api) {
 
 /** The cases of message.json (README: `encode`, `sse`, `decodeErrors`, `conform`, `reader`,
  *  `assemble`, `resumePoint`). `log`, `replay` and `rows` are the producer's log, which the
- *  package does not expose: replayed by the Rust tests only. A build without the message codec
- *  (the shipped wasm build) replays `conform` and checks that the rest refuses. */
+ *  package does not expose: replayed by the Rust tests only. Every build replays `conform`,
+ *  `reader` (through MessageReader and StreamReader) and `assemble`; a build without the message
+ *  codec (the shipped wasm build) checks that the codec refuses instead of replaying its sections. */
 export function replayMessageVectors(api, message) {
   const out = [];
   const add = (name, fn) => out.push(result('message', name, fn));
   for (const c of message.conform) add(`conform ${c.name}`, () => messageConformCase(api, c));
+  for (const c of message.reader) {
+    add(`reader ${c.name}`, () => messageReaderCase(api, c, false));
+    add(`reader ${c.name} (StreamReader)`, () => messageReaderCase(api, c, true));
+  }
+  message.assemble.forEach((c, i) => add(`assemble ${c.name ?? i}`, () => messageAssembleCase(api, c)));
   if (!hasMessageCodec(api)) {
-    // The shipped wasm build has the conform pass only (its size budget); the rest must say so.
-    add('text half absent: invalid_state', () => textHalfRefused(api));
+    // The shipped wasm build leaves the codec out (its size budget); it must say so.
+    add('codec absent: invalid_state', () => codecRefused(api));
     return out;
   }
   message.encode.forEach((c, i) =>
@@ -278,8 +306,6 @@ export function replayMessageVectors(api, message) {
       const want = c.expected === null ? undefined : c.expected;
       return got === want ? null : `${j(got)}, want ${j(want)}`;
     }));
-  for (const c of message.reader) add(`reader ${c.name}`, () => messageReaderCase(api, c));
-  message.assemble.forEach((c, i) => add(`assemble ${c.name ?? i}`, () => messageAssembleCase(api, c)));
   return out;
 }
 

@@ -23,6 +23,9 @@ const out: StreamFrame[] = conform.feed(frames[0]);
 const ddl: string[] = streamChunkTableDdl({ message: 'm', chunks: 'c' }, { name: 'postgres' });
 const req: { streamId: string; from: number } = streamRequestFromHttp({ url: 'http://h/?streamId=s', headers: { get: () => null } });
 const route: 'napi' | 'wasm' = ROUTES.Conform;
+const readerRoute: 'napi' | 'wasm' = ROUTES.MessageReaderCore;
+const core = new backend.MessageReaderCore(3, Float64Array.of(0, 2), Float64Array.of(1));
+const action: number = core.feed(1, false, 3, 4, 1, 0, 0) + core.part() + core.at() + core.stopCode() + core.resumeFrom();
 const inUse: string = routesInUse.encodeSseEvents;
 const min: number = SSE_BATCH_MIN + SSE_SLICE;
 const kind: string | undefined = addonError?.kind;
@@ -33,4 +36,4 @@ if (loaded.addon !== null) {
   const enc = napiSseBatchEncoder(loaded.addon, api.frameResumePoint, api.encodeSseEvent);
   void [be.splicePoint(1, 2), enc(frames)];
 }
-void [sse, out, ddl, req, route, inUse, min, kind, name];
+void [sse, out, ddl, req, route, readerRoute, action, inUse, min, kind, name];
