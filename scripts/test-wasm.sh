@@ -3,9 +3,10 @@
 #   1. bindings/wasm's own unit tests (native);
 #   2. the .wasm built (scripts/build-wasm.sh), the npm package packed and installed into
 #      tests/browser exactly as a user would get it;
-#   3. node --test over tests/browser: the shared vectors in Node and in headless Chromium, the
-#      facade and reader in Node (fixture SSE server), the React hook in Node, the browser
-#      end-to-end reconnect test, the Vite app, the size budget (printed) and the type check.
+#   3. node --test over tests/browser: the shared vectors and the message scenario in Node and in
+#      headless Chromium, the facade and reader in Node (fixture SSE server), the React hooks in
+#      Node, the browser end-to-end reconnect test, the Vite app, the size budget (printed) and
+#      the type check.
 # Installs what it needs, idempotently (Chromium from Debian when /usr/bin/chromium is missing).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -29,5 +30,5 @@ tgz=$(ls "$pack"/twoplane-*.tgz)
 say "wasm: node --test (Node, Chromium, Vite, size, types)"
 cd tests/browser
 node --test --test-concurrency=1 \
-  node-vectors.test.mjs node-reader.test.mjs node-react.test.mjs \
+  node-vectors.test.mjs node-reader.test.mjs node-react.test.mjs node-react-message.test.mjs \
   browser-vectors.test.mjs browser-e2e.test.mjs vite.test.mjs size.test.mjs types.test.mjs

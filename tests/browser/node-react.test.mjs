@@ -7,47 +7,14 @@ import assert from 'node:assert/strict';
 import React from 'react';
 import TestRenderer from 'react-test-renderer';
 import { useStreamedText, useStreamedTextState } from 'twoplane/react';
+import { act, fakeFetch, settle } from './lib/react-fixture.mjs';
 
-globalThis.IS_REACT_ACT_ENVIRONMENT = true;
-const { act } = TestRenderer;
 const h = React.createElement;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A fetch whose every call returns an SSE body the test writes to. */
-function fakeFetch() {
-  const calls = [];
-  const encoder = new TextEncoder();
-  async function fetch(url, init) {
-    const call = { url: String(url), lastEventId: init.headers.get('last-event-id'), aborted: false, cancelled: false };
-    const body = new ReadableStream({
-      start(controller) {
-        call.send = (frame) => controller.enqueue(encoder.encode(`data: ${JSON.stringify(frame)}\n\n`));
-        call.drop = () => controller.close();
-      },
-      cancel() {
-        call.cancelled = true;
-      },
-    });
-    init.signal.addEventListener('abort', () => {
-      call.aborted = true;
-    });
-    calls.push(call);
-    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
-  }
-  return { fetch, calls };
-}
 
 function Probe(props) {
   const state = useStreamedTextState(props);
   props.seen.push(state);
   return h('span', null, state.text);
-}
-
-async function settle(fn) {
-  await act(async () => {
-    if (fn) fn();
-    await sleep(30);
-  });
 }
 
 test('useStreamedText: join at the durable length, splice keyed to the stream, close on the seal', async () => {

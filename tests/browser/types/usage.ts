@@ -17,7 +17,7 @@ import {
   type StreamStopReason,
 } from 'twoplane';
 import * as wasm from 'twoplane/wasm';
-import { useStreamedText, useStreamedTextState } from 'twoplane/react';
+import { useStreamedMessage, useStreamedText, useStreamedTextState } from 'twoplane/react';
 
 const status: 'streaming' = STREAM_STATUS_STREAMING;
 const contentType: string = STREAM_SSE_HEADERS['content-type'];
@@ -62,9 +62,18 @@ const reader = new StreamReader({
   durableText: 'Hel',
   transport: 'fetch',
   backoff: { initialMs: 100, maxMs: 2000 },
-  onUpdate({ cut, appended, text: whole }) {
-    const n: number = cut + appended.length + whole.length;
-    void n;
+  onUpdate(u) {
+    // A splice keeps the text reader's fields; other changes name their action and frame.
+    if (u.action === 'splice') {
+      const { cut, appended, text: whole, part } = u;
+      const n: number = cut + appended.length + whole.length + part;
+      void n;
+    } else {
+      const f: wasm.MessageFrame = u.frame;
+      // @ts-expect-error: only a splice has a cut
+      void u.cut;
+      void f;
+    }
   },
   onStop(reason: StreamStopReason, frame) {
     if (frame?.type === 'end') console.log(frame.status, reason);
@@ -128,4 +137,54 @@ export { status, contentType, describe, id, none, text, rowId, ddl, from, first,
   // @ts-expect-error a part frame names its kind
   wasm.encodeMessageFrame({ type: 'part', from: 0, seq: 1, part: 1 });
   void [len, table, firstKind, live, resume, out, id, event];
+}
+
+// StreamReader holding a message made of parts, and the hook.
+{
+  const durable = wasm.assembleDurableMessage({ seq: 0 }, [{ seq: 1, text: '', parts: '[{"type":"part","from":0,"seq":1,"part":1,"kind":"reasoning"}]' }]);
+  const reader = new StreamReader({
+    endpoint: '/api/stream',
+    streamId: 'm1',
+    durable,
+    onUpdate(u: wasm.StreamReaderUpdate) {
+      switch (u.action) {
+        case 'splice': {
+          const at: number = u.cut;
+          void at;
+          break;
+        }
+        case 'start':
+        case 'end':
+        case 'set': {
+          const part: number = u.part;
+          const frame: wasm.MessagePartFrame | wasm.MessagePartEndFrame | wasm.MessageSetFrame = u.frame;
+          void [part, frame];
+          break;
+        }
+        default: {
+          const none: undefined = u.part;
+          const kind: 'meta' | 'finish' | 'transient' = u.action;
+          void [none, kind];
+        }
+      }
+    },
+  });
+  const message: wasm.StoredMessage = reader.message;
+  const parts: readonly wasm.StoredPart[] = reader.parts;
+  const body: string | undefined = parts[1]?.text ?? parts[1]?.inputText;
+  const shown: wasm.StoredMessage = reader.renderedMessage(durable);
+  const other: wasm.StoredMessage = reader.renderedMessage(null, 'other');
+  const reasons: string | undefined = message.finishReason;
+  const messageReaderParts: readonly wasm.StoredPart[] = new wasm.MessageReader({ streamId: 'm1', durable }).parts;
+  void [body, shown, other, reasons, messageReaderParts];
+
+  function Live(props: { id: string; row: wasm.DurableMessage | null; live: boolean }): string {
+    const state = useStreamedMessage({ endpoint: '/api/stream', streamId: props.id, durable: props.row, enabled: props.live, backoff: { initialMs: 100 } });
+    const m: wasm.StoredMessage = state.message;
+    const stopped: StreamStopReason | null = state.stopped;
+    return m.parts.map((p) => p.type).join() + (stopped ?? '') + state.connections;
+  }
+  // @ts-expect-error: the hook takes a DurableMessage, not the row's text
+  useStreamedMessage({ endpoint: '/x', streamId: 's', durable: 'text' });
+  void Live;
 }
