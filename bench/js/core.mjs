@@ -114,24 +114,26 @@ function checked(ns, what) {
   return ns;
 }
 
-/** Best of `reps` samples, in ns per frame. A sample repeats `run()` (which returns how many
- *  frames it handled) until at least 25 ms have passed, so a coarse clock (a browser's) still
- *  measures short streams accurately. */
-function measure(reps, run) {
+/** Best of `reps` samples on `clock` (ns), in ns per unit. A sample repeats `run()` (which
+ *  returns how many units, frames or deltas, it handled) until at least 25 ms have passed, so a
+ *  coarse clock (a browser's) still measures short streams accurately. */
+export function measureOn(clock, reps, run) {
   let best = Infinity;
   for (let i = 0; i < reps; i++) {
-    const t0 = now();
-    let frames = 0;
+    const t0 = clock();
+    let units = 0;
     let t1;
     do {
-      frames += run();
-      t1 = now();
+      units += run();
+      t1 = clock();
     } while (t1 - t0 < 25e6);
-    const ns = (t1 - t0) / frames;
+    const ns = (t1 - t0) / units;
     if (ns < best) best = ns;
   }
   return best;
 }
+
+const measure = (reps, run) => measureOn(now, reps, run);
 
 const noop = () => {};
 
