@@ -20,6 +20,8 @@ const hostile = [
   { type: 'chunk', from: 1, seq: 2, text: 'a', part: 1n, at: 0 },
   { type: 'part-end', from: 1, seq: 2, part: 0, value: 'not an object' },
   { type: 'set', from: 1, seq: 2, part: 9 },
+  // A value whose member cannot be read: refused before anything is decided.
+  { type: 'set', from: 1, seq: 2, part: 1, value: { get state() { throw new Error('getter'); } } },
   { type: 'part', from: 1, seq: 2, part: 1, kind: 'text' },
   { type: 'open', streamId: 's', from: 0, seq: 0, durableSeq: 0, ended: false, parts: 'x' },
   ...HOSTILE_VALUES.map((v) => ({ type: 'chunk', from: 1, seq: 2, text: 'a', part: v, at: 0 })),

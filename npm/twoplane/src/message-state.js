@@ -45,14 +45,22 @@ const RESERVED = new Set(['type', 'text', 'inputText']);
 
 const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Whether `v` is a frame's `value` as a producer writes it: absent, or an object naming none of
- *  the reserved keys. */
-export function isValue(v) {
-  if (v === undefined) return true;
-  if (!isObject(v)) return false;
-  for (const k of Object.keys(v)) if (RESERVED.has(k)) return false;
-  return true;
+/** The members of a frame's `value` as a producer writes it (absent: none; an object naming
+ *  none of the reserved keys), read once into `[key, value]` pairs; null for anything else. */
+export function valueMembers(v) {
+  if (v === undefined) return [];
+  if (!isObject(v)) return null;
+  const keys = Object.keys(v);
+  const members = new Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    if (RESERVED.has(keys[i])) return null;
+    members[i] = [keys[i], v[keys[i]]];
+  }
+  return members;
 }
+
+/** Whether `v` is a frame's `value` as a producer writes it. */
+export const isValue = (v) => valueMembers(v) !== null;
 
 /** `target[key] = v` as an own data property, `__proto__` included (a JSON object may name it,
  *  and assigning it would replace the target's prototype instead). */
@@ -65,6 +73,12 @@ export function putMember(target, key, v) {
 export function mergeInto(target, value) {
   if (value === undefined) return target;
   for (const k of Object.keys(value)) putMember(target, k, value[k]);
+  return target;
+}
+
+/** The same for members already read (`valueMembers`). */
+function mergeMembers(target, members) {
+  for (const [k, v] of members) putMember(target, k, v);
   return target;
 }
 
@@ -208,15 +222,16 @@ export class MessageState {
     const core = this.#core;
     const kind = messageKindCode(frame);
     if (kind < MKIND_PART) return feedNumbers(core, frame, streamId, false);
-    // Read once each: what is checked is what is applied.
+    // Read once each, before the core decides: what is checked is what is applied, and nothing
+    // read afterwards can throw.
     let value;
     let label;
     if (kind === MKIND_FINISH) {
       label = frame.reason;
       if (typeof label !== 'string') return feedUnknown(core);
     } else {
-      value = frame.value;
-      if (!isValue(value)) return feedUnknown(core);
+      value = valueMembers(frame.value);
+      if (value === null) return feedUnknown(core);
       if (kind === MKIND_PART || kind === MKIND_TRANSIENT) {
         label = frame.kind;
         if (typeof label !== 'string' && !(kind === MKIND_TRANSIENT && label === undefined)) return feedUnknown(core);
@@ -224,14 +239,14 @@ export class MessageState {
     }
     const code = core.feed(kind, false, num(frame.from), num(frame.seq), NaN, num(frame.part), NaN);
     if (code === ACT_START) {
-      this.#parts.push({ kind: label, body: new Accumulator(''), attrs: mergeInto({}, value), ended: false, entry: null });
+      this.#parts.push({ kind: label, body: new Accumulator(''), attrs: mergeMembers({}, value), ended: false, entry: null });
     } else if (code === ACT_END || code === ACT_SET) {
       const p = this.#parts[core.part()];
       if (code === ACT_END) p.ended = true;
-      mergeInto(p.attrs, value);
+      mergeMembers(p.attrs, value);
       p.entry = null;
     } else if (code === ACT_META) {
-      mergeInto(this.#metadata, value);
+      mergeMembers(this.#metadata, value);
       this.#metaCopy = null;
     } else if (code === ACT_FINISH) {
       this.#finish = label;
