@@ -82,9 +82,10 @@ impl Publisher {
         // `stale` is a fenced producer's last frame (its row was swept under it): readers on
         // other instances must hear it too, and it ends the generation like `end`.
         let last = matches!(frame, Frame::End { .. } | Frame::Stale { .. });
-        if !last && !matches!(frame, Frame::Chunk { .. } | Frame::Durable { .. }) {
+        // A message's structural events (docs/contract.md §8) travel like its chunks.
+        if !last && !matches!(frame, Frame::Chunk { .. } | Frame::Durable { .. } | Frame::Event { .. }) {
             return Err(Box::new(RedisRelayError::new(format!(
-                "only chunk, durable, end and stale frames are relayed, not {}",
+                "only chunk, durable, end, stale and a message's structural frames are relayed, not {}",
                 frame.kind().as_str()
             ))));
         }

@@ -21,6 +21,11 @@
 //! it also prints the client process's CPU per frame over the phase (from /proc), because the
 //! clients read on the same cores and the last of them cannot read a push sooner than the server
 //! and the client together take to write and read it.
+//! Phase P is phase B on a message made of parts (docs/contract.md §8): a new stream, N new
+//! clients, ten parts started (reasoning, a tool call, texts, a data part) before the clock
+//! starts, then the same 50 stamped deltas per second spread round-robin over the ten parts'
+//! bodies, so every frame names its part and body offset; it prints the server CPU per delivered
+//! frame beside phase B's, and their ratio, from the same run.
 //! Phase C gives every client its own stream at 50 deltas per second (a chat server's shape),
 //! the streams starting at offsets spread over one checkpoint interval, as independent
 //! conversations would; its checkpoints are acknowledged in memory (a callback target).
@@ -31,7 +36,7 @@
 //! bound (4,096 frames, above the burst) and with a bound of half the burst, which the burst
 //! outruns, so a client it outruns gets `stale`.
 //! To profile one phase: `--pushes 0` skips A, and `BENCH_PHASES` names the other phases to run
-//! (default `BCD`; for example `BENCH_PHASES=C bench_http --run 1000 0` runs only C, as the
+//! (default `BPCD`; for example `BENCH_PHASES=C bench_http --run 1000 0` runs only C, as the
 //! server role).
 //! Only 127.0.0.1 is used; every wait is bounded.
 
@@ -420,7 +425,7 @@ fn run_server(n: u64, pushes: u64) {
         let t1 = Instant::now();
         let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / LATENCY_RATE));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let phases = std::env::var("BENCH_PHASES").unwrap_or_else(|_| "BCD".into());
+        let phases = std::env::var("BENCH_PHASES").unwrap_or_else(|_| "BPCD".into());
         let count = if phases.contains('B') { LATENCY_RATE * LATENCY_SECS } else { 0 };
         for _ in 0..count {
             tick.tick().await;
@@ -435,6 +440,9 @@ fn run_server(n: u64, pushes: u64) {
         let fpw_b = delivered_b as f64 / (stats.writes.load(Ordering::Relaxed) - w1).max(1) as f64;
         let _ = handle.close().await;
         let report_ab = clients.finish(60).await;
+
+        // Phase P: phase B on a message made of parts.
+        let parts_b = if phases.contains('P') { Some(parts_phase(&plane, &db, &served, n).await) } else { None };
         served.stop().await;
         drop(handle);
         drop(plane);
@@ -523,6 +531,20 @@ fn run_server(n: u64, pushes: u64) {
             report_ab.get("p999_us"),
             report_ab.get("max_us"),
         );
+        if let Some(p) = &parts_b {
+            println!(
+                "  P  fan-out of a 10-part message, 50/s: {} frames; server CPU {:.3} us/frame (user {:.3}, system {:.3}), \
+                 {:.2}x phase B's; client process CPU {:.3} us/frame; latency p50 {} us, p99 {} us",
+                p.delivered,
+                per(p.user + p.system, p.delivered),
+                per(p.user, p.delivered),
+                per(p.system, p.delivered),
+                per(p.user + p.system, p.delivered) / per(ub + sb, delivered_b),
+                per(p.client, p.delivered),
+                p.report.get("p50_us"),
+                p.report.get("p99_us"),
+            );
+        }
         println!(
             "  C  {opened_c} streams x 1 subscriber, 50/s each: {delivered_c} frames; server CPU {:.3} us/frame \
              (user {:.3}, system {:.3}); {fpw_c:.2} frames per write; latency p50 {} us, p99 {} us, p99.9 {} us, max {} us",
@@ -560,7 +582,64 @@ fn run_server(n: u64, pushes: u64) {
         for b in &bursts {
             println!("result {}", b.result);
         }
+        if let Some(p) = &parts_b {
+            println!(
+                "result P (10 parts): {:.3} us CPU/frame = {:.2}x B | p99 {} us | stale {}",
+                per(p.user + p.system, p.delivered),
+                per(p.user + p.system, p.delivered) / per(ub + sb, delivered_b),
+                p.report.get("p99_us"),
+                p.report.get("stale"),
+            );
+        }
     });
+}
+
+/// What phase P measured.
+struct PartsPhase {
+    delivered: u64,
+    user: f64,
+    system: f64,
+    client: f64,
+    report: Report,
+}
+
+/// Phase P (see the module header): a stream of ten parts, N fresh clients, 50 stamped deltas per
+/// second round-robin over the parts, measured exactly as phase B is.
+async fn parts_phase(plane: &Plane, db: &DemoDb, served: &Served, n: u64) -> PartsPhase {
+    const PARTS: u32 = 10;
+    db.insert_assistant("bench-parts").await.unwrap();
+    let handle = plane.open("bench-parts").await.unwrap();
+    let clients = Clients::spawn(served.addr, "bench-parts", n, 0);
+    let opened = clients.wait_ready(120).await;
+    // The parts start before the clock, with a first delta each, as a model's answer would have
+    // them by the time it streams steadily.
+    let kinds = ["reasoning", "tool-search", "text", "data-weather", "text"];
+    for p in 1..PARTS {
+        let kind = kinds[(p as usize - 1) % kinds.len()];
+        let part = handle.start_part(kind, Vec::new()).unwrap();
+        handle.push_part(part, "warm").unwrap();
+    }
+    handle.push("warm").unwrap();
+    let setup = u64::from(PARTS);
+    clients.wait_chunks(clients.chunks() + setup * opened, opened, 30).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let c0 = clients.chunks();
+    let cpu0 = cpu_us();
+    let client0 = clients.cpu_us();
+    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / LATENCY_RATE));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let count = LATENCY_RATE * LATENCY_SECS;
+    for k in 0..count {
+        tick.tick().await;
+        handle.push_part((k % u64::from(PARTS)) as u32, &stamp(monotonic_us())).unwrap();
+    }
+    clients.wait_chunks(c0 + count * opened, opened, 30).await;
+    let (user, system) = cpu_since(cpu0);
+    let client = clients.cpu_us() - client0;
+    let delivered = clients.chunks() - c0;
+    let _ = handle.close().await;
+    let report = clients.finish(60).await;
+    PartsPhase { delivered, user, system, client, report }
 }
 
 /// Phase D's two lines: the full one and the summary's.

@@ -1,6 +1,7 @@
 //! Support shared by the server's integration tests (each test binary includes what it needs).
 
 pub mod cluster;
+pub mod parts;
 pub mod process;
 pub mod producer;
 pub mod secrets;
