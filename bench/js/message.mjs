@@ -172,35 +172,30 @@ function textRun(tp, Accumulator, w) {
 const fmt = (ns) => `${ns.toFixed(1)} ns`;
 const row = (cells, widths) => cells.map((c, i) => String(c).padStart(widths[i])).join('  ');
 
-export function runMessageBench(tp, { clock, log, Accumulator, sizes = [1_000, 10_000, 100_000], partCounts = [1, 10, 100] }) {
+/** Runs everything, printing with `log`; returns ns per delta by `<deltas>/<parts>` (and
+ *  `<deltas>/text` for the single-text reader). Every cell is measured once per round, cells
+ *  interleaved, over `rounds` rounds, and keeps its best: a slow spell of a shared machine then
+ *  hits every cell alike instead of one column. */
+export function runMessageBench(tp, { clock, log, Accumulator, sizes = [1_000, 10_000, 100_000], partCounts = [1, 10, 100], rounds = 9 }) {
   now = clock;
-  const work = new Map();
-  for (const n of sizes) for (const p of partCounts) work.set(`${n}/${p}`, generate(n, p));
-  // Warm up on the largest workloads first, so no timed run measures the compiler.
-  const largest = sizes[sizes.length - 1];
-  for (const p of partCounts) measure(2, largest, messageRun(tp, work.get(`${largest}/${p}`)).run);
-  measure(2, largest, textRun(tp, Accumulator, work.get(`${largest}/1`)).run);
-
+  const cells = [];
+  for (const n of sizes) {
+    for (const p of partCounts) cells.push({ key: `${n}/${p}`, n, runner: messageRun(tp, generate(n, p)), what: `the reader at ${n} deltas over ${p} parts` });
+    cells.push({ key: `${n}/text`, n, runner: textRun(tp, Accumulator, generate(n, 1)), what: `the text reader at ${n} deltas` });
+  }
+  // Warm up every cell first, so no timed run measures the compiler.
+  for (const c of cells) measure(1, c.n, c.runner.run);
   const results = {};
-  log('StreamReader reading a message, ns per delta (best of 5; each update consumed):');
+  for (let r = 0; r < rounds; r++) {
+    for (const c of cells) results[c.key] = Math.min(results[c.key] ?? Infinity, measure(1, c.n, c.runner.run));
+  }
+  for (const c of cells) if (!c.runner.ok()) throw new Error(`${c.what} lost frames`);
+
+  log(`StreamReader reading a message, ns per delta (best of ${rounds} interleaved rounds; each update consumed):`);
   const widths = [9, ...partCounts.map(() => 11), 24];
   log(row(['deltas', ...partCounts.map((p) => `${p} part${p === 1 ? '' : 's'}`), 'text reader (before)'], widths));
-  for (const n of sizes) {
-    const cells = [];
-    for (const p of partCounts) {
-      const r = messageRun(tp, work.get(`${n}/${p}`));
-      const ns = measure(5, n, r.run);
-      if (!r.ok()) throw new Error(`the reader lost frames at ${n} deltas over ${p} parts`);
-      results[`${n}/${p}`] = ns;
-      cells.push(fmt(ns));
-    }
-    const t = textRun(tp, Accumulator, work.get(`${n}/1`));
-    const text = measure(5, n, t.run);
-    if (!t.ok()) throw new Error(`the text reader lost text at ${n} deltas`);
-    results[`${n}/text`] = text;
-    log(row([n.toLocaleString('en-US'), ...cells, fmt(text)], widths));
-  }
-  const all = [...sizes.flatMap((n) => partCounts.map((p) => results[`${n}/${p}`]))];
+  for (const n of sizes) log(row([n.toLocaleString('en-US'), ...partCounts.map((p) => fmt(results[`${n}/${p}`])), fmt(results[`${n}/text`])], widths));
+  const all = sizes.flatMap((n) => partCounts.map((p) => results[`${n}/${p}`]));
   const spread = Math.max(...all) / Math.min(...all);
   log(`  slowest / fastest cell: ${spread.toFixed(2)}x (flat is ~1x); 1 part against the text reader: ${sizes.map((n) => `${(results[`${n}/1`] / results[`${n}/text`]).toFixed(2)}x`).join(', ')}`);
   if (sink === 0.5) log(String(sink));

@@ -79,6 +79,7 @@ export function loadAddon() {
 const n = (x) => (typeof x === 'number' ? x : NaN);
 
 const STOP = MESSAGE_ACTIONS.indexOf('stop');
+const SPLICE = MESSAGE_ACTIONS.indexOf('splice');
 
 // The addon's numeric message reader answers an action and the part it names in one number (one
 // Node-API call fewer per frame): `code`, or `code + 16 * (part + 1)` (exact: a part is below
@@ -248,10 +249,11 @@ function napiMessageMembers(addon) {
   };
 
   /** The numeric reader (docs/js-backend.md): the addon answers the action and its part in one
-   *  number, as the wasm build does. */
+   *  number; a splice's offset is asked for next. Both are left in `part` and `at`. */
   class MessageReaderCore {
     #h;
-    #part = NaN;
+    part = NaN;
+    at = NaN;
 
     constructor(len, parts, ended) {
       this.#h = call(() => new addon.MessageReaderCore(n(len), Float64Array.from(parts, n), Float64Array.from(ended, n)));
@@ -259,16 +261,10 @@ function napiMessageMembers(addon) {
 
     feed(kind, idMatches, a, b, c, part, at) {
       const r = this.#h.feed(n(kind), idMatches === true, n(a), n(b), n(c), n(part), n(at));
-      this.#part = partOf(r);
-      return actionOf(r);
-    }
-
-    part() {
-      return this.#part;
-    }
-
-    at() {
-      return this.#h.at();
+      const code = actionOf(r);
+      this.part = partOf(r);
+      this.at = code === SPLICE ? this.#h.at() : NaN;
+      return code;
     }
 
     stopCode() {

@@ -251,12 +251,12 @@ function wasmMessageMembers(glue, raw) {
   let out = new Float64Array(raw.memory.buffer, outAt, 2);
   const STOP = MESSAGE_ACTIONS.indexOf('stop');
 
-  /** The numeric reader (docs/js-backend.md): one export call per frame, numbers only, and the
-   *  part and offset read from the out slot. */
+  /** The numeric reader (docs/js-backend.md): one export call per frame, numbers only; the part
+   *  the action names and a splice's offset, read from the out slot, are left in `part` and `at`. */
   class MessageReaderCore {
     #h;
-    #part = NaN;
-    #at = NaN;
+    part = NaN;
+    at = NaN;
 
     constructor(len, parts, ended) {
       this.#h = call(() => glue.messageReaderCoreNew(len, parts, ended));
@@ -266,18 +266,10 @@ function wasmMessageMembers(glue, raw) {
     feed(kind, idMatches, a, b, c, part, at) {
       const code = raw.messageReaderCoreFeed(this.#h, idMatches ? kind | 256 : kind, a, b, c, part, at);
       if (out.length === 0) out = new Float64Array(raw.memory.buffer, outAt, 2);
-      this.#part = out[0];
-      this.#at = out[1];
+      this.part = out[0];
+      this.at = out[1];
       // -1: no such reader (only a caller bypassing this adapter makes one), read as a stop.
       return code < 0 ? STOP : code;
-    }
-
-    part() {
-      return this.#part;
-    }
-
-    at() {
-      return this.#at;
     }
 
     stopCode() {

@@ -184,36 +184,38 @@ export class MessageState {
 
   /** One frame; returns the action code (MESSAGE_ACTIONS) after applying it. */
   feed(frame, streamId) {
-    const core = this.#core;
     let code;
     try {
       // The hot path, a body delta: one numeric call decides, and the text never leaves here.
-      if (frame !== null && frame !== undefined && frame.type === 'chunk') {
-        const text = frame.text;
-        code = core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(text), num(frame.part), num(frame.at));
-        if (code === ACT_SPLICE) {
-          const part = core.part();
-          const at = core.at();
-          const p = this.#parts[part];
-          p.body.splice(at, text);
-          p.entry = null;
-          this.#message = null;
-          this.#entries = null;
-          this.part = part;
-          this.at = at;
-          this.text = text;
-          return code;
-        }
-      } else {
-        code = this.#event(frame, streamId);
-      }
+      code = frame !== null && frame !== undefined && frame.type === 'chunk' ? this.#chunk(frame) : this.#event(frame, streamId);
     } catch {
       // A getter that throws (a Proxy, say) makes the frame unreadable: an unknown frame.
-      code = feedUnknown(core);
+      code = feedUnknown(this.#core);
     }
-    this.part = core.part();
-    this.at = NaN;
-    this.text = undefined;
+    if (code !== ACT_SPLICE) {
+      this.part = this.#core.part;
+      this.at = NaN;
+      this.text = undefined;
+    }
+    return code;
+  }
+
+  /** A chunk: decided, and spliced into its part's body when the core says so. */
+  #chunk(frame) {
+    const core = this.#core;
+    const text = frame.text;
+    const code = core.feed(KIND_CHUNK, false, num(frame.from), num(frame.seq), textLen(text), num(frame.part), num(frame.at));
+    if (code !== ACT_SPLICE) return code;
+    const part = core.part;
+    const at = core.at;
+    const p = this.#parts[part];
+    p.body.splice(at, text);
+    p.entry = null;
+    this.#message = null;
+    this.#entries = null;
+    this.part = part;
+    this.at = at;
+    this.text = text;
     return code;
   }
 
@@ -241,7 +243,7 @@ export class MessageState {
     if (code === ACT_START) {
       this.#parts.push({ kind: label, body: new Accumulator(''), attrs: mergeMembers({}, value), ended: false, entry: null });
     } else if (code === ACT_END || code === ACT_SET) {
-      const p = this.#parts[core.part()];
+      const p = this.#parts[core.part];
       if (code === ACT_END) p.ended = true;
       mergeMembers(p.attrs, value);
       p.entry = null;

@@ -40,12 +40,12 @@ export interface BackendMessageConform {
 }
 
 /** The numeric message reader a backend provides (twoplane_core::message::MessageReaderCore):
- *  `feed` answers the action code (MESSAGE_ACTIONS); `part()` is the part the last action names
- *  (NaN: none), `at()` the last splice's body offset. */
+ *  `feed` answers the action code (MESSAGE_ACTIONS) and leaves the part that action names in
+ *  `part` (NaN: none) and a splice's body offset in `at` (NaN after any other action). */
 export interface BackendMessageReaderCore {
   feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number;
-  part(): number;
-  at(): number;
+  readonly part: number;
+  readonly at: number;
   stopCode(): number;
   resumeFrom(): number;
 }
