@@ -40,6 +40,8 @@ import { loadAddon, napiBackend, napiSseBatchEncoder } from './backend-napi.js';
  *                          32: 393 vs 464; 64: 355 vs 461; 256: 352 vs 467; 1024: 362 vs 471
  *                          (191 MB/s against 144 MB/s at 256 frames per call), so the addon
  *                          from SSE_BATCH_MIN frames per call, JavaScript below.
+ *   MessageReaderCore      StreamReader.push per delta   1.05-1.32 us 0.08-0.15 us (bench/js/message-node.mjs,
+ *                          1,000 to 100,000 deltas over 1 to 100 parts, Node 20.20, 2 December)
  *
  * Re-run the benchmark and update this table when a binding changes.
  */
@@ -59,10 +61,10 @@ export const ROUTES = Object.freeze({
   subscribeUrl: 'wasm',
   encodeSseEvents: 'napi',
   // Messages made of parts. The conform pass is per frame, so it follows Conform to wasm; so
-  // does the numeric message reader, which StreamReader.push calls per frame (bench/js/message.mjs,
-  // bash scripts/bench-node.sh). The codec is the addon's, since the shipped wasm build leaves it
-  // out for its size; assembleMessage (the core's assembly, which the package's JavaScript
-  // assembly is tested against) likewise.
+  // does the numeric message reader, which StreamReader.push calls per frame (measured above).
+  // The codec is the addon's, since the shipped wasm build leaves it out for its size;
+  // assembleMessage (the core's assembly, which the package's JavaScript assembly is tested
+  // against) likewise.
   MessageConform: 'wasm',
   MessageReaderCore: 'wasm',
   messageFrame: 'napi',
