@@ -25,6 +25,7 @@ pub mod splice;
 pub mod sql;
 pub mod sse;
 pub mod text;
+pub mod ui;
 
 pub use conform::{Conform, ConformInput, Verdict, Violation};
 pub use error::{Error, ErrorKind, Result};

@@ -134,10 +134,12 @@ impl Message {
     fn apply_decided(&mut self, decision: Decision, frame: &MessageFrame) {
         let Some((_, seq)) = frame.span() else { return };
         match (decision, frame) {
-            (Decision::Body { part, held, .. }, MessageFrame::Chunk { text, .. }) => {
+            (Decision::Body { part, at, .. }, MessageFrame::Chunk { text, .. }) => {
                 if let Some(p) = self.parts.get_mut(part as usize) {
-                    // body == body[..at] ++ text, since the body holds `at + held` units.
-                    p.body.push_units(text.tail(held as usize));
+                    // Rule 5 of §4 for the part: body = body[..at] ++ text. The units the body held
+                    // past `at` are replaced by the chunk's, as the text reader does.
+                    p.body.truncate(at as usize);
+                    p.body.push_units(text.units());
                 }
             }
             (Decision::Start { .. }, MessageFrame::Event { event: Event::Start { kind, value, .. }, .. }) => {
@@ -390,6 +392,16 @@ mod tests {
         assert_eq!(m.apply(&bad).unwrap_err().kind(), ErrorKind::InvalidField);
         assert_eq!(m.apply(&MessageFrame::Absent).unwrap_err().kind(), ErrorKind::InvalidArgument);
         assert_eq!(m, before);
+    }
+
+    #[test]
+    fn an_overlapping_chunk_is_placed_at_its_offset() {
+        // Rule 5 of §4, per part: the body becomes body[..at] ++ text, the chunk's units winning
+        // over those held past `at`.
+        let mut m = Message::from_text("abc".into());
+        m.apply(&MessageFrame::chunk(1, 0, 1, "XYZ".into()).unwrap()).unwrap();
+        assert_eq!(m.parts()[0].body, "aXYZ");
+        assert_eq!(m.len(), 4);
     }
 
     #[test]

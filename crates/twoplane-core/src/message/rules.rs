@@ -10,6 +10,9 @@
 use super::frame::MessageKind;
 use crate::jsnum::is_integer;
 
+/// The largest offset JavaScript holds exactly.
+const MAX: f64 = crate::jsnum::MAX_SAFE_INTEGER as f64;
+
 /// A message reduced to numbers: its length in the coordinate, and per part the body length and
 /// whether it ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +135,7 @@ impl Tally {
         if !kind.is_event() {
             return Err(Breach::Malformed);
         }
-        if !(is_integer(from) && from >= 0.0 && seq == from + 1.0) {
+        if !(is_integer(from) && from >= 0.0 && seq == from + 1.0 && seq <= MAX) {
             return Err(Breach::Malformed);
         }
         if kind.names_part() && !is_part(part) {
@@ -160,12 +163,14 @@ impl Tally {
 
     fn decide_chunk(&self, from: f64, seq: f64, len: f64, part: f64, at: f64) -> Result<Decision, Breach> {
         // NaN (no string) never equals anything, so it fails the span check as it should.
-        if !(is_integer(from) && is_integer(seq) && from >= 0.0 && len == seq - from) {
+        // An offset past 2^53 - 1 cannot round-trip through JavaScript: malformed, as the text
+        // reader has it.
+        if !(is_integer(from) && is_integer(seq) && from >= 0.0 && seq <= MAX && len == seq - from) {
             return Err(Breach::Span);
         }
         let (part, at) = match (part.is_nan(), at.is_nan()) {
             (true, true) => (0.0, from),
-            _ if is_part(part) && is_integer(at) && at >= 0.0 => (part, at),
+            _ if is_part(part) && is_integer(at) && at >= 0.0 && at <= MAX => (part, at),
             _ => return Err(Breach::Malformed),
         };
         if from > self.pos {
@@ -282,5 +287,10 @@ mod tests {
         assert!(!Tally::table_fits(3.0, &[]));
         assert!(!Tally::table_fits(3.0, &[0.5]));
         assert_eq!(Tally::with_parts(2.0, &[]), Tally::new(2.0));
+        // Offsets past 2^53 - 1 are malformed, as for the text reader.
+        let big = 9_007_199_254_740_994.0;
+        assert_eq!(t.decide(K::Chunk, big, big + 2.0, 2.0, NAN, NAN), Err(Breach::Span));
+        assert_eq!(t.decide(K::Meta, big, big + 1.0, NAN, NAN, NAN), Err(Breach::Malformed));
+        assert_eq!(t.decide(K::Chunk, 3.0, 4.0, 1.0, 0.0, big), Err(Breach::Malformed));
     }
 }

@@ -1,0 +1,86 @@
+//! The Vercel AI SDK's UI message stream (the chunks `toUIMessageStreamResponse()` sends and
+//! `readUIMessageStream`/`useChat` fold into a `UIMessage`), carried as a message made of parts
+//! (docs/contract.md §8; docs/ai-sdk.md is the reference).
+//!
+//! Two directions, each one place:
+//! - [`ingest`]: chunks in, the message's events out ([`UiIngest`]): every chunk type of `ai` 5,
+//!   6 and 7 becomes parts, attributes, metadata, the finish reason or a transient part; a chunk
+//!   type it does not know becomes an atomic part of that kind, never dropped and never fatal.
+//! - [`egress`]: a message and its later frames out as chunks again: a compacted replay of the
+//!   message so far (per part its start, one delta with its body, its end if it ended, in the
+//!   original order), then a chunk per live frame, so that the SDK builds the same message from
+//!   replay and tail as from the original stream.
+//!
+//! The attributes this module writes are the SDK's own part fields (`state`, `input`, `output`,
+//! `errorText`, `approval`, ...), plus a few replay hints whose names start with `$`
+//! ([`HINT_STREAMED`] and its siblings): how a part reached its state, which a replay needs and a
+//! `UIMessage` does not say. Chunks are JSON objects ([`JsonValue`]); their members keep the
+//! order they are written in.
+
+pub mod egress;
+pub mod ingest;
+
+pub use egress::{end_chunks, frame_chunks, message_chunks, start_chunk, UiEgress};
+pub use ingest::{UiIngest, UiOp};
+
+use crate::json::JsonValue;
+use crate::text::Text;
+
+/// A tool part whose input arrived as deltas (`tool-input-start` came first).
+pub const HINT_STREAMED: &str = "$streamed";
+/// A tool part whose input failed to parse (`tool-input-error`, not `tool-output-error`).
+pub const HINT_INPUT_ERROR: &str = "$inputError";
+/// A tool part's approval answer (`tool-approval-response`): `{approved, reason?}`.
+pub const HINT_APPROVAL_RESPONSE: &str = "$approvalResponse";
+/// A part a `reset-step` took back (parts are never removed; a replay sends the reset again).
+pub const HINT_DROPPED: &str = "$dropped";
+
+/// Whether a part kind is a tool call (`tool-<name>` or `dynamic-tool`).
+pub(crate) fn is_tool(kind: &Text) -> bool {
+    kind.units().starts_with(&[0x74, 0x6f, 0x6f, 0x6c, 0x2d]) || *kind == "dynamic-tool"
+}
+
+/// Whether a part kind is a data part (`data-<name>`).
+pub(crate) fn is_data(kind: &Text) -> bool {
+    kind.units().starts_with(&[0x64, 0x61, 0x74, 0x61, 0x2d])
+}
+
+/// An object built member by member, leaving out the members that are absent (`None`), as
+/// `JSON.stringify` leaves out `undefined`.
+#[derive(Default)]
+pub(crate) struct Obj(Vec<(Text, JsonValue)>);
+
+impl Obj {
+    pub fn new() -> Obj {
+        Obj(Vec::new())
+    }
+
+    /// An object whose first member is `type`.
+    pub fn typed(ty: &str) -> Obj {
+        Obj::new().with("type", JsonValue::String(ty.into()))
+    }
+
+    pub fn with(mut self, key: &str, value: JsonValue) -> Obj {
+        self.0.push((key.into(), value));
+        self
+    }
+
+    pub fn maybe(self, key: &str, value: Option<&JsonValue>) -> Obj {
+        match value {
+            Some(v) => self.with(key, v.clone()),
+            None => self,
+        }
+    }
+
+    pub fn text(self, key: &str, value: &Text) -> Obj {
+        self.with(key, JsonValue::String(value.clone()))
+    }
+
+    pub fn members(self) -> Vec<(Text, JsonValue)> {
+        self.0
+    }
+
+    pub fn build(self) -> JsonValue {
+        JsonValue::Object(self.0)
+    }
+}
