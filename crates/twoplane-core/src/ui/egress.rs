@@ -38,6 +38,11 @@ pub fn message_chunks(prev: Option<&Message>, next: &Message) -> Vec<JsonValue> 
             continue;
         }
         part_chunks(i as u32, before.as_ref(), part, next, &mut out);
+        // Parts a `reset-step` took back are replayed, then the reset (the SDK drops them again:
+        // leaving them out would build the same message, but not its last snapshot).
+        if before.is_none() && dropped(part) && !next.parts().get(i + 1).is_some_and(dropped) {
+            out.push(Obj::typed("reset-step").build());
+        }
     }
     if let Some(prev) = prev {
         let changed: Attrs = next
@@ -57,15 +62,18 @@ pub fn message_chunks(prev: Option<&Message>, next: &Message) -> Vec<JsonValue> 
 }
 
 /// The chunks that end a reader's stream, given how the stream ended: on `complete`, the ends of
-/// the text and reasoning parts still open (a producer that was not a UI stream never sends
-/// them), and `finish` when the message had none; on `cancelled`, `abort` (with the reason);
+/// the text and reasoning parts still open that came from a producer that was not a UI stream
+/// (which never sends them), and `finish` when the message had none; on `cancelled`, `abort` (with the reason);
 /// on `error`, `error` with the message.
 pub fn end_chunks(message: &Message, status: StreamStatus, error: Option<&Text>, finished: bool) -> Vec<JsonValue> {
     let mut out = Vec::new();
     match status {
         StreamStatus::Complete => {
             for (i, p) in message.parts().iter().enumerate() {
-                if (p.kind == "text" || p.kind == "reasoning") && !is_done(p) && !(i == 0 && untouched(p)) {
+                // A part with a `state` came from a UI stream, which ends its parts itself (or
+                // leaves them streaming, as an errored model does): only the others are ended.
+                let stateless = !p.attrs.iter().any(|(k, _)| k == "state");
+                if (p.kind == "text" || p.kind == "reasoning") && stateless && !p.ended && !(i == 0 && untouched(p)) {
                     out.push(
                         Obj::typed(&format!("{}-end", p.kind.to_string_lossy()))
                             .text("id", &body_id(i as u32, p))
@@ -217,10 +225,9 @@ fn part_chunks(i: u32, before: Option<&Snapshot>, next: &Part, message: &Message
     let grown = next.body.len() > before.map_or(0, |b| b.body_len);
     let newly_ended = next.ended && !before.is_some_and(|b| b.ended);
     let kind = next.kind.to_string_lossy();
-    if attr(HINT_DROPPED).is_some() && old(HINT_DROPPED).is_none() && before.is_some() {
+    if dropped(next) && old(HINT_DROPPED).is_none() && before.is_some() {
         // A `reset-step` took the part back: the SDK drops every part of the step at once.
-        let following = message.parts().get(i as usize + 1);
-        if !following.is_some_and(|p| p.attrs.iter().any(|(k, _)| k == HINT_DROPPED)) {
+        if !message.parts().get(i as usize + 1).is_some_and(dropped) {
             out.push(Obj::typed("reset-step").build());
         }
         return;
@@ -330,6 +337,11 @@ fn newly_done(before: Option<&Snapshot>, next: &Part) -> bool {
         None => b.ended,
     });
     is_done(next) && !was
+}
+
+/// Whether a `reset-step` took the part back.
+fn dropped(p: &Part) -> bool {
+    p.attrs.iter().any(|(k, _)| k == HINT_DROPPED)
 }
 
 /// A part with nothing in it (the implicit part 0 of a message that never used it).
