@@ -4,7 +4,9 @@
 // - `cut`: the compacted replay of what the first `at` chunks made; `readUIMessageStream` over it
 //   must build the message it builds over those `at` chunks themselves;
 // - `join`: a reader joining at offset `at` (every event boundary), replay then live tail then the
-//   stream's end; it must build the message of the whole stream.
+//   stream's end; it must build the message of the whole stream;
+// - `advance`: a reader brought from one boundary to a later one in one step (the server's
+//   fallback on the store), then the tail; it must build the message of the whole stream too.
 // Messages are compared as JSON (what a store keeps).
 //
 //   node check-egress.mjs CASES.ndjson [--verbose]
@@ -64,7 +66,7 @@ for (const c of cases) {
   // message holding no parts.
   const same = isDeepStrictEqual(got, want) || (want === null && got && got.parts.length === 0);
   const key = `ai ${M.version} ${c.fixture}`;
-  const tally = perFixture.get(key) ?? { cut: 0, join: 0, bad: 0 };
+  const tally = perFixture.get(key) ?? { cut: 0, join: 0, advance: 0, bad: 0 };
   tally[c.mode]++;
   if (same) passed++;
   else {
@@ -79,6 +81,6 @@ for (const c of cases) {
   }
   perFixture.set(key, tally);
 }
-for (const [key, t] of perFixture) console.log(`${key}: ${t.cut} cuts, ${t.join} joins, ${t.bad} differ`);
+for (const [key, t] of perFixture) console.log(`${key}: ${t.cut} cuts, ${t.join} joins, ${t.advance} advances, ${t.bad} differ`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exitCode = failed || passed === 0 ? 1 : 0;

@@ -10,7 +10,10 @@
 //! - `join`: the whole stream ingested, a reader joining at offset `at` of the message (every
 //!   event boundary): the replay of the message there, the live chunks of every later frame, and
 //!   the chunks that end the stream as it ended (`finish` seen: complete; `abort`: cancelled;
-//!   neither: interrupted).
+//!   neither: interrupted);
+//! - `advance`: a reader that holds the message at one boundary and is brought to a later one in
+//!   one step (`UiEgress::advance_to`, what the server does when a reader falls back on the
+//!   store), then follows the live tail to the end.
 //! A chunk the ingest refuses is written as `{"error": ...}` in place of the case's chunks.
 
 use std::io::Write;
@@ -109,6 +112,27 @@ fn main() {
             };
             let mut boundaries: Vec<u64> = vec![0];
             boundaries.extend(whole.log.frames().iter().filter_map(|f| f.span().map(|(_, seq)| seq)));
+            for (i, &from) in boundaries.iter().enumerate() {
+                for &to in boundaries[i..].iter().skip(1).step_by(5) {
+                    let mut egress = UiEgress::new();
+                    let mut chunks = egress.replay(&id, whole.log.message_at(from));
+                    chunks.extend(egress.advance_to(whole.log.message_at(to)));
+                    let tail: Result<Vec<_>, String> = whole
+                        .log
+                        .frames_from(to)
+                        .iter()
+                        .map(|f| egress.frame(f).map_err(|e| e.to_string()))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(|v| v.into_iter().flatten().collect());
+                    let chunks = tail.map(|tail| {
+                        chunks.extend(tail);
+                        chunks.extend(egress.end(status, reason.as_ref()));
+                        chunks
+                    });
+                    case(&mut out, &major, &name, "advance", from * 1_000_000 + to, chunks);
+                    count += 1;
+                }
+            }
             for at in boundaries {
                 let mut egress = UiEgress::new();
                 let mut chunks = egress.replay(&id, whole.log.message_at(at));

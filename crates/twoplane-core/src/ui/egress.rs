@@ -32,18 +32,29 @@ pub fn start_chunk(message_id: &Text, metadata: &Attrs) -> JsonValue {
 /// same message (see the module guarantees). The `start` chunk is [`start_chunk`]'s.
 pub fn message_chunks(prev: Option<&Message>, next: &Message) -> Vec<JsonValue> {
     let mut out = Vec::new();
+    // A step's `finish-step` waits for the step's other parts: ai 5 and 6 forget the active text
+    // and reasoning parts at it, so a part of the step that grows in the same call must come first.
+    let mut step_end: Option<JsonValue> = None;
     for (i, part) in next.parts().iter().enumerate() {
         let before = prev.and_then(|m| m.parts().get(i)).map(Snapshot::of);
         if before.is_none() && i == 0 && untouched(part) {
             continue;
         }
+        if part.kind == "step-start" {
+            out.extend(step_end.take());
+        }
+        let at = out.len();
         part_chunks(i as u32, before.as_ref(), part, next, &mut out);
+        if part.kind == "step-start" && out.len() > at && is_type(&out[out.len() - 1], "finish-step") {
+            step_end = out.pop();
+        }
         // Parts a `reset-step` took back are replayed, then the reset (the SDK drops them again:
         // leaving them out would build the same message, but not its last snapshot).
         if before.is_none() && dropped(part) && !next.parts().get(i + 1).is_some_and(dropped) {
             out.push(Obj::typed("reset-step").build());
         }
     }
+    out.extend(step_end);
     if let Some(prev) = prev {
         let changed: Attrs = next
             .metadata()
@@ -337,6 +348,11 @@ fn newly_done(before: Option<&Snapshot>, next: &Part) -> bool {
         None => b.ended,
     });
     is_done(next) && !was
+}
+
+/// Whether `chunk` is of type `ty`.
+fn is_type(chunk: &JsonValue, ty: &str) -> bool {
+    chunk.get("type").and_then(JsonValue::as_text).is_some_and(|t| *t == ty)
 }
 
 /// Whether a `reset-step` took the part back.
