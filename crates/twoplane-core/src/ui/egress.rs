@@ -580,7 +580,6 @@ mod tests {
             [
                 "start",
                 "start-step",
-                "finish-step",
                 "reasoning-start",
                 "reasoning-delta",
                 "reasoning-end",
@@ -592,12 +591,13 @@ mod tests {
                 "text-delta",
                 "text-end",
                 "data-w",
+                "finish-step",
                 "finish"
             ]
         );
-        assert_eq!(out[7].get("inputTextDelta").unwrap().as_text().unwrap(), "{\"q\":1}");
-        assert_eq!(out[9].get("output"), Some(&JsonValue::Number(2.0)));
-        assert_eq!(out[9].get("preliminary"), None, "a final output is not preliminary");
+        assert_eq!(out[6].get("inputTextDelta").unwrap().as_text().unwrap(), "{\"q\":1}");
+        assert_eq!(out[8].get("output"), Some(&JsonValue::Number(2.0)));
+        assert_eq!(out[8].get("preliminary"), None, "a final output is not preliminary");
         assert_eq!(out[0].to_json(), r#"{"type":"start","messageId":"m","messageMetadata":{"model":"x"}}"#);
         assert!(egress.end(StreamStatus::Complete, None).is_empty(), "finished and every text ended");
     }
@@ -645,7 +645,12 @@ mod tests {
         let mut e = UiEgress::new();
         let out = e.replay(&"m".into(), log.message().clone());
         assert_eq!(out.last().unwrap().to_json(), r#"{"type":"brand-new","text":"x","n":1}"#);
-        assert_eq!(types(&e.end(StreamStatus::Complete, None)), ["text-end", "finish"]);
+        // A UI stream's text ends itself (or stays streaming, as an errored model leaves it).
+        assert_eq!(types(&e.clone().end(StreamStatus::Complete, None)), ["finish"]);
+        // A plain text producer's part 0 is ended for it.
+        let mut plain = UiEgress::new();
+        plain.replay(&"m".into(), Message::from_text("abc".into()));
+        assert_eq!(types(&plain.end(StreamStatus::Complete, None)), ["text-end", "finish"]);
         assert_eq!(
             e.clone().end(StreamStatus::Cancelled, Some(&"stop".into()))[0].to_json(),
             r#"{"type":"abort","reason":"stop"}"#
