@@ -1,4 +1,6 @@
-//! UTF-8 arriving in pieces: a streaming request body whose chunks may split a character.
+//! UTF-8 arriving in pieces: a streaming request body whose chunks may split a character, and
+//! the reading of a producer's streaming body ([`TextBody`]), which `body`, `events` and
+//! `ui-message-stream` share.
 //!
 //! Guarantees:
 //! - [`Utf8Pieces::feed`] returns exactly the complete characters that the bytes so far make,
@@ -9,6 +11,12 @@
 //!   reports an incomplete character left at the end of the body the same way.
 //! - So the text handed out is always the longest valid UTF-8 prefix of the body read so far,
 //!   whatever the chunking.
+
+use axum::body::Body;
+use futures::StreamExt;
+
+use super::errors::ApiError;
+use super::registry::Producing;
 
 /// The body stopped being valid UTF-8.
 #[derive(Debug, PartialEq, Eq)]
@@ -59,6 +67,63 @@ impl Utf8Pieces {
             self.carry.clear();
             Err(NotUtf8)
         }
+    }
+}
+
+/// A streaming request body read as UTF-8 text as it arrives: bounded by `max_body_bytes`,
+/// ending at once on a reader's cancel (`409 cancelled`) or a client that went away
+/// (`400 body_aborted`; what arrived stays, and the stream stays open for a retry from `seq`).
+pub(super) struct TextBody {
+    data: axum::body::BodyDataStream,
+    pieces: Utf8Pieces,
+    read: u64,
+    limit: u64,
+}
+
+/// One piece of a [`TextBody`]: its complete characters, and whether an invalid byte followed
+/// them (the body is then over: nothing after that byte is ever read).
+pub(super) struct TextPiece {
+    pub text: String,
+    pub bad: bool,
+}
+
+impl TextBody {
+    pub fn new(request: Body, limit: u64) -> TextBody {
+        TextBody { data: request.into_data_stream(), pieces: Utf8Pieces::default(), read: 0, limit }
+    }
+
+    /// The next piece, or `None` at the end of a body that was valid UTF-8 throughout.
+    pub async fn next(&mut self, p: &Producing) -> Result<Option<TextPiece>, ApiError> {
+        let next = tokio::select! {
+            biased;
+            () = p.cancel.cancelled() => return Err(ApiError::cancelled(&p.id, p.handle.seq())),
+            next = self.data.next() => next,
+        };
+        let bytes = match next {
+            None => {
+                if self.pieces.finish().is_err() {
+                    return Err(ApiError::invalid_utf8(
+                        p.handle.seq(),
+                        "the body ended inside a character; what came before it was appended",
+                    ));
+                }
+                return Ok(None);
+            }
+            Some(Ok(bytes)) => bytes,
+            Some(Err(e)) => {
+                tracing::debug!(stream_id = ?p.id, error = %e, "streaming body ended early");
+                return Err(ApiError::bad_request("body_aborted", "the request body ended with an error")
+                    .with_seq(p.handle.seq()));
+            }
+        };
+        self.read += bytes.len() as u64;
+        if self.read > self.limit {
+            return Err(ApiError::too_large(self.limit as usize, "a streaming body").with_seq(p.handle.seq()));
+        }
+        Ok(Some(match self.pieces.feed(&bytes) {
+            Ok(text) => TextPiece { text, bad: false },
+            Err((text, NotUtf8)) => TextPiece { text, bad: true },
+        }))
     }
 }
 

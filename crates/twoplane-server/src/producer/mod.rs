@@ -17,6 +17,7 @@
 mod body;
 mod errors;
 mod events;
+mod guards;
 mod registry;
 mod routes;
 mod rows;

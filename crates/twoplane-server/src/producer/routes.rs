@@ -15,7 +15,6 @@
 //! - The reader's `cancel` checks the read token before it looks anything up, so a refusal is
 //!   the same `403` whether or not the stream exists.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -25,13 +24,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::body::{NotUtf8, Utf8Pieces};
+use super::body::TextBody;
 use super::errors::ApiError;
 use super::events::{self, Lines};
+use super::guards::{check_offset, ensure_open, start_streaming_body};
 use super::registry::{Producers, Producing};
 use super::rows::{self, CancelOutcome};
 use crate::access;
@@ -102,37 +101,6 @@ async fn hosted(producers: &Producers, id: &str) -> Result<Arc<Producing>, ApiEr
     }
 }
 
-/// Refuse a call on a stream that ended: `cancelled` when a reader cancelled it.
-fn ensure_open(p: &Producing) -> Result<(), ApiError> {
-    if p.handle.cancelled() {
-        return Err(ApiError::cancelled(&p.id, p.handle.seq()));
-    }
-    if p.handle.is_sealed() {
-        return Err(ApiError::closed(&p.id, p.handle.seq()));
-    }
-    Ok(())
-}
-
-/// The offset check: `Ok` when `offset` (if given) is the produced length.
-fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), ApiError> {
-    let seq = p.handle.seq();
-    match offset {
-        Some(at) if at < seq => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "offset_behind",
-            format!("offset {at} is behind the stream, which has {seq} code units (an earlier append landed)"),
-        )
-        .with_seq(seq)),
-        Some(at) if at > seq => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "offset_ahead",
-            format!("offset {at} is past the end of the stream, which has {seq} code units (an append is missing)"),
-        )
-        .with_seq(seq)),
-        _ => Ok(()),
-    }
-}
-
 async fn open(State(producers): State<Producers>, Path(id): Path<String>, body: Bytes) -> Reply {
     let options: OpenOptions = if body.iter().all(u8::is_ascii_whitespace) {
         OpenOptions::default()
@@ -189,91 +157,6 @@ async fn append(
     check_offset(&p, Some(offset))?;
     p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
     Ok(appended(&p))
-}
-
-/// Clears `body_active` however the body handler ends (including a dropped connection).
-struct BodyGuard<'a>(&'a Producing);
-
-impl Drop for BodyGuard<'_> {
-    fn drop(&mut self) {
-        self.0.body_active.store(false, Ordering::SeqCst);
-        self.0.touch();
-    }
-}
-
-/// A streaming request body read as UTF-8 text as it arrives: bounded by `max_body_bytes`,
-/// ending at once on a reader's cancel (`409 cancelled`) or a client that went away
-/// (`400 body_aborted`; what arrived stays, and the stream stays open for a retry from `seq`).
-struct TextBody {
-    data: axum::body::BodyDataStream,
-    pieces: Utf8Pieces,
-    read: u64,
-    limit: u64,
-}
-
-/// One piece of a [`TextBody`]: its complete characters, and whether an invalid byte followed
-/// them (the body is then over: nothing after that byte is ever read).
-struct TextPiece {
-    text: String,
-    bad: bool,
-}
-
-impl TextBody {
-    fn new(request: Body, limit: u64) -> TextBody {
-        TextBody { data: request.into_data_stream(), pieces: Utf8Pieces::default(), read: 0, limit }
-    }
-
-    /// The next piece, or `None` at the end of a body that was valid UTF-8 throughout.
-    async fn next(&mut self, p: &Producing) -> Result<Option<TextPiece>, ApiError> {
-        let next = tokio::select! {
-            biased;
-            () = p.cancel.cancelled() => return Err(ApiError::cancelled(&p.id, p.handle.seq())),
-            next = self.data.next() => next,
-        };
-        let bytes = match next {
-            None => {
-                if self.pieces.finish().is_err() {
-                    return Err(ApiError::invalid_utf8(
-                        p.handle.seq(),
-                        "the body ended inside a character; what came before it was appended",
-                    ));
-                }
-                return Ok(None);
-            }
-            Some(Ok(bytes)) => bytes,
-            Some(Err(e)) => {
-                tracing::debug!(stream_id = ?p.id, error = %e, "streaming body ended early");
-                return Err(ApiError::bad_request("body_aborted", "the request body ended with an error")
-                    .with_seq(p.handle.seq()));
-            }
-        };
-        self.read += bytes.len() as u64;
-        if self.read > self.limit {
-            return Err(ApiError::too_large(self.limit as usize, "a streaming body").with_seq(p.handle.seq()));
-        }
-        Ok(Some(match self.pieces.feed(&bytes) {
-            Ok(text) => TextPiece { text, bad: false },
-            Err((text, NotUtf8)) => TextPiece { text, bad: true },
-        }))
-    }
-}
-
-/// The checks before a streaming body is read: the stream is open here, the offset (if given)
-/// is its length, and no other streaming body is being read for it. The guard ends that.
-fn start_streaming_body<'a>(p: &'a Producing, offset: Option<u64>) -> Result<BodyGuard<'a>, ApiError> {
-    {
-        let _order = crate::lock::lock(&p.order);
-        ensure_open(p)?;
-        check_offset(p, offset)?;
-    }
-    if p.body_active.swap(true, Ordering::SeqCst) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "busy",
-            "another streaming body is being read for this stream",
-        ));
-    }
-    Ok(BodyGuard(p))
 }
 
 async fn body(

@@ -1,0 +1,73 @@
+//! The checks a producer call makes of its stream before it changes anything: the stream is
+//! open, an offset is its length, and one streaming body at a time.
+//!
+//! Guarantees: each check answers with the API's own error (`cancelled`, `stream_closed`,
+//! `offset_behind`/`offset_ahead` naming the stream's length, `busy`) and changes nothing; the
+//! guard of a streaming body gives the stream back however its handler ends (a dropped
+//! connection included).
+
+use std::sync::atomic::Ordering;
+
+use axum::http::StatusCode;
+
+use super::errors::ApiError;
+use super::registry::Producing;
+
+/// Refuse a call on a stream that ended: `cancelled` when a reader cancelled it.
+pub(super) fn ensure_open(p: &Producing) -> Result<(), ApiError> {
+    if p.handle.cancelled() {
+        return Err(ApiError::cancelled(&p.id, p.handle.seq()));
+    }
+    if p.handle.is_sealed() {
+        return Err(ApiError::closed(&p.id, p.handle.seq()));
+    }
+    Ok(())
+}
+
+/// The offset check: `Ok` when `offset` (if given) is the produced length.
+pub(super) fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), ApiError> {
+    let seq = p.handle.seq();
+    match offset {
+        Some(at) if at < seq => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "offset_behind",
+            format!("offset {at} is behind the stream, which has {seq} code units (an earlier append landed)"),
+        )
+        .with_seq(seq)),
+        Some(at) if at > seq => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "offset_ahead",
+            format!("offset {at} is past the end of the stream, which has {seq} code units (an append is missing)"),
+        )
+        .with_seq(seq)),
+        _ => Ok(()),
+    }
+}
+
+/// Clears `body_active` however the body handler ends (including a dropped connection).
+pub(super) struct BodyGuard<'a>(&'a Producing);
+
+impl Drop for BodyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.body_active.store(false, Ordering::SeqCst);
+        self.0.touch();
+    }
+}
+
+/// The checks before a streaming body is read: the stream is open here, the offset (if given)
+/// is its length, and no other streaming body is being read for it. The guard ends that.
+pub(super) fn start_streaming_body<'a>(p: &'a Producing, offset: Option<u64>) -> Result<BodyGuard<'a>, ApiError> {
+    {
+        let _order = crate::lock::lock(&p.order);
+        ensure_open(p)?;
+        check_offset(p, offset)?;
+    }
+    if p.body_active.swap(true, Ordering::SeqCst) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "busy",
+            "another streaming body is being read for this stream",
+        ));
+    }
+    Ok(BodyGuard(p))
+}
