@@ -18,7 +18,8 @@
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
 //! - [`assets`]: the browser package the page imports, compiled into the binary.
 //! - [`producer`]: the producer API (`/v1/streams/...`): applications in any language produce
-//!   streams over HTTP.
+//!   streams over HTTP, the AI SDK's UI message stream among them; [`ui_stream`]: the AI SDK's
+//!   resume route, a stream read back as a UI message stream.
 //! - [`access`]: the producer secret, the signed read tokens, the loopback default; [`loopback`]:
 //!   what counts as this machine; [`browser`]: what a web page on this machine could send,
 //!   refused where trust rests on loopback; [`token`] is the `twoplane-token` crate (the rule is
@@ -44,4 +45,5 @@ pub mod serve;
 pub mod server;
 pub mod sse_conn;
 pub mod store;
+pub mod ui_stream;
 pub use twoplane_token as token;

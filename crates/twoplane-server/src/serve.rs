@@ -430,6 +430,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         subscriber_caps: Some(crate::conn_limits::SubscriberCaps::new(caps)),
         ..SseConfig::default()
     };
+    let reader_caps = sse.subscriber_caps.clone();
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     let sse_routes = crate::access::reader_routes(sse_routes, &config.access);
     let producer_routes = crate::producer::routes(
@@ -438,7 +439,12 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         Arc::new(config.access.clone()),
         config.producer_limits.clone(),
     );
-    let mut router = Router::new().route("/healthz", get(|| async { "ok\n" })).merge(sse_routes).merge(producer_routes);
+    let ui_routes = crate::ui_stream::routes(plane.clone(), db.clone(), Arc::new(config.access.clone()), reader_caps);
+    let mut router = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .merge(sse_routes)
+        .merge(producer_routes)
+        .merge(ui_routes);
     if config.demo {
         if let Some(problem) = config.package.problem() {
             // The page would otherwise fail in the browser's console, where nobody looks.

@@ -168,6 +168,12 @@ impl StreamHandle {
         self.seal(Seal { status, error: None }).await
     }
 
+    /// Seal with `status` on the producer's own account (a run it aborted: `cancelled`; one that
+    /// went away: `interrupted`), with `error` as the stream's error text when there is one.
+    pub async fn close_as(&self, status: StreamStatus, error: Option<&str>) -> Result<(), PlaneError> {
+        self.seal(Seal { status, error: error.map(str::to_owned) }).await
+    }
+
     /// Seal `error` with `error` as the message.
     pub async fn fail(&self, error: &str) -> Result<(), PlaneError> {
         self.seal(Seal { status: StreamStatus::Error, error: Some(error.to_owned()) }).await

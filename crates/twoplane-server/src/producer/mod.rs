@@ -21,6 +21,7 @@ mod guards;
 mod registry;
 mod routes;
 mod rows;
+mod ui;
 
 use std::sync::Arc;
 

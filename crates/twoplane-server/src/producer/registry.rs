@@ -41,6 +41,19 @@ impl Default for Limits {
     }
 }
 
+/// How a producer says its stream ended.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ending<'a> {
+    /// It is complete (`cancelled` if a reader cancelled it meanwhile).
+    Done,
+    /// It failed, with this message (`error`).
+    Failed(&'a str),
+    /// Its run was aborted (`cancelled`), with this reason if any.
+    Cancelled(Option<&'a str>),
+    /// It went away without saying (`interrupted`).
+    Interrupted,
+}
+
 /// One stream opened through this API.
 pub(crate) struct Producing {
     pub id: String,
@@ -87,15 +100,26 @@ impl Producing {
     /// Seal `complete` (or `cancelled` after a reader's cancel), or `error` with `message`. The
     /// first seal wins; a later call waits for it and reports it.
     pub async fn seal(&self, error: Option<&str>) -> (StreamStatus, Result<(), PlaneError>) {
+        self.seal_as(match error {
+            Some(message) => Ending::Failed(message),
+            None => Ending::Done,
+        })
+        .await
+    }
+
+    /// [`Producing::seal`] with how the producer says its stream ended.
+    pub async fn seal_as(&self, ending: Ending<'_>) -> (StreamStatus, Result<(), PlaneError>) {
         let ended = {
             let mut sealed = lock(&self.sealed);
-            let ended = match (*sealed, error) {
+            let ended = match (*sealed, ending) {
                 (Some((ended, _)), _) => ended,
                 // Sealed by the plane itself (a drain at shutdown): its seal stands.
                 (None, _) if self.handle.is_sealed() => StreamStatus::Interrupted,
-                (None, Some(_)) => StreamStatus::Error,
-                (None, None) if self.handle.cancelled() => StreamStatus::Cancelled,
-                (None, None) => StreamStatus::Complete,
+                (None, Ending::Failed(_)) => StreamStatus::Error,
+                (None, Ending::Cancelled(_)) => StreamStatus::Cancelled,
+                (None, Ending::Interrupted) => StreamStatus::Interrupted,
+                (None, Ending::Done) if self.handle.cancelled() => StreamStatus::Cancelled,
+                (None, Ending::Done) => StreamStatus::Complete,
             };
             if sealed.is_none() {
                 *sealed = Some((ended, Instant::now()));
@@ -104,8 +128,14 @@ impl Producing {
         };
         self.stop_watch.cancel();
         // The plane keeps the first seal asked for and hands every caller its outcome.
-        let outcome = match error {
-            Some(message) if ended == StreamStatus::Error => self.handle.fail(message).await,
+        let outcome = match ending {
+            Ending::Failed(message) if ended == StreamStatus::Error => self.handle.fail(message).await,
+            Ending::Cancelled(reason) if ended == StreamStatus::Cancelled => {
+                self.handle.close_as(StreamStatus::Cancelled, reason).await
+            }
+            Ending::Interrupted if ended == StreamStatus::Interrupted => {
+                self.handle.close_as(StreamStatus::Interrupted, None).await
+            }
             _ => self.handle.close().await,
         };
         (ended, outcome)

@@ -49,6 +49,8 @@ pub(super) fn router(producers: Producers) -> Router {
         .route("/v1/streams/{id}/event", post(event).layer(DefaultBodyLimit::max(delta_limit)))
         // Counted like `body`.
         .route("/v1/streams/{id}/events", post(event_stream).layer(DefaultBodyLimit::disable()))
+        // The AI SDK's UI message stream, one message per request (`ui.rs`); counted like `body`.
+        .route("/v1/streams/{id}/ui-message-stream", post(super::ui::ingest).layer(DefaultBodyLimit::disable()))
         .route("/v1/streams/{id}/flush", post(flush))
         .route("/v1/streams/{id}/close", post(close))
         .route("/v1/streams/{id}/fail", post(fail))
