@@ -42,6 +42,7 @@ fn main() {
     write(out, "ddl.json", ddl_vectors());
     write(out, "cut.json", cut_vectors());
     write(out, "message.json", message_vectors());
+    write(out, "ui.json", ui_vectors());
 }
 
 // ---------------------------------------------------------------- output
@@ -1701,4 +1702,92 @@ fn issue_cut(log: &MessageLog, at: u64) -> Option<MessageFrame> {
         }
         _ => None,
     }
+}
+
+// ---------------------------------------------------------------- ui.json
+
+/// The AI SDK's UI message stream (`twoplane_core::ui`): every chunk type of `ai` 7 (whose chunk
+/// types are a superset of 5's and 6's), taken from the streams the SDK itself recorded
+/// (`tests/ai-sdk/fixtures/7`), plus a type no SDK has and chunks that cannot be placed.
+fn ui_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    use twoplane_core::ui::{ingest_all, resume_all};
+    use twoplane_core::StreamStatus;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ai-sdk/fixtures/7");
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .expect("the recorded fixtures of ai 7")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".chunks.json").map(str::to_owned))
+        .collect();
+    names.sort();
+    let mut streams: Vec<(String, Vec<JsonValue>)> = names
+        .iter()
+        .map(|name| {
+            let text = fs::read_to_string(dir.join(format!("{name}.chunks.json"))).expect("a fixture");
+            (name.clone(), text.lines().filter(|l| !l.trim().is_empty()).map(j).collect())
+        })
+        .collect();
+    streams.push((
+        "a type no SDK has, and reserved names".into(),
+        vec![
+            j(r#"{"type":"start","messageId":"m"}"#),
+            j(r#"{"type":"brand-new","text":"kept","type2":1,"nested":{"a":[1,2]}}"#),
+            j(r#"{"type":"text-start","id":"t"}"#),
+            j(r#"{"type":"text-delta","id":"t","delta":"a\ud800b"}"#),
+            j(r#"{"type":"text-end","id":"t"}"#),
+        ],
+    ));
+    let mut ingest = Vec::new();
+    let mut resume = Vec::new();
+    for (name, chunks) in &streams {
+        let id = chunks
+            .iter()
+            .find_map(|c| c.get("messageId").and_then(JsonValue::as_text).cloned())
+            .unwrap_or_else(|| Text::from("m"));
+        let ingested = ingest_all(&id, chunks).expect("a recorded stream ingests");
+        let frames: Vec<JsonValue> = ingested.frames.iter().map(message_value).collect();
+        let mut case = vec![("name", s(name)), ("streamId", t(id.clone())), ("chunks", arr(chunks.clone()))];
+        case.push(("frames", arr(frames.clone())));
+        case.push(("abort", ingested.aborted.as_ref().map_or(JsonValue::Bool(false), |_| JsonValue::Bool(true))));
+        ingest.push(obj(case));
+        let finished =
+            chunks.iter().any(|c| c.get("type").and_then(JsonValue::as_text).is_some_and(|t| *t == "finish"));
+        let (status, reason) = match &ingested.aborted {
+            Some(reason) => (StreamStatus::Cancelled, reason.clone()),
+            None if finished => (StreamStatus::Complete, None),
+            None => (StreamStatus::Interrupted, None),
+        };
+        let len = ingested.frames.last().and_then(|f| f.span()).map_or(0, |(_, seq)| seq);
+        for from in [0, 1, len / 3, len / 2, len.saturating_sub(1), len] {
+            let out = resume_all(&id, &ingested.frames, from, status, reason.as_ref()).expect("a replay");
+            resume.push(obj(vec![
+                ("name", s(name)),
+                ("streamId", t(id.clone())),
+                ("frames", arr(frames.clone())),
+                ("from", n(from as f64)),
+                ("status", s(status.as_str())),
+                ("error", reason.clone().map_or(JsonValue::Null, t)),
+                ("chunks", arr(out)),
+            ]));
+        }
+    }
+    let mut errors = Vec::new();
+    for (name, chunks) in [
+        ("a delta for an id no part was started with", vec![j(r#"{"type":"text-delta","id":"t","delta":"x"}"#)]),
+        ("a start naming another message", vec![j(r#"{"type":"start","messageId":"other"}"#)]),
+        ("a chunk that is not an object", vec![j("[1]")]),
+        ("a chunk without a type", vec![j(r#"{"delta":"x"}"#)]),
+        (
+            "a tool output for an unknown call",
+            vec![j(r#"{"type":"tool-output-available","toolCallId":"c","output":1}"#)],
+        ),
+    ] {
+        let e = ingest_all(&Text::from("m"), &chunks).expect_err(name);
+        errors.push(obj(vec![
+            ("name", s(name)),
+            ("streamId", s("m")),
+            ("chunks", arr(chunks)),
+            ("kind", s(e.kind().as_str())),
+            ("field", e.field_name().map_or(JsonValue::Null, s)),
+        ]));
+    }
+    vec![("ingest", ingest), ("resume", resume), ("errors", errors)]
 }

@@ -23,7 +23,10 @@ pub mod ingest;
 pub use egress::{end_chunks, frame_chunks, message_chunks, start_chunk, UiEgress};
 pub use ingest::{UiIngest, UiOp};
 
+use crate::error::Result;
+use crate::frame::StreamStatus;
 use crate::json::JsonValue;
+use crate::message::{Message, MessageFrame, MessageLog};
 use crate::text::Text;
 
 /// A tool part whose input arrived as deltas (`tool-input-start` came first).
@@ -34,6 +37,60 @@ pub const HINT_INPUT_ERROR: &str = "$inputError";
 pub const HINT_APPROVAL_RESPONSE: &str = "$approvalResponse";
 /// A part a `reset-step` took back (parts are never removed; a replay sends the reset again).
 pub const HINT_DROPPED: &str = "$dropped";
+
+/// A whole UI message stream ingested: the message's frames in order (as a producer's log holds
+/// them), and the reason of an `abort` when the stream had one (`Some(None)`: no reason).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ingested {
+    pub frames: Vec<MessageFrame>,
+    pub aborted: Option<Option<Text>>,
+}
+
+/// Ingest a whole stream of `chunks` into the message `stream_id` (a fresh one, whose next part
+/// is 1): what the server does with a producer's body, in one call (bindings and vectors use it).
+pub fn ingest_all(stream_id: &Text, chunks: &[JsonValue]) -> Result<Ingested> {
+    let mut ui = UiIngest::new(stream_id.clone(), 1);
+    let mut log = MessageLog::new();
+    let mut aborted = None;
+    for c in chunks {
+        for op in ui.feed(c)? {
+            match op {
+                UiOp::Event(e) => drop(log.event(e)?),
+                UiOp::Delta { part, text } => drop(log.delta(part, text)?),
+                UiOp::Abort { reason } => aborted = Some(reason),
+            }
+        }
+    }
+    Ok(Ingested { frames: log.frames().to_vec(), aborted })
+}
+
+/// What a reader joining the message `frames` make at offset `from` reads, when the stream ended
+/// with `status` (and `error`): `start`, the compacted replay of the message there, the chunks of
+/// every later frame, and the end. What the server's resume route sends, in one call.
+pub fn resume_all(
+    stream_id: &Text,
+    frames: &[MessageFrame],
+    from: u64,
+    status: StreamStatus,
+    error: Option<&Text>,
+) -> Result<Vec<JsonValue>> {
+    let mut at = Message::new();
+    let mut rest = Vec::new();
+    for f in frames {
+        let (before, after) = f.cut_at(from);
+        if let Some(before) = before {
+            at.apply(&before)?;
+        }
+        rest.extend(after);
+    }
+    let mut egress = UiEgress::new();
+    let mut out = egress.replay(stream_id, at);
+    for f in &rest {
+        out.extend(egress.frame(f)?);
+    }
+    out.extend(egress.end(status, error));
+    Ok(out)
+}
 
 /// Whether a part kind is a tool call (`tool-<name>` or `dynamic-tool`).
 pub(crate) fn is_tool(kind: &Text) -> bool {

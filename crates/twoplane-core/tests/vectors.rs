@@ -484,3 +484,41 @@ fn message_log_vectors() {
         assert_eq!(log.row(from, to), want, "row {from}..{to}");
     }
 }
+
+fn frames_of(case: &JsonValue) -> Vec<MessageFrame> {
+    case.get("frames")
+        .and_then(JsonValue::as_array)
+        .unwrap()
+        .iter()
+        .map(|f| message_frame_from_value(f).unwrap())
+        .collect()
+}
+
+#[test]
+fn ui_vectors() {
+    use twoplane_core::ui::{ingest_all, resume_all};
+    let file = load("ui.json");
+    for case in cases(&file, "ingest") {
+        let chunks = case.get("chunks").and_then(JsonValue::as_array).unwrap();
+        let got = ingest_all(text(case, "streamId"), chunks).unwrap();
+        assert_eq!(got.frames, frames_of(case), "{}", text(case, "name").to_string_lossy());
+        assert_eq!(got.aborted.is_some(), case.get("abort") == Some(&JsonValue::Bool(true)));
+    }
+    for case in cases(&file, "resume") {
+        let status = twoplane_core::StreamStatus::parse(&text(case, "status").to_string_lossy()).unwrap();
+        let error = case.get("error").and_then(JsonValue::as_text);
+        let got =
+            resume_all(text(case, "streamId"), &frames_of(case), num(case, "from") as u64, status, error).unwrap();
+        let want = case.get("chunks").and_then(JsonValue::as_array).unwrap();
+        assert_eq!(got, want, "{} from {}", text(case, "name").to_string_lossy(), num(case, "from"));
+    }
+    for case in cases(&file, "errors") {
+        let chunks = case.get("chunks").and_then(JsonValue::as_array).unwrap();
+        let e = ingest_all(text(case, "streamId"), chunks).unwrap_err();
+        assert_eq!(e.kind().as_str(), text(case, "kind").to_string_lossy());
+        assert_eq!(
+            e.field_name().map(str::to_owned),
+            case.get("field").and_then(JsonValue::as_text).map(Text::to_string_lossy)
+        );
+    }
+}

@@ -211,7 +211,8 @@ impl UiReader {
                 end = Some(frame);
                 break;
             }
-            for piece in split(&frame, held_at) {
+            let (before, after) = frame.cut_at(held_at);
+            for piece in before.into_iter().chain(after) {
                 if message.apply(&piece).is_err() {
                     continue;
                 }
@@ -366,32 +367,5 @@ fn assembled(view: &MessageView) -> Option<Message> {
             assemble_durable_message(body.as_ref(), document.as_ref(), u64::try_from(rows.seq).unwrap_or(0), &chunks)
                 .ok()
         }
-    }
-}
-
-/// A content frame cut at offset `at`: the part before it and the part from it (a chunk across
-/// `at` is cut in two; anything else is whole).
-fn split(frame: &MessageFrame, at: u64) -> Vec<MessageFrame> {
-    match frame {
-        MessageFrame::Chunk { from, seq, part, at: body, text } if *from < at && at < *seq => {
-            let k = (at - from) as usize;
-            let before = MessageFrame::Chunk {
-                from: *from,
-                seq: at,
-                part: *part,
-                at: *body,
-                text: Text::from_slice(&text.units()[..k]),
-            };
-            let after = MessageFrame::Chunk {
-                from: at,
-                seq: *seq,
-                part: *part,
-                at: body + k as u64,
-                text: Text::from_slice(text.tail(k)),
-            };
-            vec![before, after]
-        }
-        other if other.span().is_some() => vec![other.clone()],
-        _ => Vec::new(),
     }
 }

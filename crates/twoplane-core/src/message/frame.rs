@@ -197,6 +197,36 @@ impl MessageFrame {
         }
     }
 
+    /// A content frame (a chunk or an event) cut at offset `at`: the part that ends at or before
+    /// `at`, and the part from `at` on (a chunk across `at` is cut in two, its body offset moved
+    /// with its second half; an event is whole on one side). A frame that is not content gives
+    /// nothing on either side.
+    pub fn cut_at(&self, at: u64) -> (Option<MessageFrame>, Option<MessageFrame>) {
+        match (self, self.span()) {
+            (MessageFrame::Chunk { from, seq, part, at: body, text }, _) if *from < at && at < *seq => {
+                let k = (at - from) as usize;
+                let before = MessageFrame::Chunk {
+                    from: *from,
+                    seq: at,
+                    part: *part,
+                    at: *body,
+                    text: Text::from_slice(&text.units()[..k]),
+                };
+                let after = MessageFrame::Chunk {
+                    from: at,
+                    seq: *seq,
+                    part: *part,
+                    at: body + k as u64,
+                    text: Text::from_slice(text.tail(k)),
+                };
+                (Some(before), Some(after))
+            }
+            (_, Some((_, seq))) if seq <= at => (Some(self.clone()), None),
+            (_, Some(_)) => (None, Some(self.clone())),
+            (_, None) => (None, None),
+        }
+    }
+
     /// The frame in today's six-frame form, when it has one.
     pub fn to_frame(&self) -> Option<Frame> {
         Some(match self {
