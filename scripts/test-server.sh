@@ -67,6 +67,12 @@ say "server: cross-origin readers in Chromium (--allow-origin; tests/demo/cors.t
 say "server: web pages against the loopback default in Chromium (no-cors posts, a rebound Host; tests/demo/cross-origin.test.mjs)"
 (cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test cross-origin.test.mjs)
 
+# A message with parts (issue #23): its Node readers use the addon (twoplane/node) beside the wasm
+# build, and its React page the React of tests/browser (installed by build-wasm.sh above).
+say "server: a message with parts end to end (Node readers over the addon and wasm, Chromium pages, a React page; tests/demo/parts.test.mjs)"
+bash scripts/build-node.sh
+(cd tests/demo && TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium node --test parts.test.mjs)
+
 say "server: producer API end to end again, on PostgreSQL (the row statements and the cancel column there)"
 (cd tests/demo && TWOPLANE_PRODUCER_PG_URL="$TWOPLANE_PG_URL" TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" \
   CHROMIUM=/usr/bin/chromium node --test producer.test.mjs)
