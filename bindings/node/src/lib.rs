@@ -24,5 +24,6 @@ mod reader;
 mod sse;
 mod sse_decode;
 mod text;
+mod ui;
 
 pub use error::Kind;
