@@ -31,6 +31,9 @@ export async function stopServer(child) {
   if (!child || child.exitCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  // The timer is cleared once the server exits: a pending one would keep the test process alive.
+  let timer;
+  await Promise.race([exited, new Promise((r) => { timer = setTimeout(r, 10_000); })]);
+  clearTimeout(timer);
   if (child.exitCode === null) child.kill('SIGKILL');
 }
