@@ -14,6 +14,7 @@
 //! - `advance`: a reader that holds the message at one boundary and is brought to a later one in
 //!   one step (`UiEgress::advance_to`, what the server does when a reader falls back on the
 //!   store), then follows the live tail to the end.
+//!
 //! A chunk the ingest refuses is written as `{"error": ...}` in place of the case's chunks.
 
 use std::io::Write;

@@ -170,7 +170,7 @@ impl Tally {
         }
         let (part, at) = match (part.is_nan(), at.is_nan()) {
             (true, true) => (0.0, from),
-            _ if is_part(part) && is_integer(at) && at >= 0.0 && at <= MAX => (part, at),
+            _ if is_part(part) && is_integer(at) && (0.0..=MAX).contains(&at) => (part, at),
             _ => return Err(Breach::Malformed),
         };
         if from > self.pos {

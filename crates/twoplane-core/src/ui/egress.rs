@@ -628,8 +628,7 @@ mod tests {
             assert_eq!(inputs, 1, "cut at {cut}: {:?}", types(&out));
             let finals = out
                 .iter()
-                .filter(|c| c.get("type").and_then(JsonValue::as_text).is_some_and(|t| *t == "tool-output-available"))
-                .last()
+                .rfind(|c| c.get("type").and_then(JsonValue::as_text).is_some_and(|t| *t == "tool-output-available"))
                 .and_then(|c| c.get("output").cloned());
             assert_eq!(finals, Some(JsonValue::Number(2.0)), "cut at {cut}");
         }

@@ -12,19 +12,11 @@
 //!   applied once it is complete (its `\n` arrived, or the body ended), a trailing `\r` and
 //!   blank lines are ignored, and a line longer than the bound is refused before it is kept.
 
-use std::collections::HashMap;
-
 use axum::http::StatusCode;
 use twoplane_core::message::{parse_producer_event, PartRef, ProducerEvent};
 
 use super::errors::ApiError;
 use super::registry::Producing;
-
-/// The part ids a producer named, per stream.
-#[derive(Default)]
-pub(crate) struct PartIds {
-    ids: HashMap<Vec<u16>, u32>,
-}
 
 /// Decode one event's JSON text (a bad one is `400 bad_event`, naming the core's kind and field).
 pub(super) fn decode(json: &str) -> Result<ProducerEvent, ApiError> {
@@ -43,7 +35,7 @@ pub(super) fn apply(p: &Producing, event: ProducerEvent) -> Result<Option<u32>, 
         ProducerEvent::Start { kind, id: name, value } => {
             let mut ids = crate::lock::lock(&p.part_ids);
             if let Some(name) = &name {
-                if ids.ids.contains_key(name.units()) {
+                if ids.get(name.units()).is_some() {
                     return Err(ApiError::bad_request(
                         "duplicate_part_id",
                         format!("a part of this message already has the id {:?}", name.to_string_lossy()),
@@ -53,7 +45,7 @@ pub(super) fn apply(p: &Producing, event: ProducerEvent) -> Result<Option<u32>, 
             }
             let part = p.handle.start_part(&kind.to_string_lossy(), value).map_err(plane)?;
             if let Some(name) = name {
-                ids.ids.insert(name.into_units(), part);
+                ids.insert(name.into_units(), part);
             }
             Ok(Some(part))
         }
@@ -89,7 +81,7 @@ fn resolve(p: &Producing, r: &PartRef) -> Result<u32, ApiError> {
     };
     let found = match r {
         PartRef::Number(n) => known.then_some(*n),
-        PartRef::Id(name) => crate::lock::lock(&p.part_ids).ids.get(name.units()).copied(),
+        PartRef::Id(name) => crate::lock::lock(&p.part_ids).get(name.units()),
     };
     found.ok_or_else(|| {
         let named = match r {

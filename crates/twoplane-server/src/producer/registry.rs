@@ -41,6 +41,23 @@ impl Default for Limits {
     }
 }
 
+/// The part ids a producer named for its message (`events.rs`): its own names for the parts, by
+/// their numbers.
+#[derive(Default)]
+pub(crate) struct PartIds {
+    ids: HashMap<Vec<u16>, u32>,
+}
+
+impl PartIds {
+    pub fn get(&self, name: &[u16]) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    pub fn insert(&mut self, name: Vec<u16>, part: u32) {
+        self.ids.insert(name, part);
+    }
+}
+
 /// How a producer says its stream ended.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ending<'a> {
@@ -67,7 +84,7 @@ pub(crate) struct Producing {
     /// A streaming body is being read right now.
     pub body_active: AtomicBool,
     /// The part ids its producer named (`events.rs`).
-    pub part_ids: Mutex<super::events::PartIds>,
+    pub part_ids: Mutex<PartIds>,
     touched: Mutex<Instant>,
     /// How the stream was sealed (the first seal wins) and when.
     sealed: Mutex<Option<(StreamStatus, Instant)>>,
