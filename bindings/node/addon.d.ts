@@ -203,3 +203,16 @@ export declare function streamRequestOf(url: string, lastEventId: string | undef
  * becomes. `from` must be an offset (`invalid_offset`).
  */
 export declare function subscribeUrlOf(endpoint: string, streamId: string, from: number): string
+
+/**
+ * `uiIngest(streamId, chunksJson)`: the chunks (a JSON array) ingested into a fresh message;
+ * `{"frames": [...], "abort": bool}` as JSON.
+ */
+export declare function uiIngest(streamId: string, chunks: string): string
+
+/**
+ * `uiResume(streamId, framesJson, from, status, error)`: the chunks (a JSON array) a reader
+ * joining the message `frames` make at `from` reads, the stream having ended with `status`
+ * (`complete`, `cancelled`, `error`, `interrupted`) and `error` (or null).
+ */
+export declare function uiResume(streamId: string, frames: string, from: number, status: string, error?: string | undefined | null): string

@@ -221,3 +221,38 @@ test(`[${BACKEND}] message.json: codec, SSE events, decode errors, conform, read
   }
   for (const r of results) await t.test(r.name, () => assert.ok(r.ok, r.detail ?? ''));
 });
+
+// The UI message stream mapping is Node-only (`twoplane/node`): the browser build leaves it out.
+if (BACKEND === 'napi') {
+  test('[napi] ui.json: ingest, resume from every listed offset, refusals with their kind', () => {
+    const { ingest, resume, errors } = load('ui');
+    assert.ok(ingest.length >= 5 && resume.length >= 20 && errors.length >= 3);
+    for (const c of ingest) {
+      const got = api.uiIngest(c.streamId, c.chunks);
+      assert.deepEqual(got.frames, c.frames, `${c.name}: frames`);
+      assert.equal(got.aborted, c.abort, `${c.name}: aborted`);
+    }
+    for (const c of resume) {
+      const got = api.uiResume(c.streamId, c.frames, { from: c.from, status: c.status, error: c.error });
+      assert.deepEqual(got, c.chunks, `${c.name} from ${c.from}`);
+    }
+    for (const c of errors) {
+      assert.throws(() => api.uiIngest(c.streamId, c.chunks), (err) => err instanceof api.TwoplaneError && err.kind === c.kind, c.name);
+    }
+  });
+
+  test('[napi] uiIngest / uiResume keep a lone surrogate and refuse bad arguments with a kind', () => {
+    const delta = 'a\uD800b\uDC00';
+    const chunks = [{ type: 'start' }, { type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta }, { type: 'text-end', id: 't' }, { type: 'finish' }];
+    const { frames } = api.uiIngest('m', chunks);
+    assert.ok(frames.some((f) => f.text === delta), 'the chunk frame holds the delta unchanged');
+    const back = api.uiResume('m', frames, { from: 0 });
+    assert.ok(back.some((c) => c.type === 'text-delta' && c.delta === delta), JSON.stringify(back));
+    const refused = (fn, kind) => assert.throws(fn, (err) => err instanceof api.TwoplaneError && err.kind === kind);
+    refused(() => api.uiIngest('m', 'not an array'), 'invalid_argument');
+    refused(() => api.uiIngest(7, []), 'invalid_argument');
+    refused(() => api.uiResume('m', frames, { from: -1 }), 'invalid_offset');
+    refused(() => api.uiResume('m', frames, { status: 'done' }), 'invalid_status');
+    refused(() => api.uiResume('m', [{ type: 'nope' }]), 'unknown_frame_type');
+  });
+}

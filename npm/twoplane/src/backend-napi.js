@@ -445,3 +445,47 @@ export function napiSseBatchEncoder(addon, frameResumePoint, encodeSseEvent) {
   };
 }
 
+
+/**
+ * The AI SDK's UI message stream mapped by the core, in bulk, for Node servers that map a stream
+ * themselves (`twoplane serve` does the same on its routes). Chunks and frames cross as JSON text:
+ * `JSON.stringify` escapes a lone surrogate and `JSON.parse` restores it, so nothing is replaced.
+ *
+ * - `uiIngest(streamId, chunks)`: a whole stream's chunks as the message frames it makes,
+ *   `{ frames, aborted }` (`aborted`: the stream ended with an `abort` chunk).
+ * - `uiResume(streamId, frames, { from, status, error })`: the chunks a reader joining that
+ *   message at offset `from` reads, the stream having ended with `status` (and `error`).
+ */
+export function napiUiCalls(addon) {
+  const call = (fn) => {
+    try {
+      return fn();
+    } catch (err) {
+      throw toTwoplaneError(err);
+    }
+  };
+  const text = (value, what) => {
+    if (typeof value !== 'string') throw new TwoplaneError('invalid_argument', `${what} is a string`);
+    return value;
+  };
+  const array = (value, what) => {
+    if (!Array.isArray(value)) throw new TwoplaneError('invalid_argument', `${what} is an array`);
+    return JSON.stringify(value);
+  };
+  return {
+    uiIngest(streamId, chunks) {
+      const id = text(streamId, 'streamId');
+      const json = array(chunks, 'chunks');
+      const out = JSON.parse(call(() => addon.uiIngest(id, json)));
+      return { frames: out.frames, aborted: out.abort };
+    },
+    uiResume(streamId, frames, { from = 0, status = 'complete', error = null } = {}) {
+      const id = text(streamId, 'streamId');
+      const json = array(frames, 'frames');
+      const at = typeof from === 'number' ? from : NaN;
+      const st = text(status, 'status');
+      const err = error === null || error === undefined ? null : text(error, 'error');
+      return JSON.parse(call(() => addon.uiResume(id, json, at, st, err)));
+    },
+  };
+}

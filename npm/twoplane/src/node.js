@@ -4,10 +4,11 @@
 //
 // Same names and behaviour as every other entry, plus `encodeSseEvents(frames)`, the batch SSE
 // encoder, here always through the addon (see backend-napi.js for how it stays byte-identical to
-// `encodeSseEvent` per frame).
+// `encodeSseEvent` per frame), and `uiIngest` / `uiResume`, the AI SDK's UI message stream mapped
+// by the core in bulk (Node only: the browser build leaves them out to stay small).
 
 import { buildApi } from './facade.js';
-import { loadAddon, napiBackend, napiSseBatchEncoder } from './backend-napi.js';
+import { loadAddon, napiBackend, napiSseBatchEncoder, napiUiCalls } from './backend-napi.js';
 
 const loaded = loadAddon();
 if (loaded.addon === null) throw loaded.error;
@@ -21,6 +22,7 @@ const base = buildApi(backend);
 const api = {
   ...base,
   encodeSseEvents: napiSseBatchEncoder(loaded.addon, base.frameResumePoint, base.encodeSseEvent),
+  ...napiUiCalls(loaded.addon),
 };
 
 export const {
@@ -46,6 +48,8 @@ export const {
   MessageRelayConform,
   MessageReader,
   TwoplaneError,
+  uiIngest,
+  uiResume,
 } = api;
 export { buildApi };
 export default api;
