@@ -35,7 +35,7 @@ use axum::Router;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use twoplane_core::json::JsonValue;
-use twoplane_core::message::{assemble_durable_message, Message, MessageChunkRow, MessageFrame};
+use twoplane_core::message::{Message, MessageFrame};
 use twoplane_core::ui::UiEgress;
 use twoplane_core::{StreamStatus, Text};
 use twoplane_stream::{Plane, Subscription};
@@ -352,20 +352,6 @@ fn status_of(status: &str) -> Option<StreamStatus> {
 fn assembled(view: &MessageView) -> Option<Message> {
     match &view.rows {
         None => Some(Message::from_text(Text::from(view.body.as_str()))),
-        Some(rows) => {
-            let chunks: Vec<MessageChunkRow> = rows
-                .chunks
-                .iter()
-                .map(|c| MessageChunkRow {
-                    seq: u64::try_from(c.seq).unwrap_or(0),
-                    text: c.text.as_deref().map(Text::from),
-                    parts: c.parts.as_deref().map(Text::from),
-                })
-                .collect();
-            let body = rows.body.as_deref().map(Text::from);
-            let document = rows.document.as_deref().map(Text::from);
-            assemble_durable_message(body.as_ref(), document.as_ref(), u64::try_from(rows.seq).unwrap_or(0), &chunks)
-                .ok()
-        }
+        Some(rows) => rows.assemble().ok(),
     }
 }

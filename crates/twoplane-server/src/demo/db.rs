@@ -99,8 +99,16 @@ mod tests {
     async fn an_exchange_reads_back_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let db = DemoDb::new(Database::open_sqlite(&dir.path().join("x.db"), true).await.unwrap());
-        let user =
-            MessageView { id: "u1".into(), role: "user".into(), body: "hi".into(), status: None, seq: 2, host: None, document: None, rows: None };
+        let user = MessageView {
+            id: "u1".into(),
+            role: "user".into(),
+            body: "hi".into(),
+            status: None,
+            seq: 2,
+            host: None,
+            document: None,
+            rows: None,
+        };
         db.insert_exchange(user, "a1".into()).await.unwrap();
         let all = db.messages().await.unwrap();
         assert_eq!(all.len(), 2);
@@ -110,8 +118,16 @@ mod tests {
         assert_eq!(db.message("a1".into()).await.unwrap(), Some(all[1].clone()));
         assert_eq!(db.message("nope".into()).await.unwrap(), None);
         // An id taken already fails the whole exchange: the new user row is not left behind.
-        let again =
-            MessageView { id: "u2".into(), role: "user".into(), body: "x".into(), status: None, seq: 1, host: None, document: None, rows: None };
+        let again = MessageView {
+            id: "u2".into(),
+            role: "user".into(),
+            body: "x".into(),
+            status: None,
+            seq: 1,
+            host: None,
+            document: None,
+            rows: None,
+        };
         assert!(db.insert_exchange(again, "a1".into()).await.is_err());
         assert_eq!(db.message("u2".into()).await.unwrap(), None);
     }

@@ -130,6 +130,18 @@ async fn open(State(producers): State<Producers>, Path(id): Path<String>, body: 
     }
 }
 
+/// A body capped at `limit` bytes (axum's limit answered as our 413), or a 400 for any other
+/// rejection of the body.
+fn small_body(body: Result<Bytes, BytesRejection>, limit: usize, what: &str) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(limit, what)
+        } else {
+            ApiError::bad_request("bad_request", rejection.body_text())
+        }
+    })
+}
+
 async fn append(
     State(producers): State<Producers>,
     Path(id): Path<String>,
@@ -137,19 +149,13 @@ async fn append(
     body: Result<Bytes, BytesRejection>,
 ) -> Reply {
     let offset = offset_query(query)?;
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(producers.limits.max_delta_bytes, "an append's body")
-        } else {
-            ApiError::bad_request("bad_request", rejection.body_text())
-        }
-    })?;
-    let Some(offset) = offset else {
-        return Err(ApiError::bad_request(
+    let body = small_body(body, producers.limits.max_delta_bytes, "an append's body")?;
+    let offset = offset.ok_or_else(|| {
+        ApiError::bad_request(
             "missing_offset",
             "append needs ?offset=<the stream's length before this text, in UTF-16 code units>",
-        ));
-    };
+        )
+    })?;
     let p = hosted(&producers, &id).await?;
     // Decoded before anything is pushed: a bad delta appends nothing at all.
     let text =
@@ -192,19 +198,13 @@ async fn event(
     body: Result<Bytes, BytesRejection>,
 ) -> Reply {
     let offset = offset_query(query)?;
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(producers.limits.max_delta_bytes, "an event's body")
-        } else {
-            ApiError::bad_request("bad_request", rejection.body_text())
-        }
-    })?;
-    let Some(offset) = offset else {
-        return Err(ApiError::bad_request(
+    let body = small_body(body, producers.limits.max_delta_bytes, "an event's body")?;
+    let offset = offset.ok_or_else(|| {
+        ApiError::bad_request(
             "missing_offset",
             "event needs ?offset=<the message's length before this event, in the coordinate of docs/contract.md §8>",
-        ));
-    };
+        )
+    })?;
     let p = hosted(&producers, &id).await?;
     // Decoded before anything is applied: a bad event changes nothing.
     let json = std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was applied"))?;

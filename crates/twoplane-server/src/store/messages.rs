@@ -153,22 +153,28 @@ async fn read(executor: &Executor, only: Option<&str>) -> Result<Vec<MessageView
     Ok(out)
 }
 
-/// The durable message of one row and its chunk rows, by the core's assembly.
+impl DurableRows {
+    /// The durable message these rows hold, by the core's assembly (one rule, one place: the
+    /// status route and the UI message stream route both read a stored message through it).
+    pub fn assemble(&self) -> Result<twoplane_core::message::Message, twoplane_core::Error> {
+        let chunks: Vec<MessageChunkRow> = self
+            .chunks
+            .iter()
+            .map(|c| MessageChunkRow {
+                seq: u64::try_from(c.seq).unwrap_or(0),
+                text: c.text.as_deref().map(Text::from),
+                parts: c.parts.as_deref().map(Text::from),
+            })
+            .collect();
+        let body = self.body.as_deref().map(Text::from);
+        let document = self.document.as_deref().map(Text::from);
+        assemble_durable_message(body.as_ref(), document.as_ref(), u64::try_from(self.seq).unwrap_or(0), &chunks)
+    }
+}
+
+/// The durable message of one row and its chunk rows, or a store error naming the message.
 fn assemble(id: &str, rows: &DurableRows) -> Result<twoplane_core::message::Message, PlaneError> {
-    let chunks: Vec<MessageChunkRow> = rows
-        .chunks
-        .iter()
-        .map(|c| MessageChunkRow {
-            seq: u64::try_from(c.seq).unwrap_or(0),
-            text: c.text.as_deref().map(Text::from),
-            parts: c.parts.as_deref().map(Text::from),
-        })
-        .collect();
-    let body = rows.body.as_deref().map(Text::from);
-    let document = rows.document.as_deref().map(Text::from);
-    let seq = u64::try_from(rows.seq).unwrap_or(0);
-    assemble_durable_message(body.as_ref(), document.as_ref(), seq, &chunks)
-        .map_err(|e| PlaneError::store(format!("message {id}: its rows do not assemble: {e}")))
+    rows.assemble().map_err(|e| PlaneError::store(format!("message {id}: its rows do not assemble: {e}")))
 }
 
 /// A row of the `N` columns a statement selects.
