@@ -32,6 +32,9 @@ pub mod message;
 /// Their text half (codec, durable message, reader), with the `message-text` feature.
 #[cfg(feature = "message-text")]
 pub mod message_text;
+/// The AI SDK's UI message stream in bulk, with the `ui` feature (the full build).
+#[cfg(feature = "ui")]
+pub mod ui;
 
 /// Live instances, addressed by the handles JavaScript holds (the adapter frees a slot when its
 /// object is collected; freed slots are reused). Cheaper per call than wasm-bindgen's exported
