@@ -10,7 +10,7 @@ import { JS_TYPES, MESSAGE_ACTIONS } from './codes.js';
 import { packRows } from './rows.js';
 
 /** Core errors cross as `"<kind>: <message>"` (the core's Display); rebuild the typed error. */
-function coreError(raw) {
+export function coreError(raw) {
   const text = String(raw);
   const at = text.indexOf(': ');
   return at > 0 ? new TwoplaneError(text.slice(0, at), text.slice(at + 2)) : new TwoplaneError('invalid_argument', text);

@@ -1,0 +1,100 @@
+// `twoplane/wasm-full`: the package over the full WebAssembly build, an opt-in second module
+// (npm/twoplane/wasm-full/, built by scripts/build-wasm.sh from bindings/wasm with the features
+// `message-text` and `ui`). It has every name of `twoplane/wasm`, with the message codec the
+// shipped module leaves out (`encodeMessageFrame`, `decodeMessageFrame`, ...), plus the AI SDK's
+// UI message stream mapped by the core in bulk: `uiIngest` and `uiResume`, the same calls with the
+// same answers as `twoplane/node`'s over the addon. For runtimes that cannot load the addon (edge
+// functions, workers) and need those; a page that only reads streams keeps `twoplane`, whose
+// module is about two and a half times smaller (docs/js-backend.md).
+//
+// Loading is wasm.js's: fetched and compiled by streaming in a browser or bundler, read from disk
+// and compiled synchronously from a `file:` URL, ready before this module finishes evaluating.
+
+import init, * as glue from '../wasm-full/twoplane_wasm_full.js';
+import { buildApi } from './facade.js';
+import { coreError, wasmBackend } from './backend-wasm.js';
+import { TwoplaneError } from './errors.js';
+import { toUnits } from './units.js';
+
+const wasmUrl = new URL('../wasm-full/twoplane_wasm_full_bg.wasm', import.meta.url);
+
+let raw;
+if (wasmUrl.protocol === 'file:') {
+  const fsModule = 'node:fs';
+  const { readFileSync } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule);
+  raw = glue.initSync({ module: readFileSync(wasmUrl) });
+} else {
+  raw = await init({ module_or_path: wasmUrl });
+}
+
+/** The backend object (docs/js-backend.md) over the full build; it has the optional codec. */
+export const backend = wasmBackend(glue, raw);
+
+const text = (value, what) => {
+  if (typeof value !== 'string') throw new TwoplaneError('invalid_argument', `${what} is a string`);
+  return toUnits(value);
+};
+// JSON.stringify writes a lone surrogate as an escape and JSON.parse reads it back, so the values
+// cross the boundary as JSON text without losing a code unit.
+const array = (value, what) => {
+  if (!Array.isArray(value)) throw new TwoplaneError('invalid_argument', `${what} is an array`);
+  return toUnits(JSON.stringify(value));
+};
+const call = (fn) => {
+  try {
+    return JSON.parse(fn());
+  } catch (err) {
+    if (err instanceof TwoplaneError) throw err;
+    throw coreError(err);
+  }
+};
+
+const api = {
+  ...buildApi(backend),
+  /** A whole UI message stream's chunks as the message frames the core maps them to. */
+  uiIngest(streamId, chunks) {
+    const id = text(streamId, 'streamId');
+    const json = array(chunks, 'chunks');
+    const out = call(() => glue.uiIngest(id, json));
+    return { frames: out.frames, aborted: out.abort };
+  },
+  /** The chunks a reader joining the message `frames` make at `from` reads, the stream having
+   *  ended with `status` and `error`. */
+  uiResume(streamId, frames, { from = 0, status = 'complete', error = null } = {}) {
+    const id = text(streamId, 'streamId');
+    const json = array(frames, 'frames');
+    // A non-number is NaN, which the core refuses as it refuses -1 or 0.5 (`invalid_offset`).
+    const at = typeof from === 'number' ? from : NaN;
+    const st = text(status, 'status');
+    const err = error === null || error === undefined ? undefined : text(error, 'error');
+    return call(() => glue.uiResume(id, json, at, st, err));
+  },
+};
+
+export const {
+  STREAM_STATUS_STREAMING,
+  STREAM_SSE_HEADERS,
+  frameResumePoint,
+  spliceStreamText,
+  assembleDurableText,
+  streamChunkId,
+  streamChunkTableDdl,
+  streamRequestFromHttp,
+  StreamRelayConform,
+  StreamReader,
+  SseDecoder,
+  encodeSseEvent,
+  encodeSseEvents,
+  encodeMessageFrame,
+  encodeMessageEvent,
+  decodeMessageFrame,
+  messageResumePoint,
+  assembleDurableMessage,
+  DurableMessage,
+  MessageRelayConform,
+  MessageReader,
+  uiIngest,
+  uiResume,
+} = api;
+export { buildApi, TwoplaneError };
+export default api;
