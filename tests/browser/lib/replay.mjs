@@ -3,7 +3,7 @@
 // in Node (node-vectors.test.mjs) and in a Chromium page (pages/vectors.html).
 //
 // `replayVectors(api, files)` takes the package's exports and the parsed files by name
-// (`{ conform, reader, text, codec, sse, request, ddl, message }`), and returns one result per case:
+// (`{ conform, reader, text, codec, sse, request, ddl, message, ui }`), and returns one result per case:
 // `{ file, name, ok, detail }`. A case is compared as JSON text (key order included, since the
 // contract fixes it), and a frame the contract passes through must be the very object fed in.
 
@@ -309,6 +309,42 @@ export function replayMessageVectors(api, message) {
   return out;
 }
 
+// ---------------------------------------------------------------- ui.json (the AI SDK's stream)
+
+/** The cases of ui.json (README: `ingest`, `resume`, `errors`) through `api.uiIngest` and
+ *  `api.uiResume`, which only the full wasm build (`twoplane/wasm-full`) and the Node entry have:
+ *  the frames and whether an abort came, the chunks a reader joining at `from` reads, and the
+ *  kind each refused stream throws. */
+export function replayUiVectors(api, ui) {
+  const out = [];
+  const add = (name, fn) => out.push(result('ui', name, fn));
+  for (const c of ui.ingest) {
+    add(`ingest ${c.name}`, () => {
+      const got = api.uiIngest(c.streamId, c.chunks);
+      if (j(got.frames) !== j(c.frames)) return `frames ${j(got.frames)}, want ${j(c.frames)}`;
+      return got.aborted === c.abort ? null : `aborted ${j(got.aborted)}, want ${j(c.abort)}`;
+    });
+  }
+  for (const c of ui.resume) {
+    add(`resume ${c.name} from ${c.from} (${c.status})`, () => {
+      const got = api.uiResume(c.streamId, c.frames, { from: c.from, status: c.status, error: c.error });
+      return j(got) === j(c.chunks) ? null : `chunks ${j(got)}, want ${j(c.chunks)}`;
+    });
+  }
+  for (const c of ui.errors) {
+    add(`error ${c.name}`, () => {
+      try {
+        const got = api.uiIngest(c.streamId, c.chunks);
+        return `ingested ${j(got)}, want the error ${c.kind}`;
+      } catch (err) {
+        if (!(err instanceof api.TwoplaneError)) return `threw a ${err?.name}, not a TwoplaneError: ${err}`;
+        return err.kind === c.kind ? null : `threw ${err.kind}, want ${c.kind}`;
+      }
+    });
+  }
+  return out;
+}
+
 /** Every case of every file given; files that are missing are skipped. */
 export function replayVectors(api, files) {
   const out = [];
@@ -366,9 +402,13 @@ export function replayVectors(api, files) {
   for (const c of ddl?.cases ?? []) out.push(result('ddl', `${j(c.tables)} ${c.dialect}`, () => ddlCase(api, c)));
   for (const c of ddl?.args ?? []) out.push(result('ddl', `args ${j(c.tables)} ${j(c.dialect)}`, () => ddlArgsCase(api, c)));
   if (files.message) out.push(...replayMessageVectors(api, files.message));
+  if (files.ui) out.push(...replayUiVectors(api, files.ui));
   return out;
 }
 
 /** The vector files replayed (codec's decodeErrors need a strict decoder the package does not
  *  expose; its reader and conform vectors cover how malformed frames are treated). */
 export const VECTOR_FILES = ['conform', 'reader', 'text', 'codec', 'sse', 'request', 'ddl', 'message'];
+
+/** The files replayed over the full build (`twoplane/wasm-full`): all of the above, and ui.json. */
+export const FULL_VECTOR_FILES = [...VECTOR_FILES, 'ui'];

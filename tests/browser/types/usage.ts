@@ -17,6 +17,7 @@ import {
   type StreamStopReason,
 } from 'twoplane';
 import * as wasm from 'twoplane/wasm';
+import * as full from 'twoplane/wasm-full';
 import { useStreamedMessage, useStreamedText, useStreamedTextState } from 'twoplane/react';
 
 const status: 'streaming' = STREAM_STATUS_STREAMING;
@@ -187,4 +188,19 @@ export { status, contentType, describe, id, none, text, rowId, ddl, from, first,
   // @ts-expect-error: the hook takes a DurableMessage, not the row's text
   useStreamedMessage({ endpoint: '/x', streamId: 's', durable: 'text' });
   void Live;
+}
+
+// `twoplane/wasm-full`: every name of `twoplane/wasm`, plus the UI message stream calls.
+{
+  const { frames, aborted }: full.UiIngested = full.uiIngest('m', [{ type: 'start' }, { type: 'finish' }]);
+  const chunks: full.UiMessageChunk[] = full.uiResume('m', frames, { from: 0, status: 'cancelled', error: null });
+  const type: string = chunks[0].type;
+  const json: string = full.encodeMessageFrame(frames[0]);
+  const reader: full.StreamReader = new full.StreamReader({ streamId: 'm', durableText: '' });
+  const viaDefault: full.UiMessageChunk[] = full.default.uiResume('m', full.default.uiIngest('m', []).frames);
+  void [aborted, type, json, reader, viaDefault];
+  // @ts-expect-error: the status is a stream status
+  full.uiResume('m', frames, { status: 'done' });
+  // @ts-expect-error: a chunk has a type
+  full.uiIngest('m', [{ delta: 'x' }]);
 }
