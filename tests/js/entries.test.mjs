@@ -1,6 +1,6 @@
 // The Node entries of the npm package: the default entry routes per operation and falls back to
 // the wasm build when no addon loads; `twoplane/node` refuses to load without the addon; every
-// entry exposes the same names. Independent of BACKEND (it checks the entries themselves).
+// entry exposes the same names (but for the UI mapping, see UI_NAMES). Independent of BACKEND (it checks the entries themselves).
 
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,13 +15,24 @@ function runModule(code, env = {}) {
   return spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', env: { ...process.env, ...env } });
 }
 
-test('every entry exposes the same public names', async () => {
+// The UI message stream mapping (uiIngest, uiResume) is in the entries whose build holds the
+// core's JSON codec: `twoplane/node` and `twoplane/wasm-full`; the shipped wasm module leaves it
+// out for size, and so does the default entry, which may fall back to that module.
+const UI_NAMES = ['uiIngest', 'uiResume'];
+
+test('every entry exposes the same public names, and the UI mapping where its build has it', async () => {
   const routed = await import(entry('src/index.node.js'));
   const napi = await import(entry('src/node.js'));
   const wasm = await import(entry('src/wasm.js'));
+  const full = await import(entry('src/wasm-full.js'));
   const names = (m) => Object.keys(m.default).sort();
-  assert.deepEqual(names(napi), names(wasm));
+  assert.deepEqual(names(napi), [...names(wasm), ...UI_NAMES].sort());
+  assert.deepEqual(names(full), names(napi));
   assert.deepEqual(names(routed), names(wasm));
+  for (const name of UI_NAMES) {
+    assert.equal(typeof napi[name], 'function', `twoplane/node exports ${name}`);
+    assert.equal(typeof full[name], 'function', `twoplane/wasm-full exports ${name}`);
+  }
   assert.equal(napi.default.backend, 'napi');
   assert.equal(wasm.default.backend, 'wasm');
 });
