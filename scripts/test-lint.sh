@@ -11,6 +11,9 @@ python3 scripts/check-module-cycles.py crates/twoplane-stream/src crates/twoplan
 
 say "lint: cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+# The wasm binding's opt-in features (the full build's modules) are compiled only with them on.
+say "lint: cargo clippy -p twoplane-wasm --features message-text,ui --all-targets -- -D warnings"
+cargo clippy -p twoplane-wasm --features message-text,ui --all-targets -- -D warnings
 echo "clippy: clean"
 
 # The repository stands alone: its Markdown links resolve inside it, and no tracked file points
