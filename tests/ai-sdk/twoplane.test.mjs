@@ -1,0 +1,525 @@
+// `twoplane/ai-sdk` against `twoplane serve`, judged by the SDK's own code, for one major of `ai`
+// (TWOPLANE_AI=5|6|7, with `node --import ./lib/ai-alias.mjs`, so the entry's bare `ai` is that
+// major; scripts/test-aisdk.sh runs 5 and 7):
+//
+// - the producer: a paced `streamText` turn (lib/turn.mjs: reasoning, a tool whose input streams,
+//   its outputs, two texts, a data part replaced by id, a client-side tool) produced into twoplane;
+//   `readUIMessageStream` over `GET .../ui-message-stream` builds the message it builds from the
+//   producer's own chunks;
+// - resuming by offset: a reader cut mid reasoning, mid tool input, between a tool's input and its
+//   output, mid text, after the end, and at random points, resumed with `?from=` each time: what
+//   the server replays up to the offset rebuilds exactly what the reader held, and what comes after
+//   it continues the held message to the whole one (nothing twice, nothing missing);
+// - the ChatTransport with the SDK's `Chat`: pages that die mid-answer and a new page resuming from
+//   the offset the last one persisted; a connection that breaks and is reopened by the transport;
+//   a `Chat` resuming after a disconnect. Every chunk the pages' `Chat` processed is counted:
+//   `onToolCall` once per call, `onData` once per data chunk, and the fresh deltas add up to the
+//   message's bodies exactly; the replayed ones rebuild what the page before held;
+// - `stop()` is a cancel: the producer's request ends `409 cancelled`, the model is no longer read,
+//   readers get `abort`; a dropped page changes nothing on the server;
+// - a producer killed mid-answer: readers get the message up to what the store holds, and an end.
+//
+// Env: TWOPLANE_AI (required), TWOPLANE_BIN, TWOPLANE_AISDK_SEED (replays a run's random choices).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { loadMajor } from './lib/majors.mjs';
+import { lastMessage, asJson, streamOf } from './lib/read.mjs';
+import { pacedTurn, CONFIRM_INPUT_JSON } from './lib/turn.mjs';
+import { REASONING, TEXT_A, TEXT_B, TOOL_INPUT_JSON } from './lib/scenario.mjs';
+import { startTwoplane, readUi } from './lib/twoplane.mjs';
+import { severingFetch } from './lib/sever.mjs';
+import { signStreamToken } from '../../npm/twoplane/src/token.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const major = process.env.TWOPLANE_AI;
+const M = await loadMajor(major);
+const { Chat } = await import(M.reactAlias);
+const { createTwoplaneProducer, TwoplaneChatTransport, isReplayedChunk, memoryHeld } = await import('../../npm/twoplane/src/ai-sdk.node.js');
+
+const SEED = Number(process.env.TWOPLANE_AISDK_SEED ?? Math.floor(Math.random() * 2 ** 31));
+console.log(`ai ${M.version}: seed ${SEED} (TWOPLANE_AISDK_SEED=${SEED} replays it)`);
+let rng = SEED >>> 0 || 1;
+function rand() {
+  rng ^= rng << 13;
+  rng >>>= 0;
+  rng ^= rng >>> 17;
+  rng ^= rng << 5;
+  rng >>>= 0;
+  return rng / 2 ** 32;
+}
+const between = (a, b) => a + Math.floor(rand() * (b - a + 1));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const USER = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'How does resuming a stream work?' }] };
+const DELAY = 4; // ms between the model's chunks
+
+let tp;
+let producer;
+let app;
+let ids = 0;
+const newId = (what) => `${what}-m${major}-${SEED}-${++ids}`;
+
+/** The SDK's message from chunks, as a store keeps it (JSON). */
+async function build(chunks) {
+  return asJson((await lastMessage(M, chunks)).message);
+}
+
+/** Produce the turn into twoplane: `{ outcome, source }` (the producer's own chunks). */
+async function produceTurn(streamId, pulled = { n: 0 }) {
+  await producer.open(streamId);
+  const [a, b] = pacedTurn(M, { streamId, delayMs: DELAY, pulled }).tee();
+  const outcome = producer.produce(streamId, a);
+  const source = (async () => {
+    const out = [];
+    for await (const c of b) out.push(c);
+    return out;
+  })();
+  return { outcome, source };
+}
+
+/** The app's route: POST /api/chat produces a turn into twoplane with the one-line options. */
+function startApp() {
+  const runs = new Map(); // streamId -> { done, pulled }
+  const server = http.createServer(async (req, res) => {
+    if (req.method !== 'POST' || req.url !== '/api/chat') {
+      res.writeHead(404).end();
+      return;
+    }
+    for await (const _ of req);
+    const streamId = newId('chat');
+    const pulled = { n: 0 };
+    const options = await producer.responseOptions(streamId);
+    runs.set(streamId, { done: options.done, pulled });
+    const stream = pacedTurn(M, { streamId, delayMs: DELAY, pulled, abortSignal: producer.signal(streamId) });
+    const response = M.ai.createUIMessageStreamResponse({ stream, ...options });
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    const reader = response.body.getReader();
+    res.on('close', () => reader.cancel().catch(() => {}));
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        res.write(value);
+      }
+    } catch {
+      // the page went away
+    }
+    res.end();
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${server.address().port}`, runs, server }));
+  });
+}
+
+before(async () => {
+  tp = await startTwoplane();
+  producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
+  app = await startApp();
+});
+after(async () => {
+  app?.server.close();
+  await tp?.stop();
+});
+
+const tokenFor = (id) => signStreamToken({ secret: tp.readSecret, streamId: id, ttlSeconds: 600 });
+
+test('produced through twoplane, the SDK builds from the GET the message it builds from the producer', async () => {
+  const id = newId('whole');
+  const { outcome, source } = await produceTurn(id);
+  const read = await readUi(tp, tokenFor(id), id);
+  const out = await outcome;
+  assert.equal(out.status, 'complete', JSON.stringify(out));
+  assert.equal(out.readerCancelled, false);
+  const src = await source;
+  assert.equal(out.chunks, src.length, 'every chunk of the producer was applied');
+  const whole = await build(src);
+  assert.ok(whole.parts.some((p) => p.type === 'data-status') && whole.parts.some((p) => p.type === 'tool-confirm'), 'the turn has its data part and client tool');
+  assert.equal(read.events.at(-1).done, true, 'the GET ends with [DONE]');
+  const got = await build(read.events.filter((e) => !e.done).map((e) => e.chunk));
+  assert.deepEqual(got, whole);
+  assert.equal(got.id, id, 'the message id is the stream id');
+  // every event's id is an offset that never goes back
+  const offsets = read.events.filter((e) => !e.done).map((e) => e.id);
+  assert.ok(offsets.every((o, i) => i === 0 || o >= offsets[i - 1]), 'ids never go back');
+});
+
+/** The predicate of a cut of `kind`: the reader holds the event it stops at (a single-chunk frame of the live tail). */
+function cutOf(kind) {
+  const pick = {
+    'mid reasoning': { type: 'reasoning-delta', nth: between(1, REASONING.length - 1) },
+    'mid tool input': { type: 'tool-input-delta', nth: between(1, 39) },
+    'between tool input and output': { type: 'tool-input-available', nth: 1 },
+    'mid text': { type: 'text-delta', nth: between(1, TEXT_A.length + TEXT_B.length - 1), notLastOfPart: true },
+    random: { type: null, nth: between(1, 30) },
+  }[kind];
+  let seen = 0;
+  return (from) => (e, events) => {
+    if (e.done || e.id <= from) return false;
+    const prev = events[events.length - 2];
+    if (prev && prev.id === e.id) return false; // inside a batch: not a place a reader can stand
+    if (pick.type !== null && e.chunk.type !== pick.type) return false;
+    if (pick.type === null && !['text-delta', 'reasoning-delta', 'tool-input-delta', 'tool-input-available', 'tool-output-available'].includes(e.chunk.type)) return false;
+    seen += 1;
+    return seen >= pick.nth;
+  };
+}
+
+/**
+ * Read the stream of `id` from 0, cutting at each of `cuts` in turn and resuming from the last
+ * offset held; returns what a continuing reader applied and the resumes' checks.
+ */
+async function cutAndResume(id, cuts) {
+  const token = tokenFor(id);
+  let from = 0;
+  const held = [];
+  const resumes = [];
+  for (let i = 0; ; i += 1) {
+    assert.ok(i < 20, 'the chain ends');
+    const cut = cuts[i] ? cuts[i](from) : undefined;
+    const r = await readUi(tp, token, id, { from, cut });
+    const evs = r.events.filter((e) => !e.done);
+    const replayed = from > 0 ? evs.filter((e) => e.id <= from) : [];
+    const fresh = from > 0 ? evs.filter((e) => e.id > from) : evs;
+    if (from > 0) {
+      resumes.push({ from, rebuilt: await build(replayed.map((e) => e.chunk)), held: await build(held) });
+    }
+    held.push(...fresh.map((e) => e.chunk));
+    if (!r.cut) {
+      assert.equal(r.events.at(-1)?.done, true, 'a read that was not cut ends with [DONE]');
+      return { held, resumes };
+    }
+    from = evs.at(-1).id;
+  }
+}
+
+const KINDS = ['mid reasoning', 'mid tool input', 'between tool input and output', 'mid text'];
+
+test('cut mid reasoning, mid tool input, between tool input and output, mid text and after the end, resumed by offset', async () => {
+  const id = newId('cuts');
+  const { outcome, source } = await produceTurn(id);
+  const { held, resumes } = await cutAndResume(id, KINDS.map(cutOf));
+  // after the end: the whole message again, all of it replayed
+  const last = await readUi(tp, tokenFor(id), id, { from: 0 });
+  const end = last.events.filter((e) => !e.done).at(-1).id;
+  const again = await readUi(tp, tokenFor(id), id, { from: end });
+  const whole = await build(await source);
+  assert.equal((await outcome).status, 'complete');
+  assert.equal(resumes.length, KINDS.length);
+  for (const r of resumes) assert.deepEqual(r.rebuilt, r.held, `the replay up to ${r.from} rebuilds exactly what the reader held`);
+  assert.deepEqual(await build(held), whole, 'held chunks and the chunks past each offset build the whole message');
+  const afterEnd = again.events.filter((e) => !e.done);
+  assert.ok(afterEnd.every((e) => e.id <= end), 'after the end, every chunk is at the offset the reader holds');
+  assert.deepEqual(await build(afterEnd.map((e) => e.chunk)), whole, 'after the end, the replay is the whole message');
+  assert.equal(again.events.at(-1).done, true);
+});
+
+test('cut at random points, several times, resumed by offset', async () => {
+  for (let round = 0; round < 3; round += 1) {
+    const id = newId('random');
+    const { outcome, source } = await produceTurn(id);
+    const cuts = Array.from({ length: between(2, 5) }, () => cutOf('random'));
+    const { held, resumes } = await cutAndResume(id, cuts);
+    const whole = await build(await source);
+    assert.equal((await outcome).status, 'complete');
+    for (const r of resumes) assert.deepEqual(r.rebuilt, r.held, `round ${round}: the replay up to ${r.from} rebuilds what the reader held`);
+    assert.deepEqual(await build(held), whole, `round ${round}: the resumed reader builds the whole message`);
+  }
+});
+
+test('an ended stream read from the store (the server restarted) is split at the offset too', { todo: 'twoplane serve: the store path of GET .../ui-message-stream ignores ?from= (every chunk gets the full length as its id)' }, async () => {
+  const id = newId('stored');
+  const { outcome, source } = await produceTurn(id);
+  assert.equal((await outcome).status, 'complete');
+  const whole = await build(await source);
+  const hosted = await readUi(tp, tokenFor(id), id, { from: 40 });
+  await tp.restart();
+  producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
+  const stored = await readUi(tp, tokenFor(id), id, { from: 40 });
+  const evs = stored.events.filter((e) => !e.done);
+  assert.deepEqual(await build(evs.map((e) => e.chunk)), whole, 'the stored replay builds the whole message');
+  const upTo = (r) => r.events.filter((e) => !e.done && e.id <= 40).map((e) => e.chunk);
+  assert.ok(upTo(hosted).length > 0, 'the hosted stream splits its replay at the offset');
+  assert.deepEqual(await build(upTo(stored)), await build(upTo(hosted)), 'from the store as from the hosted stream, the chunks up to the offset rebuild the message at it');
+});
+
+// ---------------------------------------------------------------------------------------------
+// The ChatTransport with the SDK's Chat
+
+/** A map-backed `held` store: what a page persists across reloads. */
+function sharedHeld() {
+  const map = new Map();
+  return { map, get: (k) => (map.has(k) ? structuredClone(map.get(k)) : undefined), set: (k, v) => void map.set(k, structuredClone(v)) };
+}
+
+/**
+ * One page: a `Chat` of the major's @ai-sdk/react over a TwoplaneChatTransport. `log` gets every
+ * chunk the Chat read (read-through, no read-ahead: a chunk is logged when the Chat asks for it).
+ */
+function page({ held, plan = [], attempts = 6, messages = [], chatId = 'chat-1' }) {
+  const log = [];
+  const seen = { toolCalls: [], data: [], values: [], errors: [], finishes: [] };
+  const conns = [];
+  const transport = new TwoplaneChatTransport({ api: `${app.url}/api/chat`, endpoint: tp.url, held, fetch: severingFetch(plan, conns), reconnect: { attempts, initialMs: 20, maxMs: 100 } });
+  const logged = (stream) =>
+    stream &&
+    (() => {
+      const reader = stream.getReader();
+      return new ReadableStream(
+        {
+          async pull(c) {
+            const { value, done } = await reader.read();
+            if (done) return c.close();
+            log.push({ chunk: value, replayed: isReplayedChunk(value) });
+            c.enqueue(value);
+          },
+          cancel: (r) => reader.cancel(r),
+        },
+        { highWaterMark: 0 },
+      );
+    })();
+  const wrapped = {
+    get resumeStreamIsReplay() {
+      return transport.resumeStreamIsReplay;
+    },
+    sendMessages: async (o) => logged(await transport.sendMessages(o)),
+    reconnectToStream: async (o) => logged(await transport.reconnectToStream(o)),
+  };
+  const chat = new Chat({
+    id: chatId,
+    messages: structuredClone(messages),
+    transport: wrapped,
+    onToolCall: transport.fresh(({ toolCall }) => void seen.toolCalls.push(toolCall.toolCallId)),
+    onData: transport.fresh((part) => {
+      seen.data.push(part.type);
+      seen.values.push(part.data);
+    }),
+    onError: (e) => seen.errors.push(e.message),
+    onFinish: (f) => seen.finishes.push(f),
+  });
+  return { chat, transport, log, seen, conns };
+}
+
+function assistant(chat) {
+  return asJson(chat.messages.find((m) => m.role === 'assistant') ?? null);
+}
+
+/** The bodies the fresh deltas of `logs` add up to, per kind. */
+function freshBodies(logs) {
+  const sum = { text: '', reasoning: '', 'call-1': '', 'call-2': '' };
+  for (const { chunk, replayed } of logs.flat()) {
+    if (replayed) continue;
+    if (chunk.type === 'text-delta') sum.text += chunk.delta;
+    if (chunk.type === 'reasoning-delta') sum.reasoning += chunk.delta;
+    if (chunk.type === 'tool-input-delta') sum[chunk.toolCallId] += chunk.inputTextDelta;
+  }
+  return sum;
+}
+const BODIES = { text: [...TEXT_A, ...TEXT_B].join(''), reasoning: REASONING.join(''), 'call-1': TOOL_INPUT_JSON, 'call-2': CONFIRM_INPUT_JSON };
+
+/**
+ * `onData` saw each data chunk of the turn at most once, in order, and the latest last (a resume's
+ * catch-up sends a part replaced meanwhile once, with its latest data).
+ */
+function assertData(values) {
+  const source = [{ phase: 'answering' }, { phase: 'answering', hits: 1 }];
+  assert.ok(values.length >= 1 && values.length <= 2, `onData ${values.length} times`);
+  assert.deepEqual(values.at(-1), source[1], 'the latest data last');
+  if (values.length === 2) assert.deepEqual(values, source, 'each data chunk once, in order');
+}
+
+async function within(ms, promise, what) {
+  let t;
+  const timeout = new Promise((_, reject) => (t = setTimeout(() => reject(new Error(`${what}: no end in ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+async function wholeOf(streamId) {
+  const r = await readUi(tp, tokenFor(streamId), streamId);
+  return build(r.events.filter((e) => !e.done).map((e) => e.chunk));
+}
+
+test('pages that die mid-answer, each new page resuming from the offset the last one held: nothing twice, nothing lost', async () => {
+  for (let round = 0; round < 2; round += 1) {
+    const held = sharedHeld();
+    const pages = [];
+    // page 1 sends; its connection dies after a few events (no reconnect: the page is gone)
+    let p = page({ held, plan: [between(3, 25)], attempts: 0 });
+    pages.push(p);
+    await within(30_000, p.chat.sendMessage({ text: 'How does resuming a stream work?' }), 'page 1');
+    for (let n = 2; p.chat.status !== 'ready'; n += 1) {
+      assert.ok(n < 12, 'the pages end');
+      assert.equal(p.chat.status, 'error', `page ${n - 1} died of its cut connection`);
+      assert.match(p.seen.errors.at(-1), /network/);
+      const before = assistant(p.chat);
+      // a reload: a new page, the messages the app stored (the user's), the persisted offset
+      p = page({ held, plan: [rand() < 0.6 ? between(3, 40) : null], attempts: 0, messages: [USER] });
+      pages.push(p);
+      await within(30_000, p.chat.resumeStream(), `page ${n}`);
+      const replayed = p.log.filter((l) => l.replayed).map((l) => l.chunk);
+      assert.deepEqual(await build(replayed), before, `page ${n}: the replayed chunks rebuild exactly what page ${n - 1} held`);
+    }
+    const streamId = (await held.get('chat-1')).streamId;
+    const whole = await wholeOf(streamId);
+    assert.deepEqual(assistant(p.chat), whole, `round ${round}: the last page holds the whole message (${pages.length} pages)`);
+    assert.equal(p.chat.messages.length, 2, 'one user and one assistant message');
+    const toolCalls = pages.flatMap((q) => q.seen.toolCalls);
+    const data = pages.flatMap((q) => q.seen.data);
+    const values = pages.flatMap((q) => q.seen.values);
+    assert.deepEqual(toolCalls, ['call-1', 'call-2'], 'onToolCall once per call over all pages');
+    assertData(values);
+    assert.deepEqual(freshBodies(pages.map((q) => q.log)), BODIES, 'the fresh deltas of all pages add up to each body exactly');
+    const run = app.runs.get(streamId);
+    assert.equal((await run.done).status, 'complete', 'pages that went away changed nothing: the answer completed');
+  }
+});
+
+test('a connection that breaks is reopened by the transport from what it received; the Chat sees nothing', async () => {
+  const held = sharedHeld();
+  const plan = [between(3, 15), between(3, 15), between(3, 15)];
+  const p = page({ held, plan, attempts: 6 });
+  await within(30_000, p.chat.sendMessage({ text: 'go' }), 'the chat');
+  assert.equal(p.chat.status, 'ready', p.seen.errors.join('; '));
+  assert.deepEqual(p.seen.errors, []);
+  assert.ok(p.conns.filter((c) => c.cut).length >= 2, `connections were cut: ${JSON.stringify(p.conns)}`);
+  const streamId = (await held.get('chat-1')).streamId;
+  assert.deepEqual(assistant(p.chat), await wholeOf(streamId));
+  assert.ok(p.log.every((l) => !l.replayed), 'nothing was replayed to a Chat that holds it');
+  assert.deepEqual(freshBodies([p.log]), BODIES, 'every delta once');
+  assert.deepEqual(p.seen.toolCalls, ['call-1', 'call-2']);
+  assertData(p.seen.values);
+  assert.ok(p.conns.slice(1).every((c) => /from=[1-9]/.test(c.url)), 'the reconnects ask from an offset');
+});
+
+test('a Chat that lost its connection resumes it (resumeStream) without a second message or a second callback', async () => {
+  const held = sharedHeld();
+  const p = page({ held, plan: [between(5, 30)], attempts: 0 });
+  await within(30_000, p.chat.sendMessage({ text: 'go' }), 'the chat');
+  assert.equal(p.chat.status, 'error');
+  await within(30_000, p.chat.resumeStream(), 'the resume');
+  assert.equal(p.chat.status, 'ready', p.seen.errors.join('; '));
+  const streamId = (await held.get('chat-1')).streamId;
+  assert.deepEqual(assistant(p.chat), await wholeOf(streamId));
+  assert.equal(p.chat.messages.length, 2);
+  assert.deepEqual(p.seen.toolCalls, ['call-1', 'call-2']);
+  assertData(p.seen.values);
+  assert.deepEqual(freshBodies([p.log]), BODIES);
+});
+
+test('a page holding nothing gets the full replay (from=0), every callback fresh', async () => {
+  const id = newId('nothing-held');
+  const { outcome } = await produceTurn(id);
+  await outcome;
+  // the app knows the stream and a token (its page props), the page holds nothing of it
+  const transport = new TwoplaneChatTransport({ endpoint: tp.url, stream: () => ({ url: `${tp.url}/v1/streams/${id}/ui-message-stream`, token: tokenFor(id), streamId: id }) });
+  const seen = { toolCalls: [], data: [] };
+  const chat = new Chat({ id: 'chat-x', messages: [USER], transport, onToolCall: transport.fresh(({ toolCall }) => void seen.toolCalls.push(toolCall.toolCallId)), onData: transport.fresh((d) => void seen.data.push(d.type)) });
+  await within(30_000, chat.resumeStream(), 'the resume');
+  assert.deepEqual(assistant(chat), await wholeOf(id));
+  assert.deepEqual(seen.toolCalls, ['call-1', 'call-2']);
+  assert.deepEqual(seen.data, ['data-status'], 'the data part replaced once is replayed once, with its latest data');
+  assert.equal(chat.status, 'ready');
+});
+
+test('no stream: 204, reconnectToStream gives null and the Chat stays ready', async () => {
+  const transport = new TwoplaneChatTransport({ endpoint: tp.url, stream: () => ({ url: `${tp.url}/v1/streams/never-${SEED}/ui-message-stream`, token: tokenFor(`never-${SEED}`) }) });
+  const chat = new Chat({ id: 'chat-none', messages: [USER], transport });
+  await within(10_000, chat.resumeStream(), 'the resume');
+  assert.equal(chat.status, 'ready');
+  assert.deepEqual(asJson(chat.messages), [USER]);
+});
+
+test('stop() is a cancel: the producer learns it and stops reading the model, readers get abort', async () => {
+  const held = sharedHeld();
+  const p = page({ held, plan: [] });
+  const sending = p.chat.sendMessage({ text: 'go' });
+  const t0 = Date.now();
+  while (p.log.length < 8 && Date.now() - t0 < 20_000) await sleep(5);
+  await p.chat.stop();
+  await within(30_000, sending, 'the stopped chat');
+  assert.equal(p.chat.status, 'ready');
+  const streamId = (await held.get('chat-1')).streamId;
+  const run = app.runs.get(streamId);
+  const out = await within(10_000, run.done, 'the producer');
+  assert.equal(out.readerCancelled, true, JSON.stringify(out));
+  assert.equal(out.status, 'cancelled');
+  await sleep(100); // a read of the model already under way may still land
+  const pulledAtEnd = run.pulled.n;
+  await sleep(300);
+  assert.equal(run.pulled.n, pulledAtEnd, 'the model is no longer read');
+  assert.ok(pulledAtEnd < 70, `the model was not read to its end (${pulledAtEnd} chunks)`);
+  const after = await readUi(tp, tokenFor(streamId), streamId);
+  const chunks = after.events.filter((e) => !e.done).map((e) => e.chunk);
+  assert.equal(chunks.at(-1).type, 'abort', 'readers get abort');
+  assert.equal(after.events.at(-1).done, true);
+});
+
+test('a producer killed mid-answer: readers get the message the store holds, and an end', async () => {
+  const id = newId('killed');
+  const child = spawn(process.execPath, ['--import', join(HERE, 'lib/ai-alias.mjs'), join(HERE, 'lib/producer-child.mjs')], {
+    env: { ...process.env, TWOPLANE_AI: major, TP_URL: tp.url, TP_PRODUCER: tp.producerToken, TP_STREAM: id, TP_DELAY: '15' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let errOut = '';
+  child.stdout.setEncoding('utf8').on('data', (d) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d) => (errOut += d));
+  const exited = new Promise((r) => child.once('exit', r));
+  const killAt = between(10, 40);
+  const t0 = Date.now();
+  while (out.split('\n').length - 1 < killAt && child.exitCode === null && Date.now() - t0 < 30_000) await sleep(5);
+  child.kill('SIGKILL');
+  await exited;
+  const sent = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  assert.ok(sent.length >= killAt, `the child sent ${sent.length} chunks before it was killed: ${errOut}`);
+  const read = await within(20_000, readUi(tp, tokenFor(id), id, { timeoutMs: 20_000 }), 'the reader');
+  assert.equal(read.events.at(-1).done, true, 'the reader gets an end');
+  const got = await build(read.events.filter((e) => !e.done).map((e) => e.chunk));
+  let match = -1;
+  for (let k = sent.length; k > 0 && match < 0; k -= 1) if (isDeepStrictEqual(await build(sent.slice(0, k)), got)) match = k;
+  assert.ok(match > 0, 'the message read is the one a prefix of what the producer sent builds');
+  // the same through the transport and the SDK's Chat
+  const transport = new TwoplaneChatTransport({ endpoint: tp.url, stream: () => ({ url: `${tp.url}/v1/streams/${id}/ui-message-stream`, token: tokenFor(id), streamId: id }) });
+  const chat = new Chat({ id: 'chat-killed', messages: [USER], transport });
+  await within(20_000, chat.resumeStream(), 'the Chat');
+  assert.ok(['ready', 'error'].includes(chat.status), `the Chat ended (${chat.status})`);
+  assert.deepEqual(assistant(chat), got);
+});
+
+test('one line in a route: toUIMessageStreamResponse(await responseOptions(id)) produces and names the stream and its token', async () => {
+  const id = newId('one-line');
+  const result = M.ai.streamText({
+    model: (await import('./lib/turn.mjs')).pacedModel(M, [[{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 'x' }, { type: 'text-delta', id: 'x', delta: 'one line' }, { type: 'text-end', id: 'x' }, M.finishPart('stop')]], 1),
+    prompt: 'hi',
+  });
+  const options = await producer.responseOptions(id, { userId: 'u-7' });
+  const response = result.toUIMessageStreamResponse(options);
+  assert.equal(response.headers.get('x-twoplane-stream'), id);
+  const token = response.headers.get('x-twoplane-token');
+  assert.equal(token, signStreamToken({ secret: tp.readSecret, streamId: id, userId: 'u-7', expiresAt: JSON.parse(Buffer.from(token.split('.')[0], 'base64url')).exp }));
+  const body = await response.text();
+  const out = await options.done;
+  assert.equal(out.status, 'complete');
+  const fromBody = await build(body.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6))));
+  assert.equal(fromBody.id, id, 'the message id is the stream id');
+  assert.deepEqual(await wholeOf(id), fromBody);
+});
+
+test('a chunk stream without a route: produceUIMessageStream takes chunk objects too, and a bad chunk is refused with its kind', async () => {
+  const id = newId('objects');
+  const chunks = [{ type: 'start', messageId: id }, { type: 'text-start', id: 'a' }, { type: 'text-delta', id: 'a', delta: 'hé 🦀' }, { type: 'text-end', id: 'a' }, { type: 'finish' }];
+  const ok = await producer.produce(id, streamOf(chunks));
+  assert.equal(ok.status, 'complete');
+  assert.deepEqual(await wholeOf(id), await build(chunks));
+  const bad = await producer.produce(newId('bad'), streamOf([{ type: 'start', messageId: 'another-message' }]));
+  assert.equal(bad.status, 'failed');
+  assert.equal(bad.kind, 'bad_chunk');
+  assert.equal(bad.httpStatus, 400);
+});
