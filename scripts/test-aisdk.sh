@@ -4,10 +4,13 @@
 # each major's `Chat`, and the core's UI message stream module (`twoplane_core::ui`, what the
 # server ingests and serves) over every fixture cut at every chunk and joined at every event:
 # `readUIMessageStream` must build from our replay and tail exactly the message it builds from
-# the original stream.
+# the original stream. Then the npm package's `twoplane/ai-sdk` entry over `ai` 5 and 7 (6 too
+# when TWOPLANE_AISDK_MAJORS says so): its types, the producer and the ChatTransport against the
+# built `twoplane serve` in Node, and `useChat({ resume: true })` reloaded mid-answer in Chromium.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
 npm_ci "$ROOT/tests/ai-sdk"
 
@@ -19,3 +22,22 @@ cases=$(mktemp "${TMPDIR:-/tmp}/twoplane-ui-cases.XXXXXX")
 trap 'rm -f "$cases"' EXIT
 cargo run -q -p twoplane-core --example ui_cases -- tests/ai-sdk/fixtures "$cases"
 (cd tests/ai-sdk && node check-egress.mjs "$cases")
+
+majors=${TWOPLANE_AISDK_MAJORS:-5 7}
+
+say "aisdk: twoplane/ai-sdk's types against ai ${majors// /, } (tsc --noEmit tests/ai-sdk/types)"
+for m in $majors; do
+  [ -f "tests/ai-sdk/types/tsconfig.$m.json" ] || continue
+  tests/ai-sdk/node_modules/.bin/tsc -p "tests/ai-sdk/types/tsconfig.$m.json"
+done
+echo "types: ok"
+
+[ -x /usr/bin/chromium ] || apt_install chromium
+say "aisdk: cargo build --bin twoplane"
+cargo build -q -p twoplane-server --bin twoplane
+
+for m in $majors; do
+  say "aisdk: twoplane/ai-sdk with ai $m: producer and ChatTransport in Node, useChat in Chromium"
+  (cd tests/ai-sdk && TWOPLANE_AI=$m TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium \
+    node --import ./lib/ai-alias.mjs --test --test-concurrency=1 twoplane.test.mjs browser.test.mjs)
+done
