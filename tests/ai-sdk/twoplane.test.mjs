@@ -259,7 +259,7 @@ function sharedHeld() {
  * One page: a `Chat` of the major's @ai-sdk/react over a TwoplaneChatTransport. `log` gets every
  * chunk the Chat read (read-through, no read-ahead: a chunk is logged when the Chat asks for it).
  */
-function page({ held, plan = [], attempts = 6, messages = [], chatId = 'chat-1' }) {
+function page({ held, plan = [], attempts = 6, messages = [], chatId = 'chat-1', onToolCall }) {
   const log = [];
   const seen = { toolCalls: [], data: [], values: [], errors: [], finishes: [] };
   const conns = [];
@@ -292,7 +292,10 @@ function page({ held, plan = [], attempts = 6, messages = [], chatId = 'chat-1' 
     id: chatId,
     messages: structuredClone(messages),
     transport: wrapped,
-    onToolCall: transport.fresh(({ toolCall }) => void seen.toolCalls.push(toolCall.toolCallId)),
+    onToolCall: transport.fresh(({ toolCall }) => {
+      seen.toolCalls.push(toolCall.toolCallId);
+      return onToolCall?.(toolCall);
+    }),
     onData: transport.fresh((part) => {
       seen.data.push(part.type);
       seen.values.push(part.data);
@@ -379,6 +382,36 @@ test('pages that die mid-answer, each new page resuming from the offset the last
     const run = app.runs.get(streamId);
     assert.equal((await run.done).status, 'complete', 'pages that went away changed nothing: the answer completed');
   }
+});
+
+test('a page that dies while its Chat is busy (a slow client tool): the next page resumes from what it processed, not from what it received', async () => {
+  const held = sharedHeld();
+  let death;
+  const died = new Promise((r) => (death = r));
+  const p1 = page({
+    held,
+    onToolCall: async (call) => {
+      if (call.toolCallId !== 'call-1') return;
+      await sleep(150); // the network runs ahead meanwhile
+      death({ log: p1.log.slice(), held: new Map(held.map), seen: structuredClone(p1.seen) });
+      await sleep(300);
+    },
+  });
+  const sending = p1.chat.sendMessage({ text: 'go' });
+  const dead = await within(30_000, died, 'the slow tool');
+  p1.transport.close();
+  await sending.catch(() => {});
+  // the reload: what the page had stored at its death
+  const frozen = sharedHeld();
+  for (const [k, v] of dead.held) frozen.map.set(k, v);
+  const p2 = page({ held: frozen, messages: [USER] });
+  await within(30_000, p2.chat.resumeStream(), 'the next page');
+  assert.equal(p2.chat.status, 'ready', p2.seen.errors.join('; '));
+  const streamId = (await frozen.get('chat-1')).streamId;
+  assert.deepEqual(assistant(p2.chat), await wholeOf(streamId));
+  assert.deepEqual(freshBodies([dead.log, p2.log]), BODIES, 'what the first page processed and the fresh deltas of the next add up to each body exactly');
+  assert.deepEqual([...dead.seen.toolCalls, ...p2.seen.toolCalls], ['call-1', 'call-2'], 'each tool once over both pages');
+  assertData([...dead.seen.values, ...p2.seen.values]);
 });
 
 test('a connection that breaks is reopened by the transport from what it received; the Chat sees nothing', async () => {
