@@ -142,6 +142,8 @@ export interface TwoplaneChatTransportOptions<UI_MESSAGE extends UIMessage> exte
   stream?: (info: { chatId: string; streamId?: string; token?: string }) => StreamTarget | null | undefined | Promise<StreamTarget | null | undefined>;
   /** Where the held offsets are kept (default `memoryHeld()`). */
   held?: HeldStore;
+  /** Whether the SDK's abort (`stop()`; in ai 7 also `useChat` unmounting) cancels the stream. Default true. */
+  cancelOnStop?: boolean;
   /** Reopening a broken connection: attempts (default 6) and the backoff. */
   reconnect?: { attempts?: number; initialMs?: number; maxMs?: number };
 }

@@ -541,9 +541,11 @@ export class TwoplaneChatTransport {
   #responses = new WeakMap(); // abortSignal -> the route's response headers
   #reconnect;
   #replayFlag;
+  #cancelOnStop;
 
   constructor(options = {}) {
-    const { endpoint = '', stream, held, reconnect, fetch: fetchFn, ...send } = options;
+    const { endpoint = '', stream, held, reconnect, cancelOnStop = true, fetch: fetchFn, ...send } = options;
+    this.#cancelOnStop = cancelOnStop;
     this.#fetch = fetchFn ?? ((...a) => globalThis.fetch(...a));
     this.#api = send.api ?? '/api/chat';
     this.#endpoint = trimSlash(endpoint);
@@ -670,6 +672,7 @@ export class TwoplaneChatTransport {
   /** The SDK aborted a request: a stop is a cancel, unless the chat went on with another request. */
   #onAbort(chatId, gen, follow, target) {
     follow?.stop();
+    if (!this.#cancelOnStop) return;
     setTimeout(() => {
       const m = this.#mem(chatId);
       if (m.gen !== gen) return;

@@ -49,6 +49,7 @@ const transport = new TwoplaneChatTransport<UIMessage>({
   held: webStorageHeld(globalThis.sessionStorage),
   stream: ({ chatId, streamId }) => (streamId ? { url: `/api/chat/${chatId}/stream`, streamId } : null),
   reconnect: { attempts: 3 },
+  cancelOnStop: true,
 });
 const asTransport: ChatTransport<UIMessage> = transport;
 const chat = new Chat<UIMessage>({
