@@ -43,7 +43,7 @@ pub use frame::{check_value, message_resume_point, Attrs, Event, FrameNumbers, M
 pub use input::{parse_producer_event, producer_event_from_value, PartRef, ProducerEvent};
 pub use log::MessageLog;
 pub use reader::{MessageAction, MessageReader, MessageReaderCore};
-pub use rows::{assemble_durable_message, MessageChunkRow};
+pub use rows::{assemble_durable_message, assemble_durable_message_at, MessageChunkRow};
 pub use rules::{Breach, Decision, Tally};
 pub use shape::{Item, MessageShape};
 pub use sse::{encode_message_event, encode_message_event_into};

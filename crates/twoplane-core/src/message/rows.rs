@@ -76,12 +76,47 @@ pub fn assemble_durable_message(
     seq: u64,
     chunks: &[MessageChunkRow],
 ) -> Result<Message> {
+    Ok(assemble_until(body, document, seq, chunks, u64::MAX)?.unwrap_or_default())
+}
+
+/// The durable message as it stood at offset `at` of the coordinate (a reader that holds `at`
+/// holds exactly this), from the same rows as [`assemble_durable_message`]; past the rows' end,
+/// the whole durable message. `None` when the rows cannot say: `at` falls strictly inside what a
+/// stored document covers, since a document keeps the parts but not the order in which their
+/// events came (a compacted message is known at 0 and at its length only). A body without a
+/// document is text only (part 0 and nothing structural), so any prefix of it is exact.
+pub fn assemble_durable_message_at(
+    body: Option<&Text>,
+    document: Option<&Text>,
+    seq: u64,
+    chunks: &[MessageChunkRow],
+    at: u64,
+) -> Result<Option<Message>> {
+    assemble_until(body, document, seq, chunks, at)
+}
+
+fn assemble_until(
+    body: Option<&Text>,
+    document: Option<&Text>,
+    seq: u64,
+    chunks: &[MessageChunkRow],
+    limit: u64,
+) -> Result<Option<Message>> {
     let mut message = match document {
+        Some(_) if limit == 0 => return Ok(Some(Message::new())),
+        Some(_) if limit < seq => return Ok(None),
         Some(doc) => Message::from_document(doc, seq)?,
-        None => Message::from_text(body.cloned().unwrap_or_default()),
+        None => {
+            let body = body.cloned().unwrap_or_default();
+            let keep = (body.len() as u64).min(limit) as usize;
+            Message::from_text(Text::from_slice(&body.units()[..keep]))
+        }
     };
     let seqs: Vec<f64> = chunks.iter().map(|c| c.seq as f64).collect();
     for i in assembly_order(&seqs) {
+        if message.len() >= limit {
+            break;
+        }
         let row = &chunks[i as usize];
         match &row.parts {
             None => {
@@ -89,16 +124,28 @@ pub fn assemble_durable_message(
                 // offset exactly while nothing structural has happened.
                 let text = row.text.clone().unwrap_or_default();
                 let from = message.len();
-                message.apply(&MessageFrame::chunk(from, 0, from, text)?)?;
+                let frame = MessageFrame::chunk(from, 0, from, text)?;
+                if let (Some(before), _) = frame.cut_at(limit) {
+                    message.apply(&before)?;
+                }
             }
             Some(json) => {
                 for frame in decode_frame_list(json)? {
-                    message.apply(&frame)?;
+                    match frame.cut_at(limit) {
+                        (Some(before), _) => {
+                            message.apply(&before)?;
+                        }
+                        (None, Some(_)) => break,
+                        // Not content: the fold's own refusal, as for the whole message.
+                        (None, None) => {
+                            message.apply(&frame)?;
+                        }
+                    }
                 }
             }
         }
     }
-    Ok(message)
+    Ok(Some(message))
 }
 
 #[cfg(test)]
@@ -155,5 +202,58 @@ mod tests {
         let doc = Text::from(r#"{"parts":[{"type":"text","text":"ab"}],"finishReason":"stop"}"#);
         let m = assemble_durable_message(Some(&"ab".into()), Some(&doc), 3, &[]).unwrap();
         assert_eq!((m.len(), m.finish_reason().cloned()), (3, Some("stop".into())));
+    }
+
+    /// The message at `at` by folding the produced frames cut there: what a reader holding `at`
+    /// holds, by definition.
+    fn folded_at(frames: &[MessageFrame], at: u64) -> Message {
+        let mut m = Message::new();
+        for f in frames {
+            if let (Some(before), _) = f.cut_at(at) {
+                m.apply(&before).unwrap();
+            }
+        }
+        m
+    }
+
+    #[test]
+    fn the_rows_at_every_offset_are_the_message_a_reader_holding_it_holds() {
+        let frames = decode_frame_list(&Text::from(
+            r#"[{"type":"chunk","from":0,"seq":2,"text":"ab"},{"type":"part","from":2,"seq":3,"part":1,"kind":"reasoning"},{"type":"chunk","from":3,"seq":6,"text":"xyz","part":1,"at":0},{"type":"part-end","from":6,"seq":7,"part":1},{"type":"set","from":7,"seq":8,"part":1,"value":{"state":"done"}},{"type":"chunk","from":8,"seq":11,"text":"c\ud83d\ude00","part":0,"at":2},{"type":"finish","from":11,"seq":12,"reason":"stop"}]"#,
+        ))
+        .unwrap();
+        let whole = folded_at(&frames, u64::MAX);
+        assert_eq!(whole.len(), 12);
+        // Two checkpoints, each cutting a delta: 0..4 and 4..10, and a last one 10..12.
+        let slice_row = |from: u64, to: u64| {
+            let slice: Vec<MessageFrame> =
+                frames.iter().filter_map(|f| f.cut_at(from).1).filter_map(|f| f.cut_at(to).0).collect();
+            MessageChunkRow {
+                seq: to,
+                text: Some(Text::new()),
+                parts: Some(super::super::codec::encode_frame_list(&slice)),
+            }
+        };
+        let rows = [slice_row(4, 10), slice_row(0, 4), slice_row(10, 12)];
+        for at in 0..=14 {
+            let got = assemble_durable_message_at(None, None, 0, &rows, at).unwrap();
+            assert_eq!(got, Some(folded_at(&frames, at)), "at {at}");
+        }
+        assert_eq!(assemble_durable_message(None, None, 0, &rows).unwrap(), whole);
+        // A compacted message is known at 0 and at its length, and nowhere between.
+        let doc = whole.document();
+        let compacted = |at| assemble_durable_message_at(Some(&"abc".into()), Some(&doc), 12, &[], at).unwrap();
+        assert_eq!(compacted(0), Some(Message::new()));
+        assert_eq!(compacted(12).map(|m| m.document()), Some(doc.clone()));
+        assert_eq!(compacted(40).map(|m| m.len()), Some(12));
+        for at in 1..12 {
+            assert_eq!(compacted(at), None, "at {at}");
+        }
+        // Text only: any prefix of the body and the text rows after it.
+        let text =
+            |at| assemble_durable_message_at(Some(&"hello".into()), None, 5, &[row(8, "xyz")], at).unwrap().unwrap();
+        assert_eq!(text(3).text_body(), "hel");
+        assert_eq!(text(6).text_body(), "hellox");
+        assert_eq!(text(99).text_body(), "helloxyz");
     }
 }
