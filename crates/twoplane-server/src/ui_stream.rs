@@ -10,10 +10,14 @@
 //!   its end if it ended, in the original order), the live tail as it is produced, the end (a
 //!   `finish`, an `abort` for a cancelled stream, an `error` for a failed one), and `[DONE]`.
 //!   Chunks are the core's (`twoplane_core::ui`): this module only moves them.
-//! - Every event carries `id:` the message's length (docs/contract.md §8) it brings the reader
-//!   to. With `?from=N`, the replay is cut in two: the chunks that rebuild the message at `N`
-//!   (what the reader holds; all with `id: N`), then the ones that bring it to the message so far
-//!   (`id` past `N`): a reader skips the first group's callbacks and delivers nothing twice.
+//! - Chunks go in groups (the replay, one frame's chunks, the end), and the last event of each
+//!   group carries `id:` the message's length (docs/contract.md §8) the group brings the reader
+//!   to; the others carry none, so a `Last-Event-ID` is always a whole group's. With `?from=N`,
+//!   the replay is cut in two: the chunks that rebuild the message at `N` (what the reader holds;
+//!   the group ends with `id: N`), then the ones that bring it to the message so far (`id` past
+//!   `N`): a reader skips the first group's callbacks and delivers nothing twice. From the store
+//!   the same cut is made wherever the rows can say what the message was at `N`; a message
+//!   compacted at its end is known only whole, and is then one group at its length.
 //! - A stream that ended, or that no instance serves live any more, is read from the store (the
 //!   row and its chunk rows, for as long as the row exists) and ended as the row says; a stream
 //!   the store shows still streaming is polled until it ends. Nothing is sent twice: each step
@@ -181,11 +185,26 @@ impl UiReader {
                 }
             }
         }
-        // Not live here or anywhere the relay reaches, or already ended: the store.
+        // Not live here or anywhere the relay reaches, or already ended: the store, cut at what
+        // the reader holds where the rows can say what that was.
         let stored = stored(&view);
-        let chunks = self.egress.replay(&self.id, stored.message.unwrap_or_default());
-        let at = self.egress.message().len();
-        self.send(&chunks, at).await?;
+        let whole = stored.message.unwrap_or_default();
+        match held_at(&view, from).filter(|held| held.len() < whole.len()) {
+            Some(held) => {
+                let chunks = self.egress.replay(&self.id, held);
+                self.send(&chunks, from).await?;
+                let rest = self.egress.advance_to(whole);
+                let at = self.egress.message().len();
+                self.send(&rest, at).await?;
+            }
+            // The reader holds all of it (or claims more), or the message was compacted and is
+            // known only whole: one group at its length (docs/server.md says what that costs).
+            None => {
+                let chunks = self.egress.replay(&self.id, whole);
+                let at = self.egress.message().len();
+                self.send(&chunks, at).await?;
+            }
+        }
         match stored.sealed {
             Some(status) => self.end(status, None).await,
             None => Ok(Next::Store),
@@ -311,19 +330,22 @@ impl UiReader {
         self.write(Bytes::from_static(b": keep-alive\n\n")).await
     }
 
-    /// Send chunks as events, each with `id: at`.
+    /// Send chunks as events, the last with `id: at`: the group is whole only at its last event,
+    /// so only there may a reader's `Last-Event-ID` (and the transport's held offset) move; a
+    /// connection broken inside the group resumes from the group before and loses nothing.
     async fn send(&mut self, chunks: &[JsonValue], at: u64) -> Result<(), Gone> {
-        if chunks.is_empty() {
-            return Ok(());
-        }
+        let Some((last, before)) = chunks.split_last() else { return Ok(()) };
         let mut out = String::new();
-        for c in chunks {
-            out.push_str("id: ");
-            out.push_str(&at.to_string());
-            out.push_str("\ndata: ");
+        for c in before {
+            out.push_str("data: ");
             out.push_str(&c.to_json());
             out.push_str("\n\n");
         }
+        out.push_str("id: ");
+        out.push_str(&at.to_string());
+        out.push_str("\ndata: ");
+        out.push_str(&last.to_json());
+        out.push_str("\n\n");
         self.write(Bytes::from(out)).await
     }
 
@@ -346,6 +368,20 @@ fn stored(view: &MessageView) -> Stored {
 /// A stored status other than `streaming`.
 fn status_of(status: &str) -> Option<StreamStatus> {
     StreamStatus::ALL.into_iter().find(|s| s.as_str() == status)
+}
+
+/// The durable message of a view as it stood at `at` (what a reader holding `at` holds), where
+/// the rows can say: a text-only message at any offset, a message with parts wherever its chunk
+/// rows reach (not inside a compacted one).
+fn held_at(view: &MessageView, at: u64) -> Option<Message> {
+    match &view.rows {
+        None => {
+            let body = Text::from(view.body.as_str());
+            let keep = (body.len() as u64).min(at) as usize;
+            Some(Message::from_text(Text::from_slice(&body.units()[..keep])))
+        }
+        Some(rows) => rows.assemble_at(at).ok().flatten(),
+    }
 }
 
 /// The durable message of a view: its rows assembled, or its text (a single-text message).

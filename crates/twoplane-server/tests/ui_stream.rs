@@ -19,7 +19,7 @@ use hyper::body::Frame as BodyFrame;
 use twoplane_core::json::{parse_value, JsonValue};
 use twoplane_core::message::MessageLog;
 use twoplane_core::ui::{UiIngest, UiOp};
-use twoplane_core::{SseDecoder, Text};
+use twoplane_core::Text;
 
 mod common;
 
@@ -83,7 +83,9 @@ fn message_of(id: &str, chunks: &[JsonValue]) -> MessageLog {
     log
 }
 
-/// One `GET .../ui-message-stream`: the status, and the events `(id, chunk or [DONE])` in order.
+/// One `GET .../ui-message-stream`: the status, and the events `(id, chunk or [DONE])` in order,
+/// each with the `id:` field it carried itself (`None`: none; the server writes one `id:` and one
+/// `data:` line at most, so the blocks are read as such).
 async fn resume(addr: SocketAddr, id: &str, from: Option<u64>) -> (u16, Vec<(Option<String>, String)>) {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
@@ -100,16 +102,25 @@ async fn resume(addr: SocketAddr, id: &str, from: Option<u64>) -> (u16, Vec<(Opt
         assert_eq!(response.headers()["content-type"], "text/event-stream");
     }
     let mut body = response.into_body();
-    let mut decoder = SseDecoder::new();
+    let mut text = String::new();
     let mut out = Vec::new();
     let read = async {
         while let Some(frame) = body.frame().await {
             let Ok(data) = frame.unwrap().into_data() else { continue };
-            let mut events = Vec::new();
-            decoder.feed(&data, &mut events);
-            for e in events {
-                let done = e.data == "[DONE]";
-                out.push((Some(e.last_event_id), e.data));
+            text.push_str(std::str::from_utf8(&data).unwrap());
+            while let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                let (mut id, mut data) = (None, None);
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = Some(v.to_string());
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data = Some(v.to_string());
+                    }
+                }
+                let Some(data) = data else { continue }; // a keep-alive comment
+                let done = data == "[DONE]";
+                out.push((id, data));
                 if done {
                     return;
                 }
@@ -118,6 +129,22 @@ async fn resume(addr: SocketAddr, id: &str, from: Option<u64>) -> (u16, Vec<(Opt
     };
     tokio::time::timeout(Duration::from_secs(30), read).await.expect("the resume ends within 30 s");
     (status, out)
+}
+
+/// What a reader cut after `events[..k]` keeps and where it resumes: the chunks up to the last
+/// event that carried an `id:` (a whole group), and that id (`None`: nothing whole yet).
+fn kept(events: &[(Option<String>, String)], k: usize) -> (Vec<JsonValue>, Option<u64>) {
+    match events[..k].iter().rposition(|(id, _)| id.is_some()) {
+        None => (Vec::new(), None),
+        Some(i) => (chunks_of(&events[..=i]), events[i].0.as_deref().and_then(|v| v.parse().ok())),
+    }
+}
+
+/// The chunks of a resume past its first group (the replay of what the reader holds, which a
+/// reader skips).
+fn past_first_group(events: &[(Option<String>, String)]) -> Vec<JsonValue> {
+    let first = events.iter().position(|(id, _)| id.is_some()).expect("a group");
+    chunks_of(&events[first + 1..])
 }
 
 fn chunks_of(events: &[(Option<String>, String)]) -> Vec<JsonValue> {
@@ -155,12 +182,40 @@ async fn a_message_read_back_from_every_offset_is_the_message_produced() {
             "from {from:?}: {:?}",
             types(&got)
         );
-        // Ids never go back, and those of the replay of what the reader holds are exactly its offset.
+        // Ids never go back; the first group (the replay of what the reader holds) ends with
+        // exactly its offset; the last chunk carries the whole length, and [DONE] no id.
         let ids: Vec<u64> = events.iter().filter_map(|(id, _)| id.as_deref()?.parse().ok()).collect();
         assert!(ids.windows(2).all(|w| w[0] <= w[1]), "from {from:?}: {ids:?}");
         let held = from.unwrap_or(0).min(len);
         assert_eq!(ids[0], held, "from {from:?}");
-        assert_eq!(*ids.last().unwrap(), len);
+        assert_eq!(events[events.len() - 2].0.as_deref(), Some(len.to_string().as_str()));
+        assert_eq!(events[events.len() - 1].0, None);
+    }
+    // A reader whose connection breaks after any event resumes from its Last-Event-ID (the last
+    // whole group's) and, skipping the replay of what it holds, ends with the message: nothing
+    // lost, nothing twice.
+    let (_, events) = resume(addr, "u1", None).await;
+    assert!(events.iter().filter(|(id, _)| id.is_none()).count() > 2, "groups of several events");
+    for k in 0..events.len() {
+        let (mut got, at) = kept(&events, k);
+        let (_, again) = resume(addr, "u1", at).await;
+        got.extend(if at.is_some() { past_first_group(&again) } else { chunks_of(&again) });
+        assert_eq!(message_of("u1", &got).message().document(), want.message().document(), "cut after {k}");
+        assert_eq!(got.len(), chunks_of(&events).len(), "cut after {k}: {:?}", types(&got));
+    }
+    // After a restart the ended stream is the store's: its compacted message is known empty and
+    // whole only, so a reader holding part of it gets one group at its length (one at 0 holds
+    // nothing, and its replay is cut there), and the message is whole.
+    let served = served.restart().await;
+    let addr = served.addr;
+    for from in [None, Some(1), Some(len / 2), Some(len)] {
+        let (status, events) = resume(addr, "u1", from).await;
+        assert_eq!(status, 200);
+        let got = chunks_of(&events);
+        assert_eq!(message_of("u1", &got).message().document(), want.message().document(), "from {from:?}");
+        let ids: Vec<u64> = events.iter().filter_map(|(id, _)| id.as_deref()?.parse().ok()).collect();
+        let first = if from.unwrap_or(0) == 0 { 0 } else { len };
+        assert_eq!((ids[0], &ids[1..]), (first, &vec![len; ids.len() - 1][..]), "from {from:?}");
     }
     // A message without a stream: 204.
     let (status, _) = resume(addr, "nobody", None).await;

@@ -66,8 +66,9 @@ export async function* sse(body) {
 
 /**
  * Read `GET .../ui-message-stream?from=N` with a read token: `events` ({ id, chunk }, `[DONE]` as
- * `{ done: true }`), stopping early when `cut(event, events)` says so (the connection is then
- * aborted). Every wait is bounded by `timeoutMs`.
+ * `{ done: true }`; `id` is the offset of the event's group, whose last event alone carries it on
+ * the wire), stopping early when `cut(event, events)` says so at the end of a group (the
+ * connection is then aborted). Every wait is bounded by `timeoutMs`.
  */
 export async function readUi(tp, token, streamId, { from = 0, cut, timeoutMs = 30_000 } = {}) {
   const ac = new AbortController();
@@ -81,9 +82,18 @@ export async function readUi(tp, token, streamId, { from = 0, cut, timeoutMs = 3
     });
     if (res.status === 204) return { status: 204, events, cut: false };
     if (!res.ok) throw new Error(`GET ui-message-stream: ${res.status} ${await res.text()}`);
+    let group = [];
     for await (const ev of sse(res.body)) {
       const e = ev.data === '[DONE]' ? { id: ev.id, done: true } : { id: ev.id, chunk: JSON.parse(ev.data) };
       events.push(e);
+      // Only the last event of a group carries its id: the others are given it once it comes,
+      // and a reader can stand (be cut) only where a group ends.
+      if (e.id === undefined && !e.done) {
+        group.push(e);
+        continue;
+      }
+      for (const g of group) g.id = e.id;
+      group = [];
       if (cut?.(e, events)) {
         cutAt = true;
         ac.abort();

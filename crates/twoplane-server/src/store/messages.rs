@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use twoplane_core::message::{assemble_durable_message, MessageChunkRow};
+use twoplane_core::message::{assemble_durable_message, assemble_durable_message_at, Message, MessageChunkRow};
 use twoplane_core::sql::{quote_ident, Dialect, SqlValue, Statement};
 use twoplane_core::Text;
 use twoplane_stream::{Cell, Executor, PlaneError};
@@ -156,8 +156,24 @@ async fn read(executor: &Executor, only: Option<&str>) -> Result<Vec<MessageView
 impl DurableRows {
     /// The durable message these rows hold, by the core's assembly (one rule, one place: the
     /// status route and the UI message stream route both read a stored message through it).
-    pub fn assemble(&self) -> Result<twoplane_core::message::Message, twoplane_core::Error> {
-        let chunks: Vec<MessageChunkRow> = self
+    pub fn assemble(&self) -> Result<Message, twoplane_core::Error> {
+        let (body, document, chunks) = self.core_rows();
+        assemble_durable_message(body.as_ref(), document.as_ref(), self.len(), &chunks)
+    }
+
+    /// The message as it stood at offset `at`, or `None` where the rows cannot say (inside a
+    /// compacted message: `twoplane_core::message::assemble_durable_message_at`).
+    pub fn assemble_at(&self, at: u64) -> Result<Option<Message>, twoplane_core::Error> {
+        let (body, document, chunks) = self.core_rows();
+        assemble_durable_message_at(body.as_ref(), document.as_ref(), self.len(), &chunks, at)
+    }
+
+    fn len(&self) -> u64 {
+        u64::try_from(self.seq).unwrap_or(0)
+    }
+
+    fn core_rows(&self) -> (Option<Text>, Option<Text>, Vec<MessageChunkRow>) {
+        let chunks = self
             .chunks
             .iter()
             .map(|c| MessageChunkRow {
@@ -166,14 +182,12 @@ impl DurableRows {
                 parts: c.parts.as_deref().map(Text::from),
             })
             .collect();
-        let body = self.body.as_deref().map(Text::from);
-        let document = self.document.as_deref().map(Text::from);
-        assemble_durable_message(body.as_ref(), document.as_ref(), u64::try_from(self.seq).unwrap_or(0), &chunks)
+        (self.body.as_deref().map(Text::from), self.document.as_deref().map(Text::from), chunks)
     }
 }
 
 /// The durable message of one row and its chunk rows, or a store error naming the message.
-fn assemble(id: &str, rows: &DurableRows) -> Result<twoplane_core::message::Message, PlaneError> {
+fn assemble(id: &str, rows: &DurableRows) -> Result<Message, PlaneError> {
     rows.assemble().map_err(|e| PlaneError::store(format!("message {id}: its rows do not assemble: {e}")))
 }
 
