@@ -12,7 +12,8 @@
 // Reading: `TwoplaneChatTransport` is a `ChatTransport` for `useChat`/`Chat`. It sends with the
 // SDK's own `DefaultChatTransport`; once the route's answer names its twoplane stream, it reads the
 // stream from twoplane (`GET .../ui-message-stream`) instead of the route's body, so that every
-// chunk it hands the SDK has a place in the stream's coordinate (the `id:` of its event).
+// chunk it hands the SDK has a place in the stream's coordinate (the `id:` that ends its group of
+// events: the server writes it on a group's last event only, and a group is handed on whole).
 // Guarantees:
 // - A resume asks for the message from the offset the page holds (`?from=N`); the chunks that
 //   rebuild what the page holds (the SDK's `Chat` starts every resume from an empty state) are
