@@ -41,3 +41,11 @@ for m in $majors; do
   (cd tests/ai-sdk && TWOPLANE_AI=$m TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium \
     node --import ./lib/ai-alias.mjs --test --test-concurrency=1 twoplane.test.mjs browser.test.mjs)
 done
+
+# The AI SDK example (examples/ai-sdk-chat, issue #24), started exactly as its README says
+# (scripts/example-ai-sdk.sh, which installs and builds what it needs) and driven in Chromium with
+# tests/browser's helper and its playwright-core: reloaded mid-answer it renders what an
+# undisturbed page renders, each part once; Stop cancels; SIGINT stops everything it started.
+say "aisdk: examples/ai-sdk-chat through scripts/example-ai-sdk.sh, reloaded mid-answer in Chromium"
+npm_ci "$ROOT/tests/browser"
+CHROMIUM_PATH=/usr/bin/chromium node --test examples/ai-sdk-chat/test/reload.test.mjs
