@@ -354,6 +354,19 @@ async function wholeOf(streamId) {
   return build(r.events.filter((e) => !e.done).map((e) => e.chunk));
 }
 
+/** The assistant message of `chat` once its state stops changing: ai 5 applies a processed
+ *  chunk's update as a queued job, which may still be pending when the status turns `error`. */
+async function settled(chat) {
+  let last = assistant(chat);
+  for (let i = 0; i < 50; i += 1) {
+    await sleep(10);
+    const now = assistant(chat);
+    if (isDeepStrictEqual(now, last)) return now;
+    last = now;
+  }
+  return last;
+}
+
 test('pages that die mid-answer, each new page resuming from the offset the last one held: nothing twice, nothing lost', async () => {
   for (let round = 0; round < 2; round += 1) {
     const held = sharedHeld();
@@ -366,7 +379,7 @@ test('pages that die mid-answer, each new page resuming from the offset the last
       assert.ok(n < 12, 'the pages end');
       assert.equal(p.chat.status, 'error', `page ${n - 1} died of its cut connection`);
       assert.match(p.seen.errors.at(-1), /network/);
-      const before = assistant(p.chat);
+      const before = await settled(p.chat);
       // a reload: a new page, the messages the app stored (the user's), the persisted offset
       p = page({ held, plan: [rand() < 0.6 ? between(3, 40) : null], attempts: 0, messages: [USER] });
       pages.push(p);
