@@ -6,9 +6,9 @@
 # Rust, Node and Python, cross-origin readers (tests/demo/cors.test.mjs) and the producer API end
 # to end (tests/demo/producer.test.mjs, on SQLite and on PostgreSQL). Installs what it needs,
 # idempotently: Debian's chromium, curl and python3, the npm tools of tests/demo, the wasm build of
-# the package. The TLS part starts PostgreSQL and Redis on loopback (plain and with TLS;
-# scripts/pg.sh, scripts/redis.sh) and checks sslmode, rediss:// and that no password reaches a
-# message.
+# the package. A plain PostgreSQL on loopback serves tests/store_migration.rs and the producer API
+# on PostgreSQL; the TLS part adds PostgreSQL and Redis with TLS (scripts/pg.sh, scripts/redis.sh)
+# and checks sslmode, rediss:// and that no password reaches a message.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -20,18 +20,24 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 say "server: the browser package (wasm build)"
 bash scripts/build-wasm.sh
 
+# A plain PostgreSQL first: tests/store_migration.rs upgrades old tables there, and under the
+# test command (TWOPLANE_REQUIRE_SERVICES=1) a missing TWOPLANE_PG_URL fails it rather than
+# skipping it. Assigned first so that a failing start stops here.
+pg_env=$(scripts/pg.sh start)
+eval "$pg_env"
+export TWOPLANE_PG_URL
+
 say "server: cargo test -p twoplane-server"
 cargo test -p twoplane-server
 say "server: the end-to-end HTTP tests again with the direct SSE path off (every request through hyper)"
 TWOPLANE_TEST_DIRECT_SSE=off cargo test -q -p twoplane-server --test http_e2e --test producer_api
 
 say "server: PostgreSQL and Redis over TLS, with passwords (tests/tls.rs)"
-# A plain PostgreSQL, one with TLS and a Redis with TLS, each with a throwaway CA and a random
-# password (scripts/pg.sh, scripts/redis.sh); assigned first so that a failing start stops here.
-pg_env=$(scripts/pg.sh start)
+# Beside the plain PostgreSQL above, one with TLS and a Redis with TLS, each with a throwaway CA
+# and a random password (scripts/pg.sh, scripts/redis.sh); assigned first so that a failing
+# start stops here.
 pg_tls_env=$(TWOPLANE_PG_TLS=1 scripts/pg.sh start)
 redis_tls_env=$(TWOPLANE_REDIS_TLS=1 scripts/redis.sh start)
-eval "$pg_env"
 eval "$pg_tls_env"
 eval "$redis_tls_env"
 export TWOPLANE_PG_URL TWOPLANE_PG_TLS_URL TWOPLANE_PG_TLS_CA TWOPLANE_PG_TLS_WRONG_CA TWOPLANE_REDIS_TLS_URL \
