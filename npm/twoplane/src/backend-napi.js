@@ -15,6 +15,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { TwoplaneError } from './errors.js';
+import { uiCalls } from './ui-calls.js';
 import { ERROR_KINDS } from './codes.js';
 import { packRows } from './rows.js';
 import { MESSAGE_ACTIONS } from './codes.js';
@@ -464,28 +465,11 @@ export function napiUiCalls(addon) {
       throw toTwoplaneError(err);
     }
   };
-  const text = (value, what) => {
-    if (typeof value !== 'string') throw new TwoplaneError('invalid_argument', `${what} is a string`);
-    return value;
-  };
-  const array = (value, what) => {
-    if (!Array.isArray(value)) throw new TwoplaneError('invalid_argument', `${what} is an array`);
-    return JSON.stringify(value);
-  };
-  return {
-    uiIngest(streamId, chunks) {
-      const id = text(streamId, 'streamId');
-      const json = array(chunks, 'chunks');
-      const out = JSON.parse(call(() => addon.uiIngest(id, json)));
-      return { frames: out.frames, aborted: out.abort };
-    },
-    uiResume(streamId, frames, { from = 0, status = 'complete', error = null } = {}) {
-      const id = text(streamId, 'streamId');
-      const json = array(frames, 'frames');
-      const at = typeof from === 'number' ? from : NaN;
-      const st = text(status, 'status');
-      const err = error === null || error === undefined ? null : text(error, 'error');
-      return JSON.parse(call(() => addon.uiResume(id, json, at, st, err)));
-    },
-  };
+  // Strings pass as they are: the addon reads the id and the JSON as UTF-16 code units itself
+  // (bindings/node/src/ui.rs).
+  return uiCalls({
+    str: (s) => s,
+    ingest: (id, json) => call(() => addon.uiIngest(id, json)),
+    resume: (id, json, at, status, error) => call(() => addon.uiResume(id, json, at, status, error)),
+  });
 }

@@ -15,6 +15,7 @@ import { buildApi } from './facade.js';
 import { coreError, wasmBackend } from './backend-wasm.js';
 import { TwoplaneError } from './errors.js';
 import { toUnits } from './units.js';
+import { uiCalls } from './ui-calls.js';
 
 const wasmUrl = new URL('../wasm-full/twoplane_wasm_full_bg.wasm', import.meta.url);
 
@@ -30,45 +31,22 @@ if (wasmUrl.protocol === 'file:') {
 /** The backend object (docs/js-backend.md) over the full build; it has the optional codec. */
 export const backend = wasmBackend(glue, raw);
 
-const text = (value, what) => {
-  if (typeof value !== 'string') throw new TwoplaneError('invalid_argument', `${what} is a string`);
-  return toUnits(value);
-};
-// JSON.stringify writes a lone surrogate as an escape and JSON.parse reads it back, so the values
-// cross the boundary as JSON text without losing a code unit.
-const array = (value, what) => {
-  if (!Array.isArray(value)) throw new TwoplaneError('invalid_argument', `${what} is an array`);
-  return toUnits(JSON.stringify(value));
-};
 const call = (fn) => {
   try {
-    return JSON.parse(fn());
+    return fn();
   } catch (err) {
-    if (err instanceof TwoplaneError) throw err;
     throw coreError(err);
   }
 };
 
 const api = {
   ...buildApi(backend),
-  /** A whole UI message stream's chunks as the message frames the core maps them to. */
-  uiIngest(streamId, chunks) {
-    const id = text(streamId, 'streamId');
-    const json = array(chunks, 'chunks');
-    const out = call(() => glue.uiIngest(id, json));
-    return { frames: out.frames, aborted: out.abort };
-  },
-  /** The chunks a reader joining the message `frames` make at `from` reads, the stream having
-   *  ended with `status` and `error`. */
-  uiResume(streamId, frames, { from = 0, status = 'complete', error = null } = {}) {
-    const id = text(streamId, 'streamId');
-    const json = array(frames, 'frames');
-    // A non-number is NaN, which the core refuses as it refuses -1 or 0.5 (`invalid_offset`).
-    const at = typeof from === 'number' ? from : NaN;
-    const st = text(status, 'status');
-    const err = error === null || error === undefined ? undefined : text(error, 'error');
-    return call(() => glue.uiResume(id, json, at, st, err));
-  },
+  // Text crosses as UTF-16 code units (toUnits), never through wasm-bindgen's lossy strings.
+  ...uiCalls({
+    str: toUnits,
+    ingest: (id, json) => call(() => glue.uiIngest(id, json)),
+    resume: (id, json, at, status, error) => call(() => glue.uiResume(id, json, at, status, error)),
+  }),
 };
 
 export const {
