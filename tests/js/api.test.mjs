@@ -253,3 +253,26 @@ test('assembleDurableText sorts -0 and 0 as one seq, keeping input order', () =>
   assert.equal(api.assembleDurableText({ body: '>' }, rows), '>zba');
   assert.equal(api.assembleDurableText(undefined, [rows[1], rows[0]]), 'ab');
 });
+
+test(`${tag} SseDecoder tells an event's own id from the one an earlier event left`, () => {
+  const got = [];
+  const d = new api.SseDecoder((data, _type, lastEventId, ownId) => got.push([data, lastEventId, ownId]));
+  // An id split across reads, an event without one, an id holding NUL (ignored, so not its own),
+  // an empty id (its own, resetting the last one), and an id on an event with no data (nothing
+  // dispatched, and the next event does not inherit the flag).
+  for (const piece of ['id: 7\nda', 'ta: a\n\n', 'data: b\n\n', 'id: x\0y\ndata: c\n\n', 'id\ndata: d\n\n', 'id: 9\n\ndata: e\n\n']) {
+    d.push(piece);
+  }
+  assert.deepEqual(got, [
+    ['a', '7', true],
+    ['b', '7', false],
+    ['c', '7', false],
+    ['d', '', true],
+    ['e', '9', false],
+  ]);
+  // A stream cut after an id line: the next stream's first event has no id of its own.
+  d.push('id: 3\n');
+  d.end();
+  d.push('data: f\n\n');
+  assert.deepEqual([got.at(-1)[0], got.at(-1)[2]], ['f', false]);
+});

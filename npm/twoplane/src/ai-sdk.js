@@ -30,6 +30,7 @@
 
 import { DefaultChatTransport } from 'ai';
 import { TwoplaneError } from './errors.js';
+import { SseDecoder } from './sse.js';
 
 /** Chunks the transport handed the SDK only to rebuild what the page already held. */
 const REPLAYED = new WeakSet();
@@ -267,36 +268,18 @@ export function webStorageHeld(storage, prefix = 'twoplane:held:') {
 // ---------------------------------------------------------------------------------------------
 // Reading: the SSE events of a response
 
-/** The events of an SSE body: `{ id, data }` (`id` undefined when the event has no `id:`). */
+/** The events of an SSE body, by the package's decoder (sse.js): `{ id, data }`, `id` undefined
+ *  when the event has no `id:` of its own (only the last event of a group has one). */
 async function* sseEvents(body) {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  let data = null;
-  let id;
+  const reader = body.getReader();
+  const events = [];
+  const decoder = new SseDecoder((data, _type, lastEventId, ownId) => events.push({ id: ownId ? lastEventId : undefined, data }));
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buf += value;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        let line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line.endsWith('\r')) line = line.slice(0, -1);
-        if (line === '') {
-          if (data !== null) yield { id, data };
-          data = null;
-          id = undefined;
-          continue;
-        }
-        if (line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let v = colon < 0 ? '' : line.slice(colon + 1);
-        if (v.startsWith(' ')) v = v.slice(1);
-        if (field === 'data') data = data === null ? v : `${data}\n${v}`;
-        else if (field === 'id') id = v;
-      }
+      decoder.push(value);
+      yield* events.splice(0);
     }
   } finally {
     reader.cancel().catch(() => {});

@@ -258,7 +258,8 @@ export declare class StreamReader {
 
 /** Incremental WHATWG event-stream decoder. */
 export declare class SseDecoder {
-  constructor(onEvent: (data: string, type: string, lastEventId: string) => void);
+  /** `ownId`: the event had an `id` field of its own (`lastEventId` may be an earlier event's). */
+  constructor(onEvent: (data: string, type: string, lastEventId: string, ownId: boolean) => void);
   readonly lastEventId: string;
   readonly retry: number | null;
   push(chunk: Uint8Array | ArrayBuffer | string): void;

@@ -28,13 +28,16 @@ export class SseDecoder {
   #data = '';
   #eventType = '';
   #idBuffer = '';
+  #ownId = false;
 
   /** The last event ID as of the latest dispatch (what a reconnect would send). */
   lastEventId = '';
   /** The reconnection time from the latest valid `retry` field, or null. */
   retry = null;
 
-  /** `onEvent(data, type, lastEventId)` is called for every dispatched event, in order. */
+  /** `onEvent(data, type, lastEventId, ownId)` is called for every dispatched event, in order;
+   *  `ownId` says whether the event had an `id` field of its own (one that was not ignored), where
+   *  `lastEventId` alone cannot tell an event's own id from the one an earlier event left. */
   constructor(onEvent) {
     this.#onEvent = onEvent;
   }
@@ -72,6 +75,7 @@ export class SseDecoder {
     this.#data = '';
     this.#eventType = '';
     this.#idBuffer = '';
+    this.#ownId = false;
   }
 
   #scan(text) {
@@ -135,7 +139,10 @@ export class SseDecoder {
         this.#data += value + '\n';
         break;
       case 'id':
-        if (!value.includes('\0')) this.#idBuffer = value;
+        if (!value.includes('\0')) {
+          this.#idBuffer = value;
+          this.#ownId = true;
+        }
         break;
       case 'event':
         this.#eventType = value;
@@ -148,6 +155,8 @@ export class SseDecoder {
 
   #dispatch() {
     this.lastEventId = this.#idBuffer;
+    const ownId = this.#ownId;
+    this.#ownId = false;
     if (this.#data === '') {
       this.#eventType = '';
       return;
@@ -156,7 +165,7 @@ export class SseDecoder {
     const type = this.#eventType === '' ? 'message' : this.#eventType;
     this.#data = '';
     this.#eventType = '';
-    this.#onEvent(data, type, this.lastEventId);
+    this.#onEvent(data, type, this.lastEventId, ownId);
   }
 }
 
