@@ -39,7 +39,7 @@ use axum::Router;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use twoplane_core::json::JsonValue;
-use twoplane_core::message::{Message, MessageFrame};
+use twoplane_core::message::{assemble_durable_message_at, Message, MessageFrame};
 use twoplane_core::ui::UiEgress;
 use twoplane_core::{StreamStatus, Text};
 use twoplane_stream::{Plane, Subscription};
@@ -189,7 +189,10 @@ impl UiReader {
         // the reader holds where the rows can say what that was.
         let stored = stored(&view);
         let whole = stored.message.unwrap_or_default();
-        match held_at(&view, from).filter(|held| held.len() < whole.len()) {
+        // Cut only where the reader lacks something: a reader at or past the end takes the whole
+        // message in one group, and its rows are not assembled a second time.
+        let held = if from < whole.len() { held_at(&view, from) } else { None };
+        match held {
             Some(held) => {
                 let chunks = self.egress.replay(&self.id, held);
                 self.send(&chunks, from).await?;
@@ -375,11 +378,8 @@ fn status_of(status: &str) -> Option<StreamStatus> {
 /// rows reach (not inside a compacted one).
 fn held_at(view: &MessageView, at: u64) -> Option<Message> {
     match &view.rows {
-        None => {
-            let body = Text::from(view.body.as_str());
-            let keep = (body.len() as u64).min(at) as usize;
-            Some(Message::from_text(Text::from_slice(&body.units()[..keep])))
-        }
+        // A single text, already joined with its chunk rows: the core's assembly of a body alone.
+        None => assemble_durable_message_at(Some(&Text::from(view.body.as_str())), None, 0, &[], at).ok().flatten(),
         Some(rows) => rows.assemble_at(at).ok().flatten(),
     }
 }
