@@ -24,6 +24,7 @@ import { loadMajor } from './lib/majors.mjs';
 import { lastMessage, asJson } from './lib/read.mjs';
 import { pacedTurn } from './lib/turn.mjs';
 import { startTwoplane, readUi } from './lib/twoplane.mjs';
+import { respond } from './lib/respond.mjs';
 import { CHROMIUM_ARGS } from '../browser/lib/chromium-args.mjs';
 import { signStreamToken } from '../../npm/twoplane/src/token.js';
 
@@ -109,19 +110,7 @@ async function startApp(js) {
       state.runs.set(streamId, options.done);
       const stream = pacedTurn(M, { streamId, delayMs: DELAY, abortSignal: producer.signal(streamId) });
       const response = M.ai.createUIMessageStreamResponse({ stream, ...options });
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      const reader = response.body.getReader();
-      res.on('close', () => reader.cancel().catch(() => {}));
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          res.write(value);
-        }
-      } catch {
-        // the page went away
-      }
-      res.end();
+      await respond(res, response);
     } else if (req.method === 'GET' && /^\/api\/chat\/[^/]+\/stream$/.test(url.pathname)) {
       // The chat's resume route, as an app would write it: the chat's current stream, from twoplane.
       const chatId = decodeURIComponent(url.pathname.split('/')[3]);

@@ -32,6 +32,7 @@ import { lastMessage, asJson, streamOf } from './lib/read.mjs';
 import { pacedTurn, CONFIRM_INPUT_JSON } from './lib/turn.mjs';
 import { REASONING, TEXT_A, TEXT_B, TOOL_INPUT_JSON } from './lib/scenario.mjs';
 import { startTwoplane, readUi } from './lib/twoplane.mjs';
+import { respond } from './lib/respond.mjs';
 import { severingFetch } from './lib/sever.mjs';
 import { signStreamToken } from '../../npm/twoplane/src/token.js';
 
@@ -96,19 +97,7 @@ function startApp() {
     runs.set(streamId, { done: options.done, pulled });
     const stream = pacedTurn(M, { streamId, delayMs: DELAY, pulled, abortSignal: producer.signal(streamId) });
     const response = M.ai.createUIMessageStreamResponse({ stream, ...options });
-    res.writeHead(response.status, Object.fromEntries(response.headers));
-    const reader = response.body.getReader();
-    res.on('close', () => reader.cancel().catch(() => {}));
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        res.write(value);
-      }
-    } catch {
-      // the page went away
-    }
-    res.end();
+    await respond(res, response);
   });
   return new Promise((resolve) => {
     server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${server.address().port}`, runs, server }));
