@@ -1,7 +1,6 @@
 //! The JSON value model: strings are UTF-16 [`Text`], so a value holds whatever a JavaScript value
 //! holds, lone surrogates included; objects keep every member in document order.
 
-use super::write::write_json_value;
 use crate::text::Text;
 
 /// A JSON value whose strings are UTF-16, so they can hold whatever JavaScript strings hold.
@@ -83,12 +82,5 @@ impl JsonValue {
             JsonValue::Array(_) => "array",
             JsonValue::Object(_) => "object",
         }
-    }
-
-    /// Compact JSON text; see [`write_json_value`].
-    pub fn to_json(&self) -> String {
-        let mut out = String::new();
-        write_json_value(&mut out, self);
-        out
     }
 }

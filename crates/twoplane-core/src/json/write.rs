@@ -76,6 +76,16 @@ fn push_ascii_run(out: &mut String, run: &[u16]) {
     }
 }
 
+impl JsonValue {
+    /// Compact JSON text; see [`write_json_value`]. (Here rather than beside the value model, so
+    /// the model does not depend on its writer.)
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        write_json_value(&mut out, self);
+        out
+    }
+}
+
 /// Append `v` as compact JSON, as `JSON.stringify(v)` writes it: numbers as JavaScript prints
 /// them, non-finite numbers as `null`, and `-0` as `0`.
 ///

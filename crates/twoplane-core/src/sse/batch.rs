@@ -16,7 +16,7 @@
 //!   of resume points that differs from the count of elements) is an `invalid_argument` error;
 //!   no input panics (`fuzz/fuzz_targets/sse_json_array.rs`).
 
-use super::encode_json_event_utf16;
+use super::encode::encode_json_event_utf16;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The ASCII code units the splitter looks at; every other unit is copied without a second look.

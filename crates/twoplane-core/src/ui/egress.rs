@@ -15,7 +15,7 @@
 //!   reach a chunk as such; a chunk type the ingest kept as an atomic part comes out as it came
 //!   in (its fields; a reserved name moved aside comes back).
 
-use super::{is_data, is_tool, Obj, HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
+use super::vocab::{is_data, is_tool, Obj, HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
 use crate::error::Result;
 use crate::frame::StreamStatus;
 use crate::json::JsonValue;

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use super::{Obj, HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
+use super::vocab::{Obj, HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
 use crate::error::{Error, ErrorKind, Result};
 use crate::json::JsonValue;
 use crate::message::{Attrs, Event};
