@@ -30,10 +30,10 @@ use twoplane_stream::{FrameSource, Relay, RelayError, RelayTopology};
 use crate::cursor::{Cursor, Step};
 use crate::envelope::{decode_message, encode_message};
 use crate::error::RedisRelayError;
-use crate::lock::lock;
 use crate::options::RedisRelayOptions;
 use crate::publisher::{connect, Encode, Outgoing, Publisher};
 use crate::source::{self, Emitter};
+use twoplane_runtime::lock;
 
 /// The pub/sub relay. Cheap to share (`Arc` it into the plane's options).
 pub struct BroadcastRelay {

@@ -40,7 +40,6 @@ mod broadcast;
 mod cursor;
 mod envelope;
 mod error;
-mod lock;
 mod log;
 mod options;
 mod publisher;

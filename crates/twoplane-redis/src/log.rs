@@ -33,15 +33,16 @@ use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
 use redis::{AsyncConnectionConfig, RetryMethod, Value};
 use tokio::sync::mpsc;
 use twoplane_core::message::{encode_message_frame as encode_frame, MessageFrame as Frame};
-use twoplane_stream::{Backoff, FrameSource, Relay, RelayError, RelayTopology};
+use twoplane_runtime::Backoff;
+use twoplane_stream::{FrameSource, Relay, RelayError, RelayTopology};
 
 use crate::cursor::{Cursor, Step};
 use crate::envelope::{decode_entry, Envelope, FRAME_FIELD, GEN_FIELD};
 use crate::error::RedisRelayError;
-use crate::lock::lock;
 use crate::options::{LogOptions, RedisRelayOptions};
 use crate::publisher::{connect, Encode, Outgoing, Publisher};
 use crate::source::{self, Emitter};
+use twoplane_runtime::lock;
 
 /// The log tail's reconnect: 50 ms, doubling, at most 2 s apart, for as long as anyone follows.
 const RECONNECT: Backoff = Backoff::new(Duration::from_millis(50), u32::MAX).with_cap(Duration::from_secs(2));

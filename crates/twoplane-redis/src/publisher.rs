@@ -24,12 +24,13 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RetryMethod;
 use tokio::sync::{mpsc, oneshot};
 use twoplane_core::message::MessageFrame as Frame;
-use twoplane_stream::{redact_url, Backoff, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
+use twoplane_runtime::Backoff;
+use twoplane_stream::{redact_url, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase};
 
 use crate::envelope::new_generation;
 use crate::error::RedisRelayError;
-use crate::lock::lock;
 use crate::options::RedisRelayOptions;
+use twoplane_runtime::lock;
 
 /// A failed write's retries: 50 ms, doubling, at most 1 s apart, until the retry budget
 /// (`retry_for`) would be overrun.

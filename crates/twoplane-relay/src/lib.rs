@@ -6,8 +6,9 @@
 //!   kept until acknowledged), the record reader and the log store (conditional appends).
 //! - [`names`]: the basin of a (tenant, generation) and the stream of a session.
 //! - [`options`]: settings and the status snapshot.
-//! - [`memory`]: in-memory record (with a replication slot), change source and log store, with
-//!   fault hooks; for tests and embedding.
+//! - `memory` (feature `testing`): in-memory record (with a replication slot), change source
+//!   and log store, with fault hooks; for tests, examples and simulations, not in the shipped
+//!   crate.
 //! - [`pgoutput`]: decoding of PostgreSQL's logical replication messages (pure, fuzzed).
 //! - [`pg_source`], [`pg_record`] (feature `postgres`): the change source over a PostgreSQL
 //!   logical replication slot, and the record reader with the record's documented table shape.
@@ -16,7 +17,7 @@
 //! - [`relay`]: the core: [`Relay::start`]`(source, record, log, options)` on a tokio runtime,
 //!   then `status()`, `idle()` and `stop()`.
 
-mod lock;
+#[cfg(feature = "testing")]
 pub mod memory;
 pub mod names;
 pub mod options;

@@ -23,12 +23,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use crate::lock::lock;
 use crate::names::BasinName;
 use crate::types::{
     Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, Lsn, RecordError, RecordReader, RecordRow,
     SourceEvent, SourceLink,
 };
+use twoplane_runtime::lock;
 
 type SessionKey = (Arc<str>, Arc<str>);
 /// (basin, stream).

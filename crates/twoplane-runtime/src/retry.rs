@@ -1,4 +1,4 @@
-//! Retry with doubling backoff, the one schedule every store call of this crate follows.
+//! Retry with doubling backoff, the one schedule every store call, reconnect and relay retry follows.
 //!
 //! Guarantees: [`Backoff::retry`] runs an operation at most `retries + 1` times;
 //! [`Backoff::retry_until`] runs it until a deadline instead, and never sleeps past it. Retry

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::lock::lock;
+use twoplane_runtime::lock;
 
 /// The bounds (see the module guarantees).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

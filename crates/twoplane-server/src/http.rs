@@ -263,9 +263,9 @@ impl SseHandoff {
     fn with<R>(&self, f: impl FnOnce(&mut Option<SseBody>) -> R) -> R {
         // A panic while polling leaves the body as it was: still usable.
         match &self.0 {
-            Side::Body(owner) => f(&mut crate::lock::lock(owner)),
+            Side::Body(owner) => f(&mut twoplane_runtime::lock(owner)),
             Side::Extension(viewer) => match viewer.upgrade() {
-                Some(owner) => f(&mut crate::lock::lock(&owner)),
+                Some(owner) => f(&mut twoplane_runtime::lock(&owner)),
                 None => f(&mut None),
             },
         }

@@ -24,7 +24,7 @@
 //!   what counts as this machine; [`browser`]: what a web page on this machine could send,
 //!   refused where trust rests on loopback; [`token`] is the `twoplane-token` crate (the rule is
 //!   pure and fuzzed on its own); [`cors`]: which other origins' pages may read.
-//! - `lock.rs`: taking a mutex, poisoned or not.
+//! - taking a mutex, poisoned or not, is `twoplane_runtime::lock`.
 //!
 //! Dependencies run one way (`scripts/check-module-cycles.py`, run by the lint part, fails on a
 //! circle).
@@ -37,7 +37,6 @@ pub mod cors;
 pub mod demo;
 mod error_text;
 pub mod http;
-mod lock;
 pub mod loopback;
 pub mod producer;
 pub mod relay;

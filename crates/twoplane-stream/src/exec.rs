@@ -36,9 +36,9 @@ use tokio_postgres::{Client, IsolationLevel, Row, RowStream, Transaction};
 use twoplane_core::sql::{Dialect, SqlValue, Statement};
 
 use crate::error::PlaneError;
-use crate::lock::lock;
 use crate::pg_client::{PgClient, PgSession};
 use crate::target::text_is_truthy;
+use twoplane_runtime::lock;
 
 /// A parameter bound by reference, for either driver.
 #[derive(Debug)]

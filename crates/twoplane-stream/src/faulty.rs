@@ -55,7 +55,7 @@ impl FaultyTarget {
     }
 
     fn lock(&self) -> MutexGuard<'_, FaultState> {
-        crate::lock::lock(&self.state)
+        twoplane_runtime::lock(&self.state)
     }
 
     /// Queue `fault` for the next call of `op` that has no earlier fault queued.

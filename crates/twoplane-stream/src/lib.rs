@@ -51,12 +51,12 @@
 //! - `handle.rs`: [`StreamHandle`], the producer's handle; `plane.rs`: [`Plane`], which hosts
 //!   the streams, turns joins and relay queues into subscriptions, and evicts.
 //!
-//! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`, `retry.rs`,
+//! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`,
 //! `jitter.rs`, `error.rs`), the durable targets (`target.rs` and its implementations, with
 //! `verdict.rs` for the SQL targets' shared decisions), `exec.rs` (the one way a core statement
 //! runs on SQLite or PostgreSQL, for the targets, the sweeper and the server alike), the
 //! PostgreSQL pool they use (the URL, its TLS and its errors are the `twoplane-pg` crate's),
-//! `lock.rs` (taking a mutex, poisoned or not), and the [`Sweeper`].
+//! and the [`Sweeper`]. Retry schedules and taking a mutex are the `twoplane-runtime` crate's.
 
 mod auth;
 mod callback;
@@ -68,7 +68,6 @@ mod faulty;
 mod handle;
 mod hosted;
 mod jitter;
-mod lock;
 #[cfg(feature = "testing")]
 mod memory;
 mod options;
@@ -80,7 +79,6 @@ mod relay_leg;
 mod relay_queue;
 mod replay;
 mod report;
-mod retry;
 mod sqlite;
 mod sse;
 mod subscription;
@@ -112,7 +110,6 @@ pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
 pub use plane::{DrainReport, Plane};
 pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
-pub use retry::Backoff;
 pub use sqlite::SqliteTarget;
 pub use sse::{Delivered, SseBatch, SseEvents, SseSink};
 pub use subscription::Subscription;
@@ -122,6 +119,7 @@ pub use sweeper::{
 };
 pub use target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
 pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
+pub use twoplane_runtime::Backoff;
 
 pub use twoplane_core::message::{Attrs, Event, MessageFrame};
 /// The core types a user of this crate needs, re-exported so versions cannot drift.

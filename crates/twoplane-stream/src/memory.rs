@@ -128,7 +128,7 @@ impl MemoryTarget {
     }
 
     fn lock(&self) -> MutexGuard<'_, MemoryState> {
-        crate::lock::lock(&self.state)
+        twoplane_runtime::lock(&self.state)
     }
 
     /// What the application's own mutator does before a stream opens: write the message row.

@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::auth::Authorizer;
 use crate::error::PlaneError;
 use crate::relay::{Relay, RelayErrorHook, RelayTopology};
-use crate::retry::Backoff;
 use crate::target::{DurableTarget, TargetCaps, TargetMode};
+use twoplane_runtime::Backoff;
 
 pub const DEFAULT_CHECKPOINT_CHARS: u64 = 512;
 pub const DEFAULT_CHECKPOINT_INTERVAL_MS: u64 = 750;

@@ -50,7 +50,7 @@ struct PlaneShared {
 
 impl PlaneShared {
     fn live(&self) -> MutexGuard<'_, HashMap<String, Arc<LiveStream>>> {
-        crate::lock::lock(&self.live)
+        twoplane_runtime::lock(&self.live)
     }
 
     /// Remove `stream` from the map if it is still the entry for its id (a newer stream with
@@ -71,7 +71,7 @@ struct OpeningGuard<'a> {
 
 impl Drop for OpeningGuard<'_> {
     fn drop(&mut self) {
-        crate::lock::lock(&self.shared.opening).remove(&self.id);
+        twoplane_runtime::lock(&self.shared.opening).remove(&self.id);
     }
 }
 
@@ -144,7 +144,7 @@ impl Plane {
             if live.get(stream_id).is_some_and(|s| !s.is_ended()) {
                 return Err(already_open(stream_id));
             }
-            let mut opening = crate::lock::lock(&shared.opening);
+            let mut opening = twoplane_runtime::lock(&shared.opening);
             if !opening.insert(stream_id.to_owned()) {
                 return Err(already_open(stream_id));
             }

@@ -55,7 +55,7 @@ impl RelayQueue {
     }
 
     fn lock(&self) -> MutexGuard<'_, RelayQueueState> {
-        crate::lock::lock(&self.state)
+        twoplane_runtime::lock(&self.state)
     }
 
     pub fn is_closed(&self) -> bool {

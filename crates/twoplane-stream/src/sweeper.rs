@@ -55,7 +55,7 @@ pub use twoplane_core::sql::DEFAULT_HOST_LEASE_TABLE;
 use crate::error::PlaneError;
 use crate::exec::{Executor, Rows, SqliteShared};
 use crate::pg_client::PgClient;
-use crate::retry::Backoff;
+use twoplane_runtime::Backoff;
 
 /// Default lease time to live: 15 s.
 pub const DEFAULT_LEASE_TTL_MS: u64 = 15_000;

@@ -89,7 +89,7 @@ pub(crate) struct Basins {
 
 impl Basins {
     pub fn get(&self, tenant_id: &Arc<str>, generation: u64) -> Arc<Basin> {
-        let mut known = crate::lock::lock(&self.known);
+        let mut known = twoplane_runtime::lock(&self.known);
         known
             .entry((tenant_id.clone(), generation))
             .or_insert_with(|| {

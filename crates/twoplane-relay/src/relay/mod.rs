@@ -18,83 +18,24 @@
 mod basins;
 mod pump;
 mod reconcile;
+mod shared;
 mod state;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
-use tokio_util::sync::{CancellationToken, DropGuard};
-
-use crate::lock::lock;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
+use twoplane_runtime::lock;
 
 use crate::options::{RelayOptions, RelayStatus};
-use crate::types::{ChangeSource, CommittedTx, LogError, LogStore, Lsn, RecordReader, SourceEvent, SourceLink};
-use basins::{Basin, Basins};
-use state::{publish_ack, Owner, SessionKey, State};
-
-/// What the relay's tasks share.
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    record: Arc<dyn RecordReader>,
-    log: Arc<dyn LogStore>,
-    options: RelayOptions,
-    acknowledged: watch::Sender<Lsn>,
-    reconciled: watch::Sender<u64>,
-    /// Cancelled by `stop`: the source, the driver, backoff waits and reconciliations end on it.
-    stop: CancellationToken,
-    /// Cancels `stop` when the relay's shared state goes, so a source never outlives it (what
-    /// a dropped watch sender did before).
-    _stop_on_drop: DropGuard,
-    /// Woken when what waiters wait for may have come true: idle, a reconciliation's rows all
-    /// settled, no pump left, an activation or loss, stop.
-    changed: Notify,
-    basins: Basins,
-    /// Reconciliation tasks, awaited by `stop` (they may create basins).
-    reconciles: Mutex<Vec<JoinHandle<()>>>,
-}
+use crate::types::{ChangeSource, CommittedTx, LogStore, Lsn, RecordReader, SourceEvent, SourceLink};
+use basins::Basins;
+use shared::Shared;
+use state::{publish_ack, Owner, State};
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
-    }
-
-    /// Waits until `ready` holds for the state (checked under the lock after every change).
-    async fn wait_until(&self, ready: impl Fn(&State) -> bool) {
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if ready(&self.lock()) {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    /// Creates the basin if missing and tells whether its generation is still current; a basin
-    /// found obsolete is never appended to again (see `basins`).
-    async fn ensure_basin(&self, tenant_id: &str, generation: u64, basin: &Basin) -> Result<bool, LogError> {
-        basin
-            .ensure(async {
-                self.log.ensure_basin(&basin.name).await?;
-                Ok(!pump::is_obsolete(self, tenant_id, generation).await)
-            })
-            .await
-    }
-
-    /// The relay runs and activation `epoch` is still the current one.
-    fn is_current(&self, epoch: u64) -> bool {
-        let state = self.lock();
-        !state.stopped && state.epoch == epoch
-    }
-
-    fn spawn_pump(self: &Arc<Self>, state: &mut State, key: SessionKey) {
-        state.pumps += 1;
-        tokio::spawn(pump::run(self.clone(), key));
-    }
-
     fn on_event(self: &Arc<Self>, event: SourceEvent) {
         match event {
             SourceEvent::Tx(tx) => self.on_tx(tx),
@@ -146,7 +87,7 @@ impl Shared {
         let id = state.push_tx(tx.end_lsn, tx.rows.len());
         for row in tx.rows {
             if let Some(key) = state.enqueue(row, Owner::Tx(id)) {
-                self.spawn_pump(&mut state, key);
+                pump::spawn(self, &mut state, key);
             }
         }
         // A transaction without rows of ours is done at once.

@@ -18,8 +18,9 @@ use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use super::basins::Basin;
-use super::state::{Owner, Pump, SessionKey, KEEP_IDLE_QUEUES};
-use super::{publish_ack, Shared};
+use super::shared::{is_exact_range, Shared};
+use super::state::publish_ack;
+use super::state::{Owner, Pump, SessionKey, State, KEEP_IDLE_QUEUES};
 use crate::types::{Append, LogError, RecordRow};
 
 /// One append's worth of rows.
@@ -46,9 +47,18 @@ impl Failure {
     }
 }
 
+/// Starts the pump of session `key`, counted in `state.pumps` until it exits.
+pub(super) fn spawn(shared: &Arc<Shared>, state: &mut State, key: SessionKey) {
+    state.pumps += 1;
+    tokio::spawn(run(shared.clone(), key));
+}
+
 pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
-    let mut delay = shared.options.retry_min;
+    let backoff = shared.retry_backoff();
+    // Failures since the last success, and the waits among them (a missing basin's first
+    // failure is retried at once, without a wait).
     let mut failures = 0u32;
+    let mut waits = 0u32;
     // Let the rest of the input that is already there reach the queue first: one append then
     // carries more rows.
     tokio::task::yield_now().await;
@@ -67,13 +77,14 @@ pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
             Ok(()) => {
                 if failures > 0 {
                     // Recovered: the error this pump reported no longer holds.
-                    delay = shared.options.retry_min;
                     failures = 0;
+                    waits = 0;
                     shared.lock().last_error = None;
                 }
             }
             Err(failure) => {
                 failures += 1;
+                let delay = backoff.delay(waits + 1);
                 let message = failure.message();
                 shared.lock().last_error = Some(message.clone());
                 if settle_if_obsolete(&shared, &key, batch.generation).await {
@@ -95,10 +106,8 @@ pub(super) async fn run(shared: Arc<Shared>, key: SessionKey) {
                 // generation); anything else waits.
                 let missing_basin = matches!(failure, Failure::Log(LogError::BasinMissing(_))) && ensured.is_ok();
                 if !(missing_basin && failures == 1) {
+                    waits += 1;
                     sleep_unless_stopped(&shared, delay).await;
-                    // Doubling up to retry_max by hand, not twoplane_stream::Backoff: this crate is the
-                    // relay process and does not depend on the plane (its SQLite, pool and SSE code).
-                    delay = (delay * 2).min(shared.options.retry_max);
                 }
             }
         }
@@ -226,7 +235,7 @@ fn settle(shared: &Shared, key: &SessionKey, done: impl Fn(&RecordRow) -> bool) 
 /// them (they sort in front of the batch that found the gap).
 async fn refill(shared: &Arc<Shared>, key: &SessionKey, generation: u64, from: u64, to: u64) -> Result<(), Failure> {
     debug!(tenant = %key.0, session = %key.1, from, to, "relay refilling a session from the record");
-    let rows = read_generation(shared, key, generation, from, to).await.map_err(Failure::Other)?;
+    let rows = shared.read_generation(key, generation, from, to).await.map_err(Failure::Other)?;
     if !is_exact_range(&rows, from, to) {
         // A reset or deletion removed them: nothing to re-send. Otherwise the record is broken.
         if settle_if_obsolete(shared, key, generation).await {
@@ -247,39 +256,8 @@ async fn refill(shared: &Arc<Shared>, key: &SessionKey, generation: u64, from: u
     Ok(())
 }
 
-/// Rows `from..to` of a session that belong to `generation`.
-pub(super) async fn read_generation(
-    shared: &Shared,
-    key: &SessionKey,
-    generation: u64,
-    from: u64,
-    to: u64,
-) -> Result<Vec<RecordRow>, String> {
-    let mut rows = shared.record.read_range(&key.0, &key.1, from, to).await.map_err(|error| error.to_string())?;
-    rows.retain(|row| row.generation == generation);
-    Ok(rows)
-}
-
-/// The rows are exactly seqs `from..to`, in order.
-pub(super) fn is_exact_range(rows: &[RecordRow], from: u64, to: u64) -> bool {
-    rows.len() as u64 == to - from && rows.iter().zip(from..).all(|(row, seq)| row.seq == seq)
-}
-
-/// The tenant is gone or its generation moved past `generation`. A record that cannot be
-/// asked counts as "not obsolete": the rows are kept and retried.
-pub(super) async fn is_obsolete(shared: &Shared, tenant_id: &str, generation: u64) -> bool {
-    match shared.record.generation(tenant_id).await {
-        Ok(None) => true,
-        Ok(Some(current)) => current > generation,
-        Err(error) => {
-            debug!(tenant = %tenant_id, error = %error, "relay could not read a tenant's generation");
-            false
-        }
-    }
-}
-
 async fn settle_if_obsolete(shared: &Arc<Shared>, key: &SessionKey, generation: u64) -> bool {
-    if !is_obsolete(shared, &key.0, generation).await {
+    if !shared.is_obsolete(&key.0, generation).await {
         return false;
     }
     settle_obsolete(shared, key, generation);

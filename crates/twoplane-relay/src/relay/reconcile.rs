@@ -17,9 +17,9 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::pump::{is_exact_range, is_obsolete, read_generation};
+use super::pump;
+use super::shared::{is_exact_range, Shared};
 use super::state::{Owner, SessionKey};
-use super::Shared;
 use crate::names::session_stream;
 use crate::types::LogHead;
 
@@ -33,28 +33,28 @@ pub(super) async fn run(shared: Arc<Shared>, epoch: u64, activation: u64) {
         state.reconciliations += 1;
     }
     let current = || shared.is_current(epoch);
-    let mut delay = shared.options.retry_min;
+    let backoff = shared.retry_backoff();
+    let mut failures = 0u32;
     let (sessions, resent) = loop {
         if !current() {
             return;
         }
         match pass(&shared, epoch).await {
             Ok(counts) => {
-                if delay > shared.options.retry_min {
+                if failures > 0 {
                     shared.lock().last_error = None; // recovered from a failed pass
                 }
                 break counts;
             }
             Err(error) => {
+                failures += 1;
+                let delay = backoff.delay(failures);
                 warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "relay reconciliation failed; retrying");
                 shared.lock().last_error = Some(error);
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
                     () = shared.stop.cancelled() => return,
                 }
-                // Doubling up to retry_max by hand, not twoplane_stream::Backoff: this crate is the
-                // relay process and does not depend on the plane (its SQLite, pool and SSE code).
-                delay = (delay * 2).min(shared.options.retry_max);
             }
         }
     };
@@ -123,9 +123,9 @@ async fn one(shared: &Arc<Shared>, epoch: u64, head: LogHead) -> Result<u64, Str
     let mut from = tail;
     while from < head.head {
         let to = head.head.min(from + REFILL_CHUNK);
-        let rows = read_generation(shared, &key, head.generation, from, to).await?;
+        let rows = shared.read_generation(&key, head.generation, from, to).await?;
         if !is_exact_range(&rows, from, to) {
-            if is_obsolete(shared, &head.tenant_id, head.generation).await {
+            if shared.is_obsolete(&head.tenant_id, head.generation).await {
                 return Ok(queued);
             }
             return Err(format!(
@@ -140,7 +140,7 @@ async fn one(shared: &Arc<Shared>, epoch: u64, head: LogHead) -> Result<u64, Str
         state.reconcile_pending += rows.len();
         for row in rows {
             if let Some(key) = state.enqueue(row, Owner::Reconcile(epoch)) {
-                shared.spawn_pump(&mut state, key);
+                pump::spawn(shared, &mut state, key);
             }
         }
         queued += to - from;

@@ -33,7 +33,7 @@ pub(super) fn apply(p: &Producing, event: ProducerEvent) -> Result<Option<u32>, 
     let plane = |e: twoplane_stream::PlaneError| ApiError::from_plane(&e, id).at(&p.handle);
     match event {
         ProducerEvent::Start { kind, id: name, value } => {
-            let mut ids = crate::lock::lock(&p.part_ids);
+            let mut ids = twoplane_runtime::lock(&p.part_ids);
             if let Some(name) = &name {
                 if ids.get(name.units()).is_some() {
                     return Err(ApiError::bad_request(
@@ -81,7 +81,7 @@ fn resolve(p: &Producing, r: &PartRef) -> Result<u32, ApiError> {
     };
     let found = match r {
         PartRef::Number(n) => known.then_some(*n),
-        PartRef::Id(name) => crate::lock::lock(&p.part_ids).get(name.units()),
+        PartRef::Id(name) => twoplane_runtime::lock(&p.part_ids).get(name.units()),
     };
     found.ok_or_else(|| {
         let named = match r {

@@ -58,7 +58,7 @@ impl Drop for BodyGuard<'_> {
 /// is its length, and no other streaming body is being read for it. The guard ends that.
 pub(super) fn start_streaming_body<'a>(p: &'a Producing, offset: Option<u64>) -> Result<BodyGuard<'a>, ApiError> {
     {
-        let _order = crate::lock::lock(&p.order);
+        let _order = twoplane_runtime::lock(&p.order);
         ensure_open(p)?;
         check_offset(p, offset)?;
     }

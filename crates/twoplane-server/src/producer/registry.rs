@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use twoplane_stream::{Plane, PlaneError, StreamHandle, StreamStatus};
 
 use crate::access::Access;
-use crate::lock::lock;
 use crate::store::Database;
+use twoplane_runtime::lock;
 
 /// Bounds of the producer API.
 #[derive(Clone, Debug)]

@@ -160,7 +160,7 @@ async fn append(
     // Decoded before anything is pushed: a bad delta appends nothing at all.
     let text =
         std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was appended"))?;
-    let _order = crate::lock::lock(&p.order);
+    let _order = twoplane_runtime::lock(&p.order);
     ensure_open(&p)?;
     check_offset(&p, Some(offset))?;
     p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
@@ -179,7 +179,7 @@ async fn body(
     let mut body = TextBody::new(request, producers.limits.max_body_bytes);
     while let Some(piece) = body.next(&p).await? {
         {
-            let _order = crate::lock::lock(&p.order);
+            let _order = twoplane_runtime::lock(&p.order);
             ensure_open(&p)?;
             p.handle.push(&piece.text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
         }
@@ -210,7 +210,7 @@ async fn event(
     let json = std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was applied"))?;
     let decoded = events::decode(json).map_err(|e| e.at(&p.handle))?;
     let part = {
-        let _order = crate::lock::lock(&p.order);
+        let _order = twoplane_runtime::lock(&p.order);
         ensure_open(&p)?;
         check_offset(&p, Some(offset))?;
         events::apply(&p, decoded)?
@@ -242,7 +242,7 @@ async fn event_stream(
         for (i, line) in complete.drain(..).enumerate() {
             let number = first + i as u64;
             let decoded = events::decode(&line).map_err(|e| in_line(e, number).at(&p.handle))?;
-            let _order = crate::lock::lock(&p.order);
+            let _order = twoplane_runtime::lock(&p.order);
             ensure_open(&p)?;
             events::apply(&p, decoded).map_err(|e| in_line(e, number))?;
         }

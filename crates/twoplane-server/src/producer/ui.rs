@@ -57,7 +57,7 @@ pub(super) async fn ingest(
                 let chunk = parse_value(data).map_err(|e| bad_chunk(&p, chunks, &e))?;
                 let ops = ui.feed(&chunk).map_err(|e| bad_chunk(&p, chunks, &e))?;
                 chunks += 1;
-                let _order = crate::lock::lock(&p.order);
+                let _order = twoplane_runtime::lock(&p.order);
                 ensure_open(&p)?;
                 for op in ops {
                     apply(&p, op, &mut aborted)?;

@@ -64,7 +64,7 @@ impl ConnSink {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SinkState> {
-        crate::lock::lock(&self.state)
+        twoplane_runtime::lock(&self.state)
     }
 
     /// Write `parts` now, or keep what does not fit (behind anything already kept).

@@ -76,7 +76,7 @@ impl Shards {
     /// Run `f` on shard `shard` under its lock, keeping the stream's reader totals; `None` when
     /// the shard has never had a subscriber.
     pub fn on<R>(&self, shard: usize, f: impl FnOnce(&mut FanOut) -> R) -> Option<R> {
-        let mut fan = crate::lock::lock(self.fans[shard].get()?);
+        let mut fan = twoplane_runtime::lock(self.fans[shard].get()?);
         let before = fan.readers();
         let out = f(&mut fan);
         let after = fan.readers();

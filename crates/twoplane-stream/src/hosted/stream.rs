@@ -83,7 +83,7 @@ impl LiveStream {
 
     /// The lock, tolerating poison (see the module guarantees).
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        crate::lock::lock(&self.state)
+        twoplane_runtime::lock(&self.state)
     }
 
     /// Whether any subscriber would receive a new frame (producers skip building frames nobody

@@ -63,7 +63,7 @@ struct WriterTask {
 
 impl WriterTask {
     fn running(&self) -> MutexGuard<'_, bool> {
-        crate::lock::lock(&self.running)
+        twoplane_runtime::lock(&self.running)
     }
 }
 
