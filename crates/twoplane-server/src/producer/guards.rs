@@ -25,7 +25,7 @@ pub(super) fn ensure_open(p: &Producing) -> Result<(), ApiError> {
 }
 
 /// The offset check: `Ok` when `offset` (if given) is the produced length.
-pub(super) fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), ApiError> {
+fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), ApiError> {
     let seq = p.handle.seq();
     match offset {
         Some(at) if at < seq => Err(ApiError::new(
@@ -44,6 +44,20 @@ pub(super) fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), Api
     }
 }
 
+/// The one way a producer call changes its stream: under the stream's order lock (so
+/// concurrent calls apply whole and in turn), only while it is open, and only at `offset` when
+/// one is given; `change` runs with all of that holding, and its answer is the call's.
+pub(super) fn in_order<T>(
+    p: &Producing,
+    offset: Option<u64>,
+    change: impl FnOnce() -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let _order = twoplane_runtime::lock(&p.order);
+    ensure_open(p)?;
+    check_offset(p, offset)?;
+    change()
+}
+
 /// Clears `body_active` however the body handler ends (including a dropped connection).
 pub(super) struct BodyGuard<'a>(&'a Producing);
 
@@ -57,11 +71,7 @@ impl Drop for BodyGuard<'_> {
 /// The checks before a streaming body is read: the stream is open here, the offset (if given)
 /// is its length, and no other streaming body is being read for it. The guard ends that.
 pub(super) fn start_streaming_body<'a>(p: &'a Producing, offset: Option<u64>) -> Result<BodyGuard<'a>, ApiError> {
-    {
-        let _order = twoplane_runtime::lock(&p.order);
-        ensure_open(p)?;
-        check_offset(p, offset)?;
-    }
+    in_order(p, offset, || Ok(()))?;
     if p.body_active.swap(true, Ordering::SeqCst) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

@@ -30,7 +30,7 @@ use serde_json::json;
 use super::body::TextBody;
 use super::errors::ApiError;
 use super::events::{self, Lines};
-use super::guards::{check_offset, ensure_open, start_streaming_body};
+use super::guards::{ensure_open, in_order, start_streaming_body};
 use super::registry::{Producers, Producing};
 use super::rows::{self, CancelOutcome};
 use crate::access;
@@ -160,10 +160,7 @@ async fn append(
     // Decoded before anything is pushed: a bad delta appends nothing at all.
     let text =
         std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was appended"))?;
-    let _order = twoplane_runtime::lock(&p.order);
-    ensure_open(&p)?;
-    check_offset(&p, Some(offset))?;
-    p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
+    in_order(&p, Some(offset), || p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle)))?;
     Ok(appended(&p))
 }
 
@@ -178,11 +175,7 @@ async fn body(
     let _guard = start_streaming_body(&p, offset)?;
     let mut body = TextBody::new(request, producers.limits.max_body_bytes);
     while let Some(piece) = body.next(&p).await? {
-        {
-            let _order = twoplane_runtime::lock(&p.order);
-            ensure_open(&p)?;
-            p.handle.push(&piece.text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle))?;
-        }
+        in_order(&p, None, || p.handle.push(&piece.text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle)))?;
         if piece.bad {
             return Err(ApiError::invalid_utf8(p.handle.seq(), "the text before the first invalid byte was appended"));
         }
@@ -209,12 +202,7 @@ async fn event(
     // Decoded before anything is applied: a bad event changes nothing.
     let json = std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was applied"))?;
     let decoded = events::decode(json).map_err(|e| e.at(&p.handle))?;
-    let part = {
-        let _order = twoplane_runtime::lock(&p.order);
-        ensure_open(&p)?;
-        check_offset(&p, Some(offset))?;
-        events::apply(&p, decoded)?
-    };
+    let part = in_order(&p, Some(offset), || events::apply(&p, decoded))?;
     Ok(applied(&p, part))
 }
 
@@ -242,9 +230,7 @@ async fn event_stream(
         for (i, line) in complete.drain(..).enumerate() {
             let number = first + i as u64;
             let decoded = events::decode(&line).map_err(|e| in_line(e, number).at(&p.handle))?;
-            let _order = twoplane_runtime::lock(&p.order);
-            ensure_open(&p)?;
-            events::apply(&p, decoded).map_err(|e| in_line(e, number))?;
+            in_order(&p, None, || events::apply(&p, decoded).map_err(|e| in_line(e, number)))?;
         }
         if bad {
             return Err(ApiError::invalid_utf8(

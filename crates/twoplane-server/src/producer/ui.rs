@@ -27,7 +27,7 @@ use twoplane_core::{SseDecoder, Text};
 
 use super::body::TextBody;
 use super::errors::ApiError;
-use super::guards::{ensure_open, start_streaming_body};
+use super::guards::{in_order, start_streaming_body};
 use super::registry::{Ending, Producers, Producing};
 use super::rows;
 
@@ -57,11 +57,7 @@ pub(super) async fn ingest(
                 let chunk = parse_value(data).map_err(|e| bad_chunk(&p, chunks, &e))?;
                 let ops = ui.feed(&chunk).map_err(|e| bad_chunk(&p, chunks, &e))?;
                 chunks += 1;
-                let _order = twoplane_runtime::lock(&p.order);
-                ensure_open(&p)?;
-                for op in ops {
-                    apply(&p, op, &mut aborted)?;
-                }
+                in_order(&p, None, || ops.into_iter().try_for_each(|op| apply(&p, op, &mut aborted)))?;
             }
             if piece.bad {
                 return Err(ApiError::invalid_utf8(
