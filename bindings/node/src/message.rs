@@ -285,7 +285,10 @@ impl NapiMessageReaderCore {
     /// nothing structural happened) and whose parts numbered in `ended` have ended.
     #[napi(constructor, catch_unwind)]
     pub fn new(len: f64, parts: Float64Array, ended: Float64Array) -> Result<Self, Kind> {
-        Ok(NapiMessageReaderCore { core: reader_core(len, &parts, &ended).map_err(from_core)?, at: f64::NAN })
+        Ok(NapiMessageReaderCore {
+            core: MessageReaderCore::from_js(len, &parts, &ended).map_err(from_core)?,
+            at: f64::NAN,
+        })
     }
 
     /// One frame as numbers. Returns the action and its part in one number (one call fewer per
@@ -318,27 +321,6 @@ impl NapiMessageReaderCore {
     }
 }
 
-/// `MessageReaderCore::from_js`, then the parts numbered in `ended` marked ended by the core's own
-/// commit of a part's end (`from_js` reads lengths only; the reader of §8 knows every part of the
-/// durable message it joined with, ended ones included).
-fn reader_core(len: f64, parts: &[f64], ended: &[f64]) -> twoplane_core::Result<MessageReaderCore> {
-    let core = MessageReaderCore::from_js(len, parts)?;
-    if ended.is_empty() {
-        return Ok(core);
-    }
-    let mut tally = core.tally().clone();
-    for &part in ended {
-        if !(twoplane_core::jsnum::is_integer(part) && part >= 0.0 && part < tally.part_count() as f64) {
-            return Err(twoplane_core::Error::new(
-                twoplane_core::ErrorKind::InvalidArgument,
-                "an ended part that is not in the part table",
-            ));
-        }
-        tally.commit(Decision::End { part: part as u32 }, tally.pos());
-    }
-    Ok(MessageReaderCore::new(tally))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,16 +328,22 @@ mod tests {
     #[test]
     fn reader_core_packs_the_part_and_knows_the_ends() {
         let nan = f64::NAN;
-        let core = reader_core(3.0, &[0.0, 2.0], &[1.0]).unwrap();
+        let core = MessageReaderCore::from_js(3.0, &[0.0, 2.0], &[1.0]).unwrap();
         let mut r = NapiMessageReaderCore { core, at: nan };
         // Part 1 ended: a set is fine (action 5, part 1), a chunk is not.
         assert_eq!(r.feed(9.0, false, 3.0, 4.0, nan, 1.0, nan), 5.0 + 32.0);
         assert_eq!(r.feed(1.0, false, 4.0, 5.0, 1.0, 1.0, 2.0), 2.0);
         assert_eq!((r.stop_code(), r.resume_from()), (5, 4.0));
-        let mut fresh = NapiMessageReaderCore { core: reader_core(0.0, &[], &[]).unwrap(), at: nan };
+        let mut fresh = NapiMessageReaderCore { core: MessageReaderCore::from_js(0.0, &[], &[]).unwrap(), at: nan };
         assert_eq!(fresh.feed(1.0, false, 0.0, 2.0, 2.0, nan, nan), 1.0 + 16.0);
         assert_eq!(fresh.at(), 0.0);
-        assert_eq!(reader_core(1.0, &[], &[1.0]).unwrap_err().kind(), twoplane_core::ErrorKind::InvalidArgument);
-        assert_eq!(reader_core(-1.0, &[], &[]).unwrap_err().kind(), twoplane_core::ErrorKind::InvalidOffset);
+        assert_eq!(
+            MessageReaderCore::from_js(1.0, &[], &[1.0]).unwrap_err().kind(),
+            twoplane_core::ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            MessageReaderCore::from_js(-1.0, &[], &[]).unwrap_err().kind(),
+            twoplane_core::ErrorKind::InvalidOffset
+        );
     }
 }

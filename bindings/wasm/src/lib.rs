@@ -32,6 +32,8 @@ pub mod message;
 /// Their text half (codec, durable message, reader), with the `message-text` feature.
 #[cfg(feature = "message-text")]
 pub mod message_text;
+#[cfg(test)]
+mod test_text;
 /// The AI SDK's UI message stream in bulk, with the `ui` feature (the full build).
 #[cfg(feature = "ui")]
 pub mod ui;
@@ -384,10 +386,7 @@ impl CoreSseDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn u(s: &str) -> Vec<u16> {
-        s.encode_utf16().collect()
-    }
+    use crate::test_text::u;
 
     #[test]
     fn conform_reports_codes_and_reasons() {

@@ -147,33 +147,12 @@ pub fn message_conform_reason(
 
 /// A reader holding a durable message of `len` units whose part table is `parts` (empty: nothing
 /// structural happened) and whose parts numbered in `ended` have ended
-/// (`twoplane_core::message::MessageReaderCore::from_js`, then the ends). Returns its handle; a
+/// (`twoplane_core::message::MessageReaderCore::from_js`). Returns its handle; a
 /// length, table or end that cannot be is the core's `"<kind>: ..."` error.
 #[wasm_bindgen(js_name = messageReaderCoreNew)]
 pub fn message_reader_core_new(len: f64, parts: &[f64], ended: &[f64]) -> Result<u32, String> {
-    let core = reader_core(len, parts, ended).map_err(|e| e.to_string())?;
+    let core = MessageReaderCore::from_js(len, parts, ended).map_err(|e| e.to_string())?;
     Ok(insert(&READER_CORES, core))
-}
-
-/// [`MessageReaderCore::from_js`], then the parts numbered in `ended` marked ended, by the core's
-/// own commit of a part's end (the reader of §8 knows every part of the durable message it joined
-/// with, ended ones included; `from_js` reads lengths only).
-pub(crate) fn reader_core(len: f64, parts: &[f64], ended: &[f64]) -> twoplane_core::Result<MessageReaderCore> {
-    let core = MessageReaderCore::from_js(len, parts)?;
-    if ended.is_empty() {
-        return Ok(core);
-    }
-    let mut tally = core.tally().clone();
-    for &part in ended {
-        if !(twoplane_core::jsnum::is_integer(part) && part >= 0.0 && part < tally.part_count() as f64) {
-            return Err(twoplane_core::Error::new(
-                twoplane_core::ErrorKind::InvalidArgument,
-                "an ended part that is not in the part table",
-            ));
-        }
-        tally.commit(Decision::End { part: part as u32 }, tally.pos());
-    }
-    Ok(MessageReaderCore::new(tally))
 }
 
 #[wasm_bindgen(js_name = messageReaderCoreDrop)]
@@ -217,10 +196,7 @@ pub fn message_reader_core_resume_from(h: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn u(s: &str) -> Vec<u16> {
-        s.encode_utf16().collect()
-    }
+    use crate::test_text::u;
 
     #[test]
     fn conform_reports_part_violations() {

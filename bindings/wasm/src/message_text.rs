@@ -186,10 +186,7 @@ pub fn message_reader_stop_code(h: u32) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn u(s: &str) -> Vec<u16> {
-        s.encode_utf16().collect()
-    }
+    use crate::test_text::u;
 
     #[test]
     fn codec_round_trips_and_refuses() {

@@ -81,10 +81,7 @@ pub fn ui_resume(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn u(s: &str) -> Vec<u16> {
-        s.encode_utf16().collect()
-    }
+    use crate::test_text::u;
 
     fn kind_of(e: String) -> String {
         e.split(": ").next().unwrap_or_default().to_owned()

@@ -369,8 +369,8 @@ proptest! {
         table in prop::option::of(prop::collection::vec((0u32..6).prop_map(f64::from), 0..4)),
     ) {
         let mut c = MessageConform::new(from);
-        let mut r = twoplane_core::message::MessageReaderCore::from_js(from, table.as_deref().unwrap_or_default())
-            .unwrap_or_else(|_| twoplane_core::message::MessageReaderCore::from_js(0.0, &[]).unwrap());
+        let mut r = twoplane_core::message::MessageReaderCore::from_js(from, table.as_deref().unwrap_or_default(), &[])
+            .unwrap_or_else(|_| twoplane_core::message::MessageReaderCore::from_js(0.0, &[], &[]).unwrap());
         for (kind, id_matches, [a, b, c_, part, at]) in frames {
             let n = FrameNumbers { kind, id_matches, a, b, c: c_, part, at };
             let v = if kind == 0 { c.feed_open(id_matches, a, b, c_, table.as_deref()) } else { c.feed_numbers(n) };

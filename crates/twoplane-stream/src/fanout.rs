@@ -756,6 +756,18 @@ mod tests {
 
     use super::*;
 
+    /// The `open` of stream "s" at offset 0, as a writer's first frame.
+    fn open_s() -> Arc<MessageFrame> {
+        Arc::new(MessageFrame::Open {
+            stream_id: "s".into(),
+            from: 0,
+            seq: 0,
+            durable_seq: 0,
+            ended: false,
+            parts: None,
+        })
+    }
+
     fn chunk(i: u64) -> Arc<MessageFrame> {
         Arc::new(MessageFrame::chunk(i, 0, i, "x".into()).unwrap())
     }
@@ -850,14 +862,7 @@ mod tests {
     fn replay_comes_first_and_terminal_ends_it() {
         let mut fan = FanOut::new(16, 0);
         let mut wake = Wakes::default();
-        let open = Arc::new(MessageFrame::Open {
-            stream_id: "s".into(),
-            from: 0,
-            seq: 0,
-            durable_seq: 0,
-            ended: false,
-            parts: None,
-        });
+        let open = open_s();
         let key = fan.attach(VecDeque::from(vec![open.clone()]));
         fan.publish(chunk(0), stale, &mut wake);
         let end = Arc::new(MessageFrame::End { seq: 1, status: twoplane_core::StreamStatus::Complete, error: None });
@@ -913,14 +918,7 @@ mod tests {
     #[test]
     fn sse_bytes_are_encoded_once_and_shared_and_a_span_is_one_write() {
         let mut fan = FanOut::new(64, 0);
-        let open = Arc::new(MessageFrame::Open {
-            stream_id: "s".into(),
-            from: 0,
-            seq: 0,
-            durable_seq: 0,
-            ended: false,
-            parts: None,
-        });
+        let open = open_s();
         let a = fan.attach(VecDeque::from(vec![open.clone()]));
         let b = fan.attach(VecDeque::new());
         let mut wake = Wakes::default();
@@ -1010,14 +1008,7 @@ mod tests {
     #[test]
     fn a_direct_slot_is_handed_over_only_when_it_owes_nothing() {
         let mut fan = FanOut::new(64, 0);
-        let open = Arc::new(MessageFrame::Open {
-            stream_id: "s".into(),
-            from: 0,
-            seq: 0,
-            durable_seq: 0,
-            ended: false,
-            parts: None,
-        });
+        let open = open_s();
         let key = fan.attach(VecDeque::from(vec![open]));
         let (_, s) = sink();
         assert_eq!(fan.attach_sink(key, s.clone(), 1024, 1), None, "its replay is owed");

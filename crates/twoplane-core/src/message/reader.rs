@@ -86,14 +86,27 @@ impl MessageReaderCore {
         MessageReaderCore { stops: Reader::new(tally.pos() as u64), tally }
     }
 
-    /// From numbers a binding passes: the durable message's length and its part table (empty
-    /// when it has none), checked as the text reader checks its length.
-    pub fn from_js(len: f64, parts: &[f64]) -> crate::Result<Self> {
+    /// From numbers a binding passes: the durable message's length, its part table (empty when
+    /// it has none), checked as the text reader checks its length, and the numbers of the parts
+    /// that ended, marked ended by the tally's own commit of a part's end (the reader of §8
+    /// knows every part of the durable message it joined with, ended ones included; the table
+    /// holds lengths only). A number that is not a part of the table is `invalid_argument`.
+    pub fn from_js(len: f64, parts: &[f64], ended: &[f64]) -> crate::Result<Self> {
         let pos = crate::jsnum::offset_arg("durable length", len)?;
         if !parts.is_empty() && !Tally::table_fits(len, parts) {
             return Err(crate::Error::new(crate::ErrorKind::InvalidArgument, "a part table longer than the message"));
         }
-        Ok(MessageReaderCore::new(Tally::with_parts(pos as f64, parts)))
+        let mut tally = Tally::with_parts(pos as f64, parts);
+        for &part in ended {
+            if !(crate::jsnum::is_integer(part) && part >= 0.0 && part < tally.part_count() as f64) {
+                return Err(crate::Error::new(
+                    crate::ErrorKind::InvalidArgument,
+                    "an ended part that is not in the part table",
+                ));
+            }
+            tally.commit(Decision::End { part: part as u32 }, tally.pos());
+        }
+        Ok(MessageReaderCore::new(tally))
     }
 
     pub fn join_offset(&self) -> u64 {
@@ -257,6 +270,24 @@ mod tests {
     }
 
     #[test]
+    fn from_js_marks_the_ended_parts_and_refuses_parts_it_lacks() {
+        // Part 1 of a three-unit message (its start, then two units of body) ended: a chunk for
+        // it stops the reader, while a reader told nothing takes it.
+        let chunk = |core: &mut MessageReaderCore| {
+            let frame = MessageFrame::chunk(3, 1, 2, "x".into()).unwrap();
+            core.feed_numbers(FrameNumbers::of(&frame, &"s".into()))
+        };
+        let mut ended = MessageReaderCore::from_js(3.0, &[0.0, 2.0], &[1.0]).unwrap();
+        assert!(matches!(chunk(&mut ended), MessageAction::Stop(_)));
+        let mut open = MessageReaderCore::from_js(3.0, &[0.0, 2.0], &[]).unwrap();
+        assert_eq!(chunk(&mut open), MessageAction::Splice { part: 1, at: 2 });
+        for bad in [2.0, -1.0, 0.5, f64::NAN] {
+            let err = MessageReaderCore::from_js(3.0, &[0.0, 2.0], &[bad]).err().unwrap();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        }
+    }
+
+    #[test]
     fn gaps_stop_the_reader() {
         let mut r = MessageReader::new("s".into(), Message::new());
         assert_eq!(r.feed(&MessageFrame::chunk(0, 0, 1, "x".into()).unwrap()), MessageAction::Stop(StopReason::Gap));
@@ -267,12 +298,12 @@ mod tests {
             r.feed(&MessageFrame::chunk(0, 1, 0, "x".into()).unwrap()),
             MessageAction::Stop(StopReason::Malformed)
         );
-        let mut core = MessageReaderCore::from_js(3.0, &[1.0]).unwrap();
+        let mut core = MessageReaderCore::from_js(3.0, &[1.0], &[]).unwrap();
         let n = FrameNumbers { a: 3.0, b: 4.0, c: 1.0, part: 0.0, at: 1.0, ..FrameNumbers::new(MessageKind::Chunk) };
         assert_eq!(core.feed_numbers(n), MessageAction::Splice { part: 0, at: 1 });
-        assert!(MessageReaderCore::from_js(3.0, &[5.0]).is_err());
-        assert!(MessageReaderCore::from_js(f64::NAN, &[]).is_err());
-        let mut core = MessageReaderCore::from_js(0.0, &[]).unwrap();
+        assert!(MessageReaderCore::from_js(3.0, &[5.0], &[]).is_err());
+        assert!(MessageReaderCore::from_js(f64::NAN, &[], &[]).is_err());
+        let mut core = MessageReaderCore::from_js(0.0, &[], &[]).unwrap();
         let other = core.feed_numbers(FrameNumbers { a: 0.0, b: 0.0, c: 0.0, ..FrameNumbers::new(MessageKind::Open) });
         assert_eq!(other, MessageAction::Stop(StopReason::ForeignStream));
     }

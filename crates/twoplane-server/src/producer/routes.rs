@@ -84,6 +84,12 @@ fn offset_query(query: Result<Query<OffsetQuery>, QueryRejection>) -> Result<Opt
     })
 }
 
+/// The offset a call cannot go without: `400 missing_offset`, saying what it should be, when
+/// the query had none.
+fn required(offset: Option<u64>, what_it_is: &'static str) -> Result<u64, ApiError> {
+    offset.ok_or_else(|| ApiError::bad_request("missing_offset", what_it_is))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FailRequest {
@@ -150,12 +156,7 @@ async fn append(
 ) -> Reply {
     let offset = offset_query(query)?;
     let body = small_body(body, producers.limits.max_delta_bytes, "an append's body")?;
-    let offset = offset.ok_or_else(|| {
-        ApiError::bad_request(
-            "missing_offset",
-            "append needs ?offset=<the stream's length before this text, in UTF-16 code units>",
-        )
-    })?;
+    let offset = required(offset, "append needs ?offset=<the stream's length before this text, in UTF-16 code units>")?;
     let p = hosted(&producers, &id).await?;
     // Decoded before anything is pushed: a bad delta appends nothing at all.
     let text =
@@ -192,12 +193,10 @@ async fn event(
 ) -> Reply {
     let offset = offset_query(query)?;
     let body = small_body(body, producers.limits.max_delta_bytes, "an event's body")?;
-    let offset = offset.ok_or_else(|| {
-        ApiError::bad_request(
-            "missing_offset",
-            "event needs ?offset=<the message's length before this event, in the coordinate of docs/contract.md §8>",
-        )
-    })?;
+    let offset = required(
+        offset,
+        "event needs ?offset=<the message's length before this event, in the coordinate of docs/contract.md §8>",
+    )?;
     let p = hosted(&producers, &id).await?;
     // Decoded before anything is applied: a bad event changes nothing.
     let json = std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was applied"))?;

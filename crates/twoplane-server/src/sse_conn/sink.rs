@@ -176,6 +176,14 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// A loopback connection: the client's end, and the server's end as a sink holds it.
+    async fn connected() -> (TcpStream, Arc<TcpStream>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, Arc::new(server))
+    }
+
     /// A socket whose peer reads nothing, filled through the sink's direct writer until the
     /// kernel refuses more, with bytes kept: the connection's task, woken as writable, writes the
     /// kept bytes through tokio, and after that tokio knows the socket is full, so the task's
@@ -183,10 +191,7 @@ mod tests {
     /// readiness would wake it again at once).
     #[tokio::test]
     async fn after_writing_kept_bytes_into_a_full_socket_the_task_waits_for_room() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-        let (server, _) = listener.accept().await.unwrap();
-        let socket = Arc::new(server);
+        let (client, socket) = connected().await;
         let (sink, _released) = ConnSink::new(&socket, Arc::new(SseStats::default()));
         let block = vec![b'x'; 64 * 1024];
         let mut filled = 0;
@@ -206,10 +211,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_release_is_told_once_the_last_holder_lets_go() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-        let (server, _) = listener.accept().await.unwrap();
-        let socket = Arc::new(server);
+        let (_client, socket) = connected().await;
         let (sink, mut released) = ConnSink::new(&socket, Arc::new(SseStats::default()));
         let sink = Arc::new(sink);
         let writer_copy = sink.clone();
