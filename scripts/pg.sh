@@ -62,11 +62,8 @@ ensure_installed() {
         return
     fi
     log "PostgreSQL not found; installing it with apt"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y postgresql >&2; then
-        apt-get update >&2
-        apt-get install -y postgresql >&2
-    fi
+    # stdout carries the variables a caller evals: the install's own lines go to stderr.
+    apt_install postgresql >&2
     BIN="$(find_bin)" || { log "PostgreSQL is still missing after apt-get install"; exit 1; }
 }
 
@@ -81,6 +78,8 @@ as_owner() {
 
 # port_busy PORT: whether a loopback port cannot be listened on.
 source "$(dirname "$0")/ports.sh"
+# apt_install: the one way these scripts install a Debian package.
+source "$(dirname "$0")/lib.sh"
 
 running() { [[ -f "$DATA/PG_VERSION" ]] && as_owner "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
 

@@ -63,7 +63,6 @@ ensure_installed() {
         return
     fi
     log "redis-server not found; installing it with apt"
-    export DEBIAN_FRONTEND=noninteractive
     # The package's maintainer script would start a system-wide server on port 6379; nothing here
     # wants one, so service starts are refused for the duration of the install (the standard
     # policy-rc.d mechanism), unless the machine already has its own policy.
@@ -74,12 +73,8 @@ ensure_installed() {
         own_policy=1
     fi
     local ok=""
-    if apt-get install -y --no-install-recommends redis-server >&2; then
-        ok=1
-    else
-        apt-get update >&2
-        apt-get install -y --no-install-recommends redis-server >&2 && ok=1
-    fi
+    # stdout carries the variables a caller evals: the install's own lines go to stderr.
+    apt_install redis-server >&2 && ok=1
     if [[ -n "$own_policy" ]]; then rm -f "$policy"; fi
     [[ -n "$ok" ]] || { log "apt-get install redis-server failed"; exit 1; }
     BIN="$(find_bin)" || { log "redis-server is still missing after apt-get install"; exit 1; }
@@ -87,6 +82,8 @@ ensure_installed() {
 
 # port_busy PORT: whether a loopback port cannot be listened on.
 source "$(dirname "$0")/ports.sh"
+# apt_install: the one way these scripts install a Debian package.
+source "$(dirname "$0")/lib.sh"
 
 # AUTH and PING over bash's /dev/tcp (the plain port), so no redis-cli is needed.
 pong() {
