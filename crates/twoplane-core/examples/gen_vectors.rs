@@ -15,9 +15,9 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
-    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame, message_resume_point,
-    Attrs, Event, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog,
-    MessageReader, MessageVerdict, MessageViolation,
+    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame, merge_frames,
+    message_resume_point, Attrs, Event, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame,
+    MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
 };
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
@@ -43,6 +43,7 @@ fn main() {
     write(out, "cut.json", cut_vectors());
     write(out, "message.json", message_vectors());
     write(out, "ui.json", ui_vectors());
+    write(out, "merge.json", merge_vectors());
 }
 
 // ---------------------------------------------------------------- output
@@ -1790,4 +1791,44 @@ fn ui_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         ]));
     }
     vec![("ingest", ingest), ("resume", resume), ("errors", errors)]
+}
+
+// ---------------------------------------------------------------- the display-rate merge (§5)
+
+/// The frames a reader is due in one write, and what the merge makes of them: the issue's message
+/// whole (its deltas run together within each part, never across a structural event), a text
+/// stream whose durables come between its deltas, and by hand the runs that must not merge.
+fn merge_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
+    let case = |name: &str, frames: &[MessageFrame]| {
+        let merged = merge_frames(frames);
+        obj(vec![
+            ("name", s(name)),
+            ("frames", JsonValue::Array(frames.iter().map(message_value).collect())),
+            ("merged", JsonValue::Array(merged.iter().map(message_value).collect())),
+        ])
+    };
+    let issue = issue_message(40);
+    let mut whole = vec![issue.open_frame("m".into(), 0, 0, false)];
+    whole.extend(issue.frames().iter().cloned());
+    let mut text = vec![];
+    for (i, piece) in ["Hel", "lo, ", "wor", "ld", "!"].iter().enumerate() {
+        let from = text.iter().filter_map(MessageFrame::span).map(|(_, seq)| seq).max().unwrap_or(0);
+        text.push(MessageFrame::chunk(from, 0, from, (*piece).into()).unwrap());
+        if i % 2 == 1 {
+            text.push(MessageFrame::Durable { seq: from });
+            text.push(MessageFrame::Durable { seq: from + piece.len() as u64 });
+        }
+    }
+    text.push(MessageFrame::End { seq: 13, status: twoplane_core::StreamStatus::Complete, error: None });
+    let chunk = |from, part, at, t: &str| MessageFrame::chunk(from, part, at, t.into()).unwrap();
+    let apart = [chunk(0, 0, 0, "a"), chunk(2, 0, 1, "b"), chunk(3, 0, 3, "c"), chunk(4, 1, 4, "d")];
+    // Answered by hand: the text stream's five deltas become runs broken only by its durables
+    // (each pair of which becomes the later one), and nothing in `apart` merges.
+    let merged_text = merge_frames(&text);
+    assert_eq!(merged_text.len(), 6, "{merged_text:?}");
+    assert_eq!(merge_frames(&apart), apart.to_vec());
+    vec![(
+        "cases",
+        vec![case("issue message", &whole), case("text with durables", &text), case("nothing merges", &apart)],
+    )]
 }

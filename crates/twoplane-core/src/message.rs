@@ -17,7 +17,8 @@
 //! ([`rows`]); the shape of a produced message, which cuts replays and checkpoint rows from text
 //! the producer keeps ([`shape`]), and the in-memory log over it ([`log`]);
 //! the relay conform pass for parts ([`conform`]), the reader ([`reader`]), SSE events
-//! ([`sse`]) and the events a producer sends ([`input`]).
+//! ([`sse`]), the display-rate merge of a reader's due frames ([`merge`]) and the events a
+//! producer sends ([`input`]).
 
 pub mod codec;
 pub mod conform;
@@ -25,6 +26,7 @@ pub mod fold;
 pub mod frame;
 pub mod input;
 pub mod log;
+pub mod merge;
 pub mod reader;
 pub mod rows;
 pub mod rules;
@@ -42,6 +44,7 @@ pub use fold::{Message, Part};
 pub use frame::{check_value, message_resume_point, Attrs, Event, FrameNumbers, MessageFrame, MessageKind};
 pub use input::{parse_producer_event, producer_event_from_value, PartRef, ProducerEvent};
 pub use log::MessageLog;
+pub use merge::{merge_frames, push_merged};
 pub use reader::{MessageAction, MessageReader, MessageReaderCore};
 pub use rows::{assemble_durable_message, assemble_durable_message_at, MessageChunkRow};
 pub use rules::{Breach, Decision, Tally};

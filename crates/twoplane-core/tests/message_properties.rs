@@ -16,14 +16,18 @@
 //!   join), never get a frame past the pass that the reader refuses.
 //! - A message that only has part 0 is today's stream: every frame in the six-frame form and
 //!   every chunk row a text row.
+//! - The display-rate merge: the frames a reader is due, merged, fold to the produced message, and
+//!   a reader cut after any merged frame that resumes from its resume point (through a merged
+//!   replay again) ends with it too; every resume point the merged frames carry is one the
+//!   unmerged frames carried.
 
 mod common;
 
 use proptest::prelude::*;
 use twoplane_core::json::parse_value;
 use twoplane_core::message::{
-    assemble_durable_message, Attrs, Event, FrameNumbers, Message, MessageAction, MessageChunkRow, MessageConform,
-    MessageFrame, MessageLog, MessageReader, MessageVerdict,
+    assemble_durable_message, merge_frames, message_resume_point, Attrs, Event, FrameNumbers, Message, MessageAction,
+    MessageChunkRow, MessageConform, MessageFrame, MessageLog, MessageReader, MessageVerdict,
 };
 use twoplane_core::Text;
 
@@ -229,6 +233,54 @@ proptest! {
             read_all(&mut r2, &replay[k..]);
             prop_assert_eq!(r2.message(), log.message());
         }
+    }
+
+    /// The display-rate merge keeps what a reader folds, and where it can resume.
+    #[test]
+    fn merged_frames_fold_to_the_same_message_and_resume_after_any_of_them(
+        (ops, picks) in production(),
+        cut in any::<prop::sample::Index>(),
+        join in any::<prop::sample::Index>(),
+    ) {
+        let log = produce(&ops);
+        let cuts = cuts(&log, &picks);
+        let id = Text::from("m");
+        // What a reader joining at checkpoint `j` is due: the open, the replay from there, a
+        // durable wherever a checkpoint ends.
+        let j = join.index(cuts.len() + 1);
+        let d = if j == 0 { 0 } else { cuts[j - 1] };
+        let due = |from: u64| {
+            let mut frames = Vec::new();
+            for f in log.frames_from(from) {
+                let end = f.span().map(|(_, seq)| seq);
+                frames.push(f);
+                if let Some(seq) = end.filter(|seq| cuts.contains(seq)) {
+                    frames.push(MessageFrame::Durable { seq });
+                }
+            }
+            frames
+        };
+        let mut frames = vec![log.open_frame(id.clone(), d, d, false)];
+        frames.extend(due(d));
+        let merged = merge_frames(&frames);
+        prop_assert!(merged.len() <= frames.len());
+        let points: std::collections::HashSet<u64> = frames.iter().filter_map(message_resume_point).collect();
+        for f in &merged {
+            if let Some(p) = message_resume_point(f) {
+                prop_assert!(points.contains(&p), "{:?} carries {} which no unmerged frame does", f, p);
+            }
+        }
+        let mut whole = MessageReader::new(id.clone(), durable_at(&log, &cuts, j));
+        read_all(&mut whole, &merged);
+        prop_assert_eq!(whole.message(), log.message());
+        // Cut after any merged frame; the reconnect asks from the reader's resume point and is
+        // answered with the merged replay from there.
+        let k = cut.index(merged.len() + 1);
+        let mut r = MessageReader::new(id.clone(), durable_at(&log, &cuts, j));
+        read_all(&mut r, &merged[..k]);
+        let resume = r.core().resume_from();
+        read_all(&mut r, &merge_frames(&due(resume)));
+        prop_assert_eq!(r.message(), log.message());
     }
 
     /// Conform: whatever a relay forges in the numbers, what passes never makes the reader break

@@ -8,7 +8,7 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
-    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame,
+    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame, merge_frames,
     message_frame_from_value, message_resume_point, Message, MessageAction, MessageChunkRow, MessageConform,
     MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
 };
@@ -520,5 +520,19 @@ fn ui_vectors() {
             e.field_name().map(str::to_owned),
             case.get("field").and_then(JsonValue::as_text).map(Text::to_string_lossy)
         );
+    }
+}
+
+// ---------------------------------------------------------------- merge.json (§5, merged writes)
+
+#[test]
+fn merge_vectors() {
+    let file = load("merge.json");
+    let frames_of = |v: &JsonValue| -> Vec<MessageFrame> {
+        v.as_array().unwrap().iter().map(|f| message_frame_from_value(f).unwrap()).collect()
+    };
+    for case in cases(&file, "cases") {
+        let (frames, merged) = (frames_of(case.get("frames").unwrap()), frames_of(case.get("merged").unwrap()));
+        assert_eq!(merge_frames(&frames), merged, "{:?}", case.get("name"));
     }
 }
