@@ -1,7 +1,9 @@
 //! The liveness lease of producer hosts: its table, heartbeat, release, sweep and prune
 //! statements (see [`HostLeaseSql`] for what they guarantee).
 
-use super::{int, quote_ident, text, Dialect, Statement, StreamTables};
+use super::names::{quote_ident, Dialect, StreamTables};
+use super::schema::{host_lease_table, TableShape};
+use super::statement::{int, text, Statement};
 use crate::error::{Error, ErrorKind, Result};
 use crate::frame::{StreamStatus, STREAM_STATUS_STREAMING};
 
@@ -44,7 +46,7 @@ fn now_ms(dialect: Dialect) -> &'static str {
 #[derive(Clone, Debug)]
 pub struct HostLeaseSql {
     dialect: Dialect,
-    ddl: String,
+    table: TableShape,
     heartbeat: String,
     release: String,
     sweep: String,
@@ -73,9 +75,7 @@ impl HostLeaseSql {
         let status = quote_ident(&c.status)?;
         let host = quote_ident(host_column)?;
         let lease = quote_ident(lease_table)?;
-        let (t, i) = (dialect.text_type(), dialect.int_type());
-
-        let ddl = format!("CREATE TABLE IF NOT EXISTS {lease} (\"host\" {t} PRIMARY KEY, \"expires_at\" {i} NOT NULL)");
+        let table = host_lease_table(lease_table, dialect)?;
         // An upsert, so the first heartbeat and every later one are the same statement; retrying
         // it is harmless (the newest expiry wins).
         let heartbeat = format!(
@@ -119,7 +119,7 @@ impl HostLeaseSql {
             p(3),
             p(4)
         );
-        Ok(HostLeaseSql { dialect, ddl, heartbeat, release, sweep, prune, adopt_rows, adopt_lease })
+        Ok(HostLeaseSql { dialect, table, heartbeat, release, sweep, prune, adopt_rows, adopt_lease })
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -130,7 +130,12 @@ impl HostLeaseSql {
     /// KEY, "expires_at" bigint NOT NULL)` (SQLite: `TEXT`, `INTEGER`); `expires_at` is in
     /// milliseconds since the Unix epoch by the database's clock.
     pub fn ddl(&self) -> Vec<String> {
-        vec![self.ddl.clone()]
+        self.table.create()
+    }
+
+    /// The lease table's shape (what [`HostLeaseSql::ddl`] creates).
+    pub fn table(&self) -> &TableShape {
+        &self.table
     }
 
     /// Renew (or take) `host`'s lease until `ttl_ms` from now.
@@ -180,9 +185,9 @@ impl HostLeaseSql {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{full_tables, t, tables};
+    use super::super::fixtures::{full_tables, t, tables};
+    use super::super::statement::SqlValue;
     use super::*;
-    use crate::sql::SqlValue;
 
     #[test]
     fn host_lease_needs_a_host_column_and_checks_names() {

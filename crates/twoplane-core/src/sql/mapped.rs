@@ -8,7 +8,8 @@
 //! the claim by moving the status off `streaming`, so from then on the database itself refuses
 //! the old producer's writes; nothing but a new open can make the row `streaming` again.
 
-use super::{int, quote_ident, text, Dialect, ResolvedColumns, SqlValue, Statement, StreamTables};
+use super::names::{Dialect, QuotedNames, ResolvedColumns, StreamTables};
+use super::statement::{int, text, SqlValue, Statement};
 use crate::error::Result;
 use crate::frame::{StreamStatus, STREAM_STATUS_STREAMING};
 use crate::splice::stream_chunk_id;
@@ -44,24 +45,26 @@ struct PartsSql {
 
 impl MappedSql {
     pub fn new(tables: &StreamTables, dialect: Dialect) -> Result<MappedSql> {
-        let c = tables.columns.resolve();
         let p = |i: usize| dialect.placeholder(i);
-        let opt = |name: &Option<String>| name.as_deref().map(quote_ident).transpose();
-
-        let message = quote_ident(&tables.message)?;
-        let chunks = quote_ident(&tables.chunks)?;
-        let key = quote_ident(&c.key)?;
-        let body = quote_ident(&c.body)?;
-        let status = quote_ident(&c.status)?;
-        let seq = quote_ident(&c.seq)?;
-        let cancel = opt(&c.cancel)?;
-        let error = opt(&c.error)?;
-        let host = opt(&c.host)?;
-        let chunk_key = quote_ident(&c.chunk_key)?;
-        let chunk_stream = quote_ident(&c.chunk_stream)?;
-        let chunk_seq = quote_ident(&c.chunk_seq)?;
-        let chunk_text = quote_ident(&c.chunk_text)?;
-        let (doc_column, chunk_parts) = match (opt(&c.parts)?, opt(&c.chunk_parts)?) {
+        let (c, names) = tables.quoted()?;
+        let QuotedNames {
+            message,
+            chunks,
+            key,
+            body,
+            status,
+            seq,
+            cancel,
+            error,
+            host,
+            chunk_key,
+            chunk_stream,
+            chunk_seq,
+            chunk_text,
+            parts,
+            chunk_parts,
+        } = names;
+        let (doc_column, chunk_parts) = match (parts, chunk_parts) {
             (Some(d), Some(p)) => (Some(d), Some(p)),
             (None, None) => (None, None),
             _ => {

@@ -1,10 +1,16 @@
-//! The durable plane's SQL (docs/contract.md §6), for SQLite and Postgres, in one place: the
-//! names, dialects, parameters and chunk-table DDL shared by the statements of the mapped tables
-//! ([`MappedSql`], in `mapped.rs`) and of the host lease ([`HostLeaseSql`], in `host_lease.rs`).
+//! The durable plane's SQL (docs/contract.md §6), for SQLite and Postgres, in one place. This
+//! file only declares and re-exports; the modules depend one way, each only on those before it:
+//! - `names.rs`: the dialect, the table mapping and its defaults, identifier quoting;
+//! - `statement.rs`: statements and their parameters;
+//! - `schema.rs`: every table's shape and migrations ([`TableShape`]): the chunk table, the
+//!   columns the plane adds to the application's message table, the message table of a store
+//!   twoplane owns, and the host lease table;
+//! - `mapped.rs`: the statements on the mapped tables ([`MappedSql`]);
+//! - `host_lease.rs`: the statements of the host lease ([`HostLeaseSql`]).
 //!
 //! Guarantees:
 //! - Every identifier is double-quoted, and a name that cannot be quoted safely (one holding `"`
-//!   or NUL, or an empty one) is refused with [`ErrorKind::InvalidIdentifier`] instead of escaped:
+//!   or NUL, or an empty one) is refused with [`ErrorKind::InvalidIdentifier`](crate::ErrorKind::InvalidIdentifier) instead of escaped:
 //!   names come from the application's configuration, where a quote character is a typo to
 //!   report at startup, not something to paper over with escaping.
 //! - [`MappedSql::new`] checks every name once; after that no method can fail, so a checkpoint
@@ -18,278 +24,31 @@
 //!   database refuses a stale producer ([`MappedSql`] says how).
 //! - The optional `cancel`, `error` and `host` columns appear in SQL only when they are named.
 
+#[cfg(test)]
+mod fixtures;
 mod host_lease;
 mod mapped;
+mod names;
+mod schema;
+mod statement;
 
 pub use host_lease::{HostLeaseSql, DEFAULT_HOST_LEASE_TABLE};
 pub use mapped::MappedSql;
-
-use crate::error::{Error, ErrorKind, Result};
-
-/// The SQL dialect: it decides the placeholder syntax and the chunk table's column types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
-impl Dialect {
-    /// The `i`-th (1-based) parameter: `?1` for SQLite, `$1` for Postgres. Numbered rather than
-    /// bare `?` so one statement text can refer to a parameter by position in both dialects.
-    pub fn placeholder(self, i: usize) -> String {
-        match self {
-            Dialect::Sqlite => format!("?{i}"),
-            Dialect::Postgres => format!("${i}"),
-        }
-    }
-
-    /// `"sqlite"` or `"postgres"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "sqlite",
-            Dialect::Postgres => "postgres",
-        }
-    }
-
-    /// The inverse of [`Dialect::name`], for bindings that receive the dialect as a string.
-    pub fn from_name(name: &str) -> Option<Dialect> {
-        match name {
-            "sqlite" => Some(Dialect::Sqlite),
-            "postgres" => Some(Dialect::Postgres),
-            _ => None,
-        }
-    }
-
-    fn text_type(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "TEXT",
-            Dialect::Postgres => "text",
-        }
-    }
-
-    fn int_type(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "INTEGER",
-            Dialect::Postgres => "bigint",
-        }
-    }
-}
-
-/// Column names as the application maps them; `None` takes the default (see [`ResolvedColumns`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamColumns {
-    pub key: Option<String>,
-    pub body: Option<String>,
-    pub status: Option<String>,
-    pub seq: Option<String>,
-    pub cancel: Option<String>,
-    pub error: Option<String>,
-    pub host: Option<String>,
-    pub chunk_key: Option<String>,
-    pub chunk_stream: Option<String>,
-    pub chunk_seq: Option<String>,
-    pub chunk_text: Option<String>,
-    /// The message table's column for the stored message document (docs/contract.md §8).
-    /// Naming it, together with [`StreamColumns::chunk_parts`], lets streams carry parts.
-    pub parts: Option<String>,
-    /// The chunk table's column for a parts row's frames (`NULL` in a text row).
-    pub chunk_parts: Option<String>,
-}
-
-impl StreamColumns {
-    /// The parts columns under their default name, `parts`, in both tables.
-    pub fn with_parts(self) -> StreamColumns {
-        StreamColumns { parts: Some("parts".into()), chunk_parts: Some("parts".into()), ..self }
-    }
-
-    /// Apply the defaults.
-    pub fn resolve(&self) -> ResolvedColumns {
-        let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_owned());
-        ResolvedColumns {
-            key: or(&self.key, "id"),
-            body: or(&self.body, "body"),
-            status: or(&self.status, "status"),
-            seq: or(&self.seq, "seq"),
-            cancel: self.cancel.clone(),
-            error: self.error.clone(),
-            host: self.host.clone(),
-            chunk_key: or(&self.chunk_key, "id"),
-            chunk_stream: or(&self.chunk_stream, "streamId"),
-            chunk_seq: or(&self.chunk_seq, "seq"),
-            chunk_text: or(&self.chunk_text, "text"),
-            parts: self.parts.clone(),
-            chunk_parts: self.chunk_parts.clone(),
-        }
-    }
-}
-
-/// Where the plane's rows live: the application's message table and the generated chunk table.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamTables {
-    pub message: String,
-    pub chunks: String,
-    pub columns: StreamColumns,
-}
-
-/// Every column name with defaults applied. `cancel`, `error`, `host` and the two `parts` columns
-/// have no default: naming one is what switches its feature on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResolvedColumns {
-    /// Message key (unique). Default `id`.
-    pub key: String,
-    /// Compacted response text. Default `body`.
-    pub body: String,
-    /// `streaming`, then the final status. Default `status`.
-    pub status: String,
-    /// Durable length, the compare-and-swap column. Default `seq`.
-    pub seq: String,
-    pub cancel: Option<String>,
-    pub error: Option<String>,
-    pub host: Option<String>,
-    /// Chunk primary key. Default `id`.
-    pub chunk_key: String,
-    /// Chunk to message reference. Default `streamId`.
-    pub chunk_stream: String,
-    /// Where the chunk's text ends (rows are assembled in this order). Default `seq`.
-    pub chunk_seq: String,
-    /// The chunk's slice of text. Default `text`.
-    pub chunk_text: String,
-    /// The message document (message table).
-    pub parts: Option<String>,
-    /// A parts row's frames (chunk table).
-    pub chunk_parts: Option<String>,
-}
-
-/// A name as a JSON string, for error messages: it shows quotes and control characters
-/// unambiguously without pulling the Unicode tables of `{:?}` into the WebAssembly build.
-fn json_quoted(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 2);
-    crate::json::write_json_string(&mut out, &name.encode_utf16().collect::<Vec<u16>>());
-    out
-}
-
-/// `name` wrapped in double quotes, the identifier quoting SQLite and Postgres share.
-pub fn quote_ident(name: &str) -> Result<String> {
-    if name.is_empty() || name.contains('"') || name.contains('\0') {
-        return Err(Error::new(
-            ErrorKind::InvalidIdentifier,
-            format!(
-                "table or column name {} cannot be used: names must be non-empty and hold no '\"' or NUL",
-                json_quoted(name)
-            ),
-        ));
-    }
-    Ok(format!("\"{name}\""))
-}
-
-/// The chunk table's migration: the table, then its `(stream, seq)` index, which serves both
-/// reading a stream's chunks in order and compaction's delete by stream.
-pub fn stream_chunk_table_ddl(tables: &StreamTables, dialect: Dialect) -> Result<Vec<String>> {
-    let c = tables.columns.resolve();
-    let chunks = quote_ident(&tables.chunks)?;
-    let index = quote_ident(&format!("{}_stream_seq", tables.chunks))?;
-    let (key, stream, seq, text) = (
-        quote_ident(&c.chunk_key)?,
-        quote_ident(&c.chunk_stream)?,
-        quote_ident(&c.chunk_seq)?,
-        quote_ident(&c.chunk_text)?,
-    );
-    let (t, i) = (dialect.text_type(), dialect.int_type());
-    // The parts column only when it is named, so the default table stays exactly today's.
-    let parts = match &c.chunk_parts {
-        Some(name) => format!(", {} {t}", quote_ident(name)?),
-        None => String::new(),
-    };
-    Ok(vec![
-        format!(
-            "CREATE TABLE IF NOT EXISTS {chunks} ({key} {t} PRIMARY KEY, {stream} {t} NOT NULL, \
-             {seq} {i} NOT NULL, {text} {t} NOT NULL{parts})"
-        ),
-        format!("CREATE INDEX IF NOT EXISTS {index} ON {chunks} ({stream}, {seq})"),
-    ])
-}
-
-/// The migration that gives existing tables the parts columns (docs/contract.md §8): one
-/// `ALTER TABLE ... ADD COLUMN` per named parts column, the message table's first, as `(table,
-/// column, statement)`. Both columns are nullable text, so existing rows read as text rows and
-/// messages without a document. SQLite has no `IF NOT EXISTS` for a column: run a statement only
-/// where the column is missing (PostgreSQL's statements carry `IF NOT EXISTS`).
-pub fn stream_parts_migration(tables: &StreamTables, dialect: Dialect) -> Result<Vec<(String, String, String)>> {
-    let c = tables.columns.resolve();
-    let t = dialect.text_type();
-    let guard = match dialect {
-        Dialect::Sqlite => "",
-        Dialect::Postgres => "IF NOT EXISTS ",
-    };
-    let mut out = Vec::new();
-    for (table, column) in [(&tables.message, &c.parts), (&tables.chunks, &c.chunk_parts)] {
-        if let Some(column) = column {
-            let sql = format!("ALTER TABLE {} ADD COLUMN {guard}{} {t}", quote_ident(table)?, quote_ident(column)?);
-            out.push((table.clone(), column.clone(), sql));
-        }
-    }
-    Ok(out)
-}
-
-/// One bound parameter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SqlValue {
-    Text(String),
-    Int(i64),
-    Null,
-}
-
-/// A statement and its parameters, in placeholder order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Statement {
-    pub sql: String,
-    pub params: Vec<SqlValue>,
-}
-
-/// An offset as a parameter. Offsets are at most 2^53 - 1, so they fit; anything larger (which no
-/// valid frame carries) saturates rather than wrapping into a negative number.
-pub(crate) fn int(v: u64) -> SqlValue {
-    SqlValue::Int(i64::try_from(v).unwrap_or(i64::MAX))
-}
-
-pub(crate) fn text(v: &str) -> SqlValue {
-    SqlValue::Text(v.to_owned())
-}
+pub use names::{quote_ident, Dialect, ResolvedColumns, StreamColumns, StreamTables};
+pub use schema::{
+    host_lease_table, owned_message_table, stream_chunk_table, stream_chunk_table_ddl, stream_message_columns,
+    stream_parts_migration, stream_schema, CatalogColumn, Column, ColumnDefault, ColumnType, Index, OwnedColumns,
+    TableShape,
+};
+pub use statement::{SqlValue, Statement};
 
 #[cfg(test)]
 mod tests {
+    use super::fixtures::{full_tables, t, tables};
+    use super::names::json_quoted;
     use super::*;
+    use crate::error::ErrorKind;
     use crate::frame::StreamStatus;
-
-    pub(super) fn tables() -> StreamTables {
-        StreamTables { message: "messages".into(), chunks: "chunks".into(), columns: StreamColumns::default() }
-    }
-
-    pub(super) fn full_tables() -> StreamTables {
-        StreamTables {
-            message: "msg".into(),
-            chunks: "msg_chunks".into(),
-            columns: StreamColumns {
-                key: Some("uid".into()),
-                body: Some("content".into()),
-                status: Some("state".into()),
-                seq: Some("len".into()),
-                cancel: Some("stop".into()),
-                error: Some("err".into()),
-                host: Some("owner".into()),
-                chunk_key: Some("cid".into()),
-                chunk_stream: Some("message_uid".into()),
-                chunk_seq: Some("end_at".into()),
-                chunk_text: Some("slice".into()),
-                parts: None,
-                chunk_parts: None,
-            },
-        }
-    }
-
-    pub(super) fn t(s: &str) -> SqlValue {
-        SqlValue::Text(s.into())
-    }
 
     #[test]
     fn placeholders_and_names() {
@@ -302,32 +61,32 @@ mod tests {
     }
 
     #[test]
-    fn ddl_with_default_columns() {
-        assert_eq!(
-            stream_chunk_table_ddl(&tables(), Dialect::Sqlite).unwrap(),
-            vec![
+    fn chunk_table_ddl() {
+        // (mapping, dialect, the table, the index): the defaults in both dialects, and every
+        // chunk column mapped.
+        let cases = [
+            (
+                tables(),
+                Dialect::Sqlite,
                 r#"CREATE TABLE IF NOT EXISTS "chunks" ("id" TEXT PRIMARY KEY, "streamId" TEXT NOT NULL, "seq" INTEGER NOT NULL, "text" TEXT NOT NULL)"#,
                 r#"CREATE INDEX IF NOT EXISTS "chunks_stream_seq" ON "chunks" ("streamId", "seq")"#,
-            ]
-        );
-        assert_eq!(
-            stream_chunk_table_ddl(&tables(), Dialect::Postgres).unwrap(),
-            vec![
+            ),
+            (
+                tables(),
+                Dialect::Postgres,
                 r#"CREATE TABLE IF NOT EXISTS "chunks" ("id" text PRIMARY KEY, "streamId" text NOT NULL, "seq" bigint NOT NULL, "text" text NOT NULL)"#,
                 r#"CREATE INDEX IF NOT EXISTS "chunks_stream_seq" ON "chunks" ("streamId", "seq")"#,
-            ]
-        );
-    }
-
-    #[test]
-    fn ddl_with_mapped_columns() {
-        assert_eq!(
-            stream_chunk_table_ddl(&full_tables(), Dialect::Postgres).unwrap(),
-            vec![
+            ),
+            (
+                full_tables(),
+                Dialect::Postgres,
                 r#"CREATE TABLE IF NOT EXISTS "msg_chunks" ("cid" text PRIMARY KEY, "message_uid" text NOT NULL, "end_at" bigint NOT NULL, "slice" text NOT NULL)"#,
                 r#"CREATE INDEX IF NOT EXISTS "msg_chunks_stream_seq" ON "msg_chunks" ("message_uid", "end_at")"#,
-            ]
-        );
+            ),
+        ];
+        for (mapping, dialect, table, index) in cases {
+            assert_eq!(stream_chunk_table_ddl(&mapping, dialect).unwrap(), vec![table, index]);
+        }
     }
 
     #[test]
