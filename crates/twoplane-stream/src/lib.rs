@@ -54,8 +54,9 @@
 //! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`,
 //! `jitter.rs`, `error.rs`), the durable targets (`target.rs` and its implementations, with
 //! `verdict.rs` for the SQL targets' shared decisions), `exec.rs` (the one way a core statement
-//! runs on SQLite or PostgreSQL, for the targets, the sweeper and the server alike), the
-//! PostgreSQL pool they use (the URL, its TLS and its errors are the `twoplane-pg` crate's),
+//! runs on SQLite or PostgreSQL, for the targets, the sweeper and the server alike), `schema.rs`
+//! (the one runner of the core's table shapes: every table created or upgraded goes through it),
+//! the PostgreSQL pool they use (the URL, its TLS and its errors are the `twoplane-pg` crate's),
 //! and the [`Sweeper`]. Retry schedules and taking a mutex are the `twoplane-runtime` crate's.
 
 mod auth;
@@ -79,6 +80,7 @@ mod relay_leg;
 mod relay_queue;
 mod replay;
 mod report;
+mod schema;
 mod sqlite;
 mod sse;
 mod subscription;
@@ -108,8 +110,9 @@ pub use options::{
 };
 pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
 pub use plane::{DrainReport, Plane};
-pub use postgres::{PostgresTarget, PG_SCHEMA_LOCK_KEY};
+pub use postgres::PostgresTarget;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
+pub use schema::{migrate, migrate_postgres, migrate_sqlite, read_catalog, PG_SCHEMA_LOCK_KEY};
 pub use sqlite::SqliteTarget;
 pub use sse::{Delivered, SseBatch, SseEvents, SseSink};
 pub use subscription::Subscription;

@@ -11,18 +11,14 @@
 
 use async_trait::async_trait;
 use tokio_postgres::Row;
-use twoplane_core::sql::{stream_chunk_table_ddl, stream_parts_migration, Dialect, MappedSql, Statement, StreamTables};
+use twoplane_core::sql::{stream_schema, Dialect, MappedSql, Statement, StreamTables};
 
 use crate::error::PlaneError;
 use crate::exec::{pg_cell, pg_int, prepare_all, PgExec};
 use crate::pg_client::{PgClient, PgSession};
-use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
+use crate::schema::migrate_postgres;
+use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps};
 use crate::verdict;
-
-/// The PostgreSQL advisory lock (`pg_advisory_xact_lock`) under which twoplane creates tables:
-/// hold it in the transaction of your own `CREATE ... IF NOT EXISTS` statements when several
-/// instances may start at once. The bytes of "twoplane" as a big-endian integer.
-pub const PG_SCHEMA_LOCK_KEY: i64 = 0x7477_6f70_6c61_6e65;
 
 pub struct PostgresTarget {
     sql: MappedSql,
@@ -126,38 +122,21 @@ impl PostgresTarget {
         Ok(target)
     }
 
-    /// Create the chunk table and its index if they do not exist (the core's DDL), and give
-    /// both tables the parts columns the mapping names when they lack them (the migration of
-    /// docs/contract.md §8). Safe when several instances start at once: the statements run in
-    /// one transaction under the advisory lock [`PG_SCHEMA_LOCK_KEY`].
+    /// Create the chunk table and its index if they do not exist, and give both tables the parts
+    /// columns the mapping names when they lack them (the core's [`stream_schema`], docs/contract.md
+    /// §8). Safe when several instances start at once: it runs in one transaction under the
+    /// advisory lock [`PG_SCHEMA_LOCK_KEY`](crate::PG_SCHEMA_LOCK_KEY) ([`crate::schema`]).
     pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
-        let mut ddl = stream_chunk_table_ddl(&self.tables, Dialect::Postgres)?;
-        ddl.extend(stream_parts_migration(&self.tables, Dialect::Postgres)?.into_iter().map(|(_, _, sql)| sql));
+        let shapes = stream_schema(&self.tables, Dialect::Postgres)?;
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
-        // PostgreSQL's CREATE ... IF NOT EXISTS checks and creates in two steps: two instances
-        // starting together can both find nothing, and the slower one then fails on the
-        // catalog's unique index. The transaction-scoped lock makes the second creator wait
-        // for the first to commit, after which it finds the table and does nothing.
-        let tx = session.client_mut().transaction().await.map_err(db_err("creating the chunk table"))?;
-        tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({PG_SCHEMA_LOCK_KEY})"))
-            .await
-            .map_err(db_err("taking the schema lock"))?;
-        for statement in &ddl {
-            tx.batch_execute(statement).await.map_err(db_err("creating the chunk table"))?;
-        }
-        tx.commit().await.map_err(db_err("creating the chunk table"))
+        migrate_postgres(session.client_mut(), &shapes).await
     }
 }
 
 #[async_trait]
 impl DurableTarget for PostgresTarget {
     fn caps(&self) -> TargetCaps {
-        TargetCaps {
-            mode: TargetMode::Tables,
-            has_host: self.sql.has_host(),
-            has_cancel: self.sql.has_cancel(),
-            has_parts: self.sql.has_parts(),
-        }
+        verdict::caps(&self.sql)
     }
 
     async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {

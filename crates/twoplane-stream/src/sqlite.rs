@@ -14,11 +14,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
-use twoplane_core::sql::{stream_chunk_table_ddl, stream_parts_migration, Dialect, MappedSql, Statement, StreamTables};
+use twoplane_core::sql::{stream_schema, Dialect, MappedSql, Statement, StreamTables};
 
 use crate::error::PlaneError;
 use crate::exec::{sqlite_execute, Cell, SqliteShared};
-use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
+use crate::schema::migrate_sqlite;
+use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps};
 use crate::verdict;
 
 pub struct SqliteTarget {
@@ -51,30 +52,13 @@ impl SqliteTarget {
         Ok(SqliteTarget { conn: SqliteShared::new(conn), sql: Arc::new(sql), tables: tables.clone() })
     }
 
-    /// Create the chunk table and its index if they do not exist (the core's DDL), and give
-    /// both tables the parts columns the mapping names when they lack them (the migration of
-    /// docs/contract.md §8; SQLite has no `ADD COLUMN IF NOT EXISTS`, so each is looked up
-    /// first).
+    /// Create the chunk table and its index if they do not exist, and give both tables the parts
+    /// columns the mapping names when they lack them (the core's [`stream_schema`], docs/contract.md
+    /// §8), in one write-locked transaction ([`crate::schema`]), so instances sharing the file do
+    /// not race.
     pub async fn create_chunk_table(&self) -> Result<(), PlaneError> {
-        let ddl = stream_chunk_table_ddl(&self.tables, Dialect::Sqlite)?;
-        let migration = stream_parts_migration(&self.tables, Dialect::Sqlite)?;
-        self.with_connection(move |conn| {
-            for statement in &ddl {
-                conn.execute(statement, []).map_err(db_err("creating the chunk table"))?;
-            }
-            for (table, column, statement) in &migration {
-                let present = conn
-                    .query_row("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", [table, column], |_| Ok(()))
-                    .optional()
-                    .map_err(db_err("looking for the parts columns"))?
-                    .is_some();
-                if !present {
-                    conn.execute(statement, []).map_err(db_err("adding a parts column"))?;
-                }
-            }
-            Ok(())
-        })
-        .await
+        let shapes = stream_schema(&self.tables, Dialect::Sqlite)?;
+        self.with_connection(move |conn| migrate_sqlite(conn, &shapes)).await
     }
 
     /// Run `f` with the connection on the blocking pool (the plane's writes are serialized
@@ -151,12 +135,7 @@ fn read_state(conn: &Connection, sql: &MappedSql, stream_id: &str) -> Result<App
 #[async_trait]
 impl DurableTarget for SqliteTarget {
     fn caps(&self) -> TargetCaps {
-        TargetCaps {
-            mode: TargetMode::Tables,
-            has_host: self.sql.has_host(),
-            has_cancel: self.sql.has_cancel(),
-            has_parts: self.sql.has_parts(),
-        }
+        verdict::caps(&self.sql)
     }
 
     async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {

@@ -11,9 +11,20 @@ use twoplane_core::sql::{MappedSql, Statement};
 use twoplane_core::STREAM_STATUS_STREAMING;
 
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::target::{utf8_for_table, AppendRequest, CloseRequest};
+use crate::target::{utf8_for_table, AppendRequest, CloseRequest, TargetCaps, TargetMode};
 
 /// A checkpoint's two statements: a text row, or a parts row (docs/contract.md §8).
+/// What a SQL target over `sql`'s mapping can do: the table mode, with the optional columns the
+/// mapping names.
+pub(crate) fn caps(sql: &MappedSql) -> TargetCaps {
+    TargetCaps {
+        mode: TargetMode::Tables,
+        has_host: sql.has_host(),
+        has_cancel: sql.has_cancel(),
+        has_parts: sql.has_parts(),
+    }
+}
+
 pub(crate) fn append_statements(sql: &MappedSql, r: &AppendRequest<'_>) -> Result<[Statement; 2], PlaneError> {
     match r.parts {
         None => {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use common::sql::{self, Db, DbRow, Dialect};
 use tokio_postgres::Client;
-use twoplane_stream::{DurableTarget, PostgresTarget, StreamTables};
+use twoplane_stream::{DurableTarget, Executor, PgClient, PostgresTarget, StreamTables};
 
 struct Postgres {
     url: String,
@@ -54,6 +54,10 @@ impl Db for Postgres {
     async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
         common::pg::target(&self.url, tables).await
     }
+
+    fn executor(&self) -> Executor {
+        Executor::Postgres(Box::new(PgClient::new(&self.url, "catalog")))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,6 +88,12 @@ async fn postgres_cancel_and_fail() {
 async fn postgres_lone_surrogate_is_refused() {
     let Some(db) = connect().await else { return };
     sql::lone_surrogate_is_refused(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_schema_matches_the_description() {
+    let Some(db) = connect().await else { return };
+    sql::schema_matches_the_description(&db).await;
 }
 
 /// A server-side kill of the target's connection costs one failed attempt; the retry reconnects.

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use common::sql::{self, Db, DbRow, Dialect};
 use common::sqlite_file::SqliteFile;
 use rusqlite::OptionalExtension;
-use twoplane_stream::{DurableTarget, StreamTables};
+use twoplane_stream::{DurableTarget, Executor, SqliteShared, StreamTables};
 
 /// A temp database file; the test reads it through its own connection (WAL lets it read while
 /// the plane writes).
@@ -59,6 +59,10 @@ impl Db for Sqlite {
     async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget> {
         self.file.target(tables).await
     }
+
+    fn executor(&self) -> Executor {
+        Executor::Sqlite(SqliteShared::new(rusqlite::Connection::open(&self.file.path).unwrap()))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -87,4 +91,9 @@ async fn sqlite_cancel_and_fail() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_lone_surrogate_is_refused() {
     sql::lone_surrogate_is_refused(&Sqlite::new("surrogate")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_schema_matches_the_description() {
+    sql::schema_matches_the_description(&Sqlite::new("schema")).await;
 }

@@ -184,7 +184,14 @@ pub struct TableShape {
 
 impl TableShape {
     fn new(name: &str, dialect: Dialect, created: bool, columns: Vec<Column>) -> Result<TableShape> {
-        Ok(TableShape { dialect, name: name.to_owned(), quoted: quote_ident(name)?, created, columns, indexes: Vec::new() })
+        Ok(TableShape {
+            dialect,
+            name: name.to_owned(),
+            quoted: quote_ident(name)?,
+            created,
+            columns,
+            indexes: Vec::new(),
+        })
     }
 
     fn with_index(mut self, name: &str, columns: &[&str]) -> Result<TableShape> {
@@ -252,11 +259,7 @@ impl TableShape {
     /// The required columns a table holding `present` lacks: where there is any, the table is
     /// not one twoplane created, and must be refused rather than altered.
     pub fn missing_required(&self, present: &[String]) -> Vec<&str> {
-        self.columns
-            .iter()
-            .filter(|c| !c.added && !present.contains(&c.name))
-            .map(|c| c.name.as_str())
-            .collect()
+        self.columns.iter().filter(|c| !c.added && !present.contains(&c.name)).map(|c| c.name.as_str()).collect()
     }
 
     /// The migrations a table holding `present` needs, in the shape's order.

@@ -13,6 +13,7 @@ use twoplane_stream::*;
 use super::{plane_with, units, Reader};
 
 pub use twoplane_core::sql::Dialect;
+use twoplane_core::sql::{stream_chunk_table_ddl, stream_schema};
 
 /// The message row as the application would read it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +36,8 @@ pub trait Db: Send + Sync {
     async fn chunks(&self, table: &str, id: &str) -> Vec<(i64, String)>;
     /// A target for `tables`, with the chunk table created.
     async fn target(&self, tables: &StreamTables) -> Arc<dyn DurableTarget>;
+    /// The test's own executor on the database, to read its catalog.
+    fn executor(&self) -> Executor;
 }
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -273,3 +276,54 @@ pub async fn lone_surrogate_is_refused(db: &dyn Db) {
 }
 
 use futures::StreamExt;
+
+/// What the database holds of the plane's tables is what the core describes
+/// (`twoplane_core::sql::stream_schema`), column by column and index by index: for the
+/// application's message table, the columns the plane adds; for the chunk table, all of it.
+async fn assert_described(db: &dyn Db, tables: &StreamTables, case: &str) {
+    let executor = db.executor();
+    for shape in stream_schema(tables, db.dialect()).unwrap() {
+        let (columns, indexes) = read_catalog(&executor, &shape).await.unwrap();
+        let columns: Vec<_> = if shape.create_table().is_some() {
+            columns
+        } else {
+            columns.into_iter().filter(|c| shape.columns().iter().any(|s| s.name == c.name)).collect()
+        };
+        assert_eq!(columns, shape.expected_columns(), "{case}: the columns of {}", shape.name());
+        assert_eq!(indexes, shape.expected_indexes(), "{case}: the indexes of {}", shape.name());
+    }
+}
+
+/// The plane's tables from empty, with and without the parts columns, and upgraded from the one
+/// older shape there is (tables from before messages had parts, with a text chunk row in them),
+/// each opened twice: every time the catalog matches the core's description, and the old row is
+/// still there as a text row.
+pub async fn schema_matches_the_description(db: &dyn Db) {
+    let plain = Tables::create(db, true).await;
+    db.target(&plain.tables).await;
+    assert_described(db, &plain.tables, "from empty, without parts").await;
+    plain.drop_all(db).await;
+
+    let mut parts = Tables::create(db, true).await;
+    parts.tables.columns = parts.tables.columns.clone().with_parts();
+    for round in ["from empty, with parts", "with parts, opened again"] {
+        db.target(&parts.tables).await;
+        assert_described(db, &parts.tables, round).await;
+    }
+    parts.drop_all(db).await;
+
+    let old = Tables::create(db, true).await;
+    for ddl in stream_chunk_table_ddl(&old.tables, db.dialect()).unwrap() {
+        db.exec(&ddl).await;
+    }
+    old.insert(db, "s").await;
+    db.exec(&format!("INSERT INTO \"{}\" VALUES ('s:3', 's', 3, 'abc')", old.tables.chunks)).await;
+    let mut upgraded = StreamTables { ..old.tables.clone() };
+    upgraded.columns = upgraded.columns.with_parts();
+    for round in ["upgraded from before parts", "upgraded, opened again"] {
+        db.target(&upgraded).await;
+        assert_described(db, &upgraded, round).await;
+    }
+    assert_eq!(db.chunks(&old.tables.chunks, "s").await, vec![(3, "abc".to_owned())]);
+    old.drop_all(db).await;
+}
