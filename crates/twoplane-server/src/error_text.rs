@@ -23,11 +23,3 @@ pub(crate) fn cause(e: &PlaneError) -> String {
         None => e.message().to_owned(),
     }
 }
-
-/// The server's own words when it sent some (`ERROR: ...`), else the client's.
-pub(crate) fn pg_cause(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => db.message().to_owned(),
-        None => e.to_string(),
-    }
-}

@@ -4,7 +4,8 @@
 //!
 //! This file only declares and re-exports; dependencies run one way:
 //! - [`names`]: the tables, columns and the plane's mapping (depends on nothing here);
-//! - [`sqlite`], [`postgres`]: each backend's schema, written once per backend;
+//! - [`sqlite`], [`postgres`]: each backend's connection, running the schema [`names::schema`]
+//!   describes through the plane's one migration runner;
 //! - [`database`]: [`Database`], which picks the backend and runs the server's statements
 //!   through the plane's executor ([`twoplane_stream::Executor`]);
 //! - [`messages`]: the durable view of the messages, which the page and the producer API read.
@@ -18,8 +19,8 @@ pub mod sqlite;
 pub use database::Database;
 pub use messages::MessageView;
 pub use names::{
-    tables, tables_with_host, CANCEL_COLUMN, CHUNK_TABLE, HOST_COLUMN, MESSAGE_COLUMNS, MESSAGE_TABLE, PARTS_COLUMN,
-    POSITION_COLUMN,
+    schema, tables, tables_with_host, CANCEL_COLUMN, CHUNK_TABLE, HOST_COLUMN, MESSAGE_TABLE, PARTS_COLUMN,
+    POSITION_COLUMN, ROLE_COLUMN,
 };
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

@@ -4,7 +4,9 @@
 //! takes its table and column names from here, and the chunk table's columns from the mapping
 //! [`tables`] resolves, the one the plane writes with, so a reader reads what the plane wrote.
 
-use twoplane_core::sql::{StreamColumns, StreamTables};
+use twoplane_core::sql::{
+    owned_message_table, stream_chunk_table, Dialect, OwnedColumns, StreamColumns, StreamTables, TableShape,
+};
 use twoplane_stream::PlaneError;
 
 /// The application's message table.
@@ -21,8 +23,8 @@ pub const CANCEL_COLUMN: &str = "cancel";
 pub const PARTS_COLUMN: &str = "parts";
 /// The message table's creation order on PostgreSQL, which has no rowid.
 pub const POSITION_COLUMN: &str = "position";
-/// The message table's columns every version of it has, and the server needs.
-pub const MESSAGE_COLUMNS: [&str; 5] = ["id", "role", "body", "status", "seq"];
+/// The message table's column of who wrote the message (`user`, `assistant`).
+pub const ROLE_COLUMN: &str = "role";
 
 /// The tables the plane writes, without the `host` column (one instance). The `cancel` column
 /// and the parts columns are always mapped.
@@ -43,16 +45,12 @@ pub fn tables_with_host() -> StreamTables {
     StreamTables { columns: StreamColumns { host: Some(HOST_COLUMN.into()), ..base.columns.clone() }, ..base }
 }
 
-/// An existing message table that is not the server's is refused by name, instead of failing
-/// later on the first query.
-pub(crate) fn check_columns(columns: &[String]) -> Result<(), PlaneError> {
-    let missing: Vec<&str> = MESSAGE_COLUMNS.into_iter().filter(|want| !columns.iter().any(|c| c == want)).collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(PlaneError::store(format!(
-            "the table {MESSAGE_TABLE} exists but lacks the column(s) {} (it is not one that twoplane serve created)",
-            missing.join(", ")
-        )))
-    }
+/// The server's tables as the core describes them (`twoplane_core::sql::TableShape`), in the
+/// order the store creates them: the message table (with the `host` column, always in the
+/// schema, and the `cancel` and `parts` columns, each added to a table from before them) and the
+/// chunk table the plane writes. A store runs these and writes no DDL of its own; an existing
+/// message table that lacks one of its first columns is refused by name, not altered.
+pub fn schema(dialect: Dialect) -> Result<Vec<TableShape>, PlaneError> {
+    let owned = OwnedColumns { role: ROLE_COLUMN, position: POSITION_COLUMN };
+    Ok(vec![owned_message_table(&tables_with_host(), owned, dialect)?, stream_chunk_table(&tables(), dialect)?])
 }
