@@ -48,14 +48,14 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio_util::sync::{CancellationToken, DropGuard};
-use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, Statement, StreamTables};
+use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, StreamTables};
 
 pub use twoplane_core::sql::DEFAULT_HOST_LEASE_TABLE;
 
 use crate::error::PlaneError;
 use crate::exec::{Executor, Rows, SqliteShared};
 use crate::pg_client::PgClient;
-use twoplane_runtime::Backoff;
+use crate::schema::migrate;
 
 /// Default lease time to live: 15 s.
 pub const DEFAULT_LEASE_TTL_MS: u64 = 15_000;
@@ -161,10 +161,6 @@ struct Inner {
 /// What an error of a lease statement says it was doing.
 const LEASE_WORK: &str = "running a lease statement";
 
-/// Creating the lease table: two retries, 50 ms then 100 ms apart, whatever the error (a twin
-/// instance creating it at the same moment is the usual one).
-const LEASE_DDL_RETRY: Backoff = Backoff::new(Duration::from_millis(50), 2);
-
 impl Sweeper {
     /// A sweeper on PostgreSQL (its own connection, re-established after a loss). `tables` is the
     /// plane's mapping; its `host` column must be mapped.
@@ -202,27 +198,11 @@ impl Sweeper {
         &self.inner.options
     }
 
-    /// Create the lease table if it does not exist.
+    /// Create the lease table if it does not exist (the core's shape, through the one runner:
+    /// under the schema lock, so instances starting together do not race PostgreSQL's two-step
+    /// `CREATE TABLE IF NOT EXISTS`).
     pub async fn create_lease_table(&self) -> Result<(), PlaneError> {
-        for ddl in self.inner.lease.ddl() {
-            // Instances usually start together, and PostgreSQL's CREATE TABLE IF NOT EXISTS is
-            // not safe against a concurrent twin (one of them can fail on the catalog's unique
-            // index). The loser's retry finds the table and succeeds.
-            LEASE_DDL_RETRY
-                .retry(
-                    |attempt| {
-                        if attempt > 0 {
-                            tracing::debug!(attempt, "creating the lease table failed; retrying");
-                        }
-                        self.inner
-                            .db
-                            .execute(Statement { sql: ddl.clone(), params: Vec::new() }, "creating the lease table")
-                    },
-                    |_| true,
-                )
-                .await?;
-        }
-        Ok(())
+        migrate(&self.inner.db, vec![self.inner.lease.table().clone()]).await
     }
 
     /// Renew (or take) this host's lease for `lease_ttl_ms`.
