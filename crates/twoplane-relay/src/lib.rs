@@ -11,7 +11,8 @@
 //!   crate.
 //! - [`pgoutput`]: decoding of PostgreSQL's logical replication messages (pure, fuzzed).
 //! - [`pg_source`], [`pg_record`] (feature `postgres`): the change source over a PostgreSQL
-//!   logical replication slot, and the record reader with the record's documented table shape.
+//!   logical replication slot, and the record reader; [`schema`]: the relay's tables (the
+//!   record's documented shape and the state table), each described once.
 //! - [`s2`] (feature `s2`): the log store over S2's REST API (s2-lite or the hosted service).
 //! - [`redis_log`] (feature `redis`): the log store on Redis Streams, conditional appends in Lua.
 //! - [`relay`]: the core: [`Relay::start`]`(source, record, log, options)` on a tokio runtime,
@@ -35,6 +36,8 @@ pub mod pg_source;
 pub mod redis_log;
 #[cfg(feature = "s2")]
 pub mod s2;
+#[cfg(feature = "postgres")]
+pub mod schema;
 
 pub use names::{session_stream, BasinName, BasinNameError};
 pub use options::{RelayOptions, RelayStatus};

@@ -1,7 +1,8 @@
 //! The record in PostgreSQL: the tables applications write their sessions' events into, their
 //! documented default shape, and [`PgRecord`], the [`RecordReader`] over them.
 //!
-//! The default shape ([`RecordTables::ddl`] creates it; every name is configurable):
+//! The default shape (described in `schema.rs`, which [`RecordTables::ddl`] creates it from;
+//! every name is configurable):
 //!
 //! ```sql
 //! CREATE TABLE twoplane_relay_tenants (
@@ -36,53 +37,8 @@ use tokio::sync::Mutex;
 use tokio_postgres::Client;
 use twoplane_pg::PgEndpoint;
 
+pub use crate::schema::RecordTables;
 use crate::types::{LogHead, RecordError, RecordReader, RecordRow};
-
-/// The names of the record's tables. Each may be qualified with a schema (`app.events`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordTables {
-    pub tenants: String,
-    pub events: String,
-}
-
-impl Default for RecordTables {
-    fn default() -> Self {
-        RecordTables { tenants: "twoplane_relay_tenants".into(), events: "twoplane_relay_events".into() }
-    }
-}
-
-impl RecordTables {
-    /// The tenants table, quoted for SQL.
-    pub fn tenants_sql(&self) -> String {
-        quote_qualified(&self.tenants)
-    }
-
-    /// The events table, quoted for SQL.
-    pub fn events_sql(&self) -> String {
-        quote_qualified(&self.events)
-    }
-
-    /// `CREATE TABLE IF NOT EXISTS` statements of the default shape under these names.
-    pub fn ddl(&self) -> String {
-        format!(
-            "CREATE TABLE IF NOT EXISTS {t} (\n    tenant_id text COLLATE \"C\" PRIMARY KEY,\n    generation bigint NOT NULL\n);\n\
-             CREATE TABLE IF NOT EXISTS {e} (\n    tenant_id text COLLATE \"C\" NOT NULL,\n    session_id text COLLATE \"C\" NOT NULL,\n    \
-             seq bigint NOT NULL,\n    generation bigint NOT NULL,\n    body jsonb NOT NULL,\n    \
-             PRIMARY KEY (tenant_id, session_id, seq)\n);\n",
-            t = self.tenants_sql(),
-            e = self.events_sql()
-        )
-    }
-}
-
-/// Quotes each dot-separated part of a (possibly schema-qualified) name as an identifier.
-pub(crate) fn quote_qualified(name: &str) -> String {
-    name.split('.').map(quote_ident).collect::<Vec<_>>().join(".")
-}
-
-pub(crate) fn quote_ident(part: &str) -> String {
-    format!("\"{}\"", part.replace('"', "\"\""))
-}
 
 /// Reads the record back over a PostgreSQL connection.
 pub struct PgRecord {
@@ -240,18 +196,5 @@ impl RecordReader for PgRecord {
     async fn generation(&self, tenant_id: &str) -> Result<Option<u64>, RecordError> {
         let rows = self.query(&self.sql.generation, &[&tenant_id]).await?;
         rows.first().map(|row| non_negative(row.get(0), "generation")).transpose()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_quoted_per_part() {
-        let tables = RecordTables { tenants: "app.tenants".into(), events: "we\"ird".into() };
-        assert_eq!(tables.tenants_sql(), "\"app\".\"tenants\"");
-        assert_eq!(tables.events_sql(), "\"we\"\"ird\"");
-        assert!(RecordTables::default().ddl().contains("PRIMARY KEY (tenant_id, session_id, seq)"));
     }
 }

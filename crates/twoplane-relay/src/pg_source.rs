@@ -40,8 +40,9 @@ use twoplane_pg::PgEndpoint;
 
 use crate::pg_bridge::{Bridge, SOCKET_PORT};
 
-use crate::pg_record::{db_message, quote_ident, quote_qualified, RecordTables};
+use crate::pg_record::db_message;
 use crate::pgoutput::{self, Message, Relation, Value};
+use crate::schema::{quote_ident, quote_qualified, state_table_ddl, RecordTables};
 use crate::types::{ChangeSource, CommittedTx, Lsn, RecordRow, SourceEvent, SourceLink};
 
 /// How long to wait before trying to take the slot again (held by another process, or failed).
@@ -143,12 +144,7 @@ impl PgSource {
     /// Creates what is missing (state table, publication, slot) and says whether the slot was
     /// created (or re-created) here.
     async fn prepare(&self, db: &Client) -> Result<(), String> {
-        let state = quote_qualified(&self.config.state_table);
-        db.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {state} (slot_name text PRIMARY KEY, reconcile_pending boolean NOT NULL)"
-        ))
-        .await
-        .or_else(ignore_duplicate)?;
+        db.batch_execute(&state_table_ddl(&self.config.state_table)).await.or_else(ignore_duplicate)?;
         let has_publication = !db
             .query("SELECT 1 FROM pg_publication WHERE pubname = $1", &[&self.config.publication])
             .await

@@ -12,6 +12,7 @@ use tokio_postgres::NoTls;
 use twoplane_relay::pg_record::{PgRecord, RecordTables};
 use twoplane_relay::pg_source::{PgSource, PgSourceConfig};
 use twoplane_relay::s2::S2LogStore;
+use twoplane_relay::schema::{state_table_ddl, RelayTable, EVENTS, STATE, TENANTS};
 use twoplane_relay::{Append, BasinName, ChangeSource, LogError, LogStore, Lsn, RecordReader, SourceEvent, SourceLink};
 
 fn service(var: &str) -> Option<String> {
@@ -53,6 +54,36 @@ async fn insert(db: &tokio_postgres::Client, tables: &RecordTables, rows: &[(&st
         db.execute(&sql, &[t, s, seq, g, body]).await.unwrap();
     }
     db.batch_execute("COMMIT").await.unwrap();
+}
+
+/// The relay's tables as PostgreSQL holds them once created are their one description in
+/// `schema.rs`: every column's type, nullability, collation and key (created twice: the second
+/// `IF NOT EXISTS` changes nothing).
+#[tokio::test]
+async fn the_relay_tables_are_their_description() {
+    let Some(url) = service("TWOPLANE_PG_URL") else { return };
+    let db = db(&url).await;
+    let name = unique("shape");
+    let tables = RecordTables { tenants: format!("{name}_tenants"), events: format!("{name}_events") };
+    let state = format!("{name}_state");
+    for _ in 0..2 {
+        db.batch_execute(&tables.ddl()).await.unwrap();
+        db.batch_execute(&state_table_ddl(&state)).await.unwrap();
+    }
+    let shapes: [(&str, RelayTable); 3] = [(&tables.tenants, TENANTS), (&tables.events, EVENTS), (&state, STATE)];
+    for (table, shape) in shapes {
+        let rows = db.query(RelayTable::CATALOG, &[&table]).await.unwrap();
+        let got: Vec<(String, String, bool, bool, bool)> =
+            rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))).collect();
+        assert_eq!(got, shape.expected(), "the columns of {table}");
+    }
+    db.batch_execute(&format!(
+        "DROP TABLE {}; DROP TABLE {}; DROP TABLE \"{state}\"",
+        tables.events_sql(),
+        tables.tenants_sql()
+    ))
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
