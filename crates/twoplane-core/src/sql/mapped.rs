@@ -8,7 +8,7 @@
 //! the claim by moving the status off `streaming`, so from then on the database itself refuses
 //! the old producer's writes; nothing but a new open can make the row `streaming` again.
 
-use super::names::{Dialect, QuotedNames, ResolvedColumns, StreamTables};
+use super::names::{quote_ident, Dialect, ResolvedColumns, StreamTables};
 use super::statement::{int, text, SqlValue, Statement};
 use crate::error::Result;
 use crate::frame::{StreamStatus, STREAM_STATUS_STREAMING};
@@ -46,10 +46,9 @@ struct PartsSql {
 impl MappedSql {
     pub fn new(tables: &StreamTables, dialect: Dialect) -> Result<MappedSql> {
         let p = |i: usize| dialect.placeholder(i);
-        let (c, names) = tables.quoted()?;
-        let QuotedNames {
-            message,
-            chunks,
+        let c = tables.columns.resolve();
+        let (message, chunks) = (quote_ident(&tables.message)?, quote_ident(&tables.chunks)?);
+        let ResolvedColumns {
             key,
             body,
             status,
@@ -63,7 +62,7 @@ impl MappedSql {
             chunk_text,
             parts,
             chunk_parts,
-        } = names;
+        } = c.quoted()?;
         let (doc_column, chunk_parts) = match (parts, chunk_parts) {
             (Some(d), Some(p)) => (Some(d), Some(p)),
             (None, None) => (None, None),
@@ -114,18 +113,19 @@ impl MappedSql {
         // acknowledgement was lost applied it (the chunk id is the same, so ON CONFLICT absorbs
         // it). A retry with a lagging `from` finds the row elsewhere and inserts nothing, so an
         // overlapping chunk can never land under a different id.
-        let append_insert = format!(
-            "INSERT INTO {chunks} ({chunk_key}, {chunk_stream}, {chunk_seq}, {chunk_text}) \
-             SELECT {}, {}, {}, {} WHERE EXISTS (SELECT 1 FROM {message} WHERE {key} = {} AND {seq} = {} AND {}) \
-             ON CONFLICT DO NOTHING",
-            p(1),
-            p(2),
-            p(3),
-            p(4),
-            p(5),
-            p(6),
-            fence(7)
-        );
+        // `columns` take the first `values` parameters; the row's key, length and fence follow.
+        let insert = |columns: &str, values: usize| {
+            let selected = (1..=values).map(p).collect::<Vec<_>>().join(", ");
+            format!(
+                "INSERT INTO {chunks} ({columns}) SELECT {selected} WHERE EXISTS (SELECT 1 FROM {message} \
+                 WHERE {key} = {} AND {seq} = {} AND {}) ON CONFLICT DO NOTHING",
+                p(values + 1),
+                p(values + 2),
+                fence(values + 3)
+            )
+        };
+        let text_columns = format!("{chunk_key}, {chunk_stream}, {chunk_seq}, {chunk_text}");
+        let append_insert = insert(&text_columns, 4);
 
         let mut sets = format!("{body} = {}, {seq} = {}, {status} = {}", p(1), p(2), p(3));
         let mut next = 4;
@@ -137,19 +137,7 @@ impl MappedSql {
         // A message's compaction also writes its document, as the last value before the key.
         let parts = match (&doc_column, &chunk_parts) {
             (Some(doc), Some(chunk_parts)) => Some(PartsSql {
-                append_insert: format!(
-                    "INSERT INTO {chunks} ({chunk_key}, {chunk_stream}, {chunk_seq}, {chunk_text}, {chunk_parts}) \
-                     SELECT {}, {}, {}, {}, {} WHERE EXISTS (SELECT 1 FROM {message} WHERE {key} = {} AND {seq} = {} AND {}) \
-                     ON CONFLICT DO NOTHING",
-                    p(1),
-                    p(2),
-                    p(3),
-                    p(4),
-                    p(5),
-                    p(6),
-                    p(7),
-                    fence(8)
-                ),
+                append_insert: insert(&format!("{text_columns}, {chunk_parts}"), 5),
                 compact_update: format!(
                     "UPDATE {message} SET {sets}, {doc} = {} WHERE {key} = {} AND {}",
                     p(next),

@@ -146,51 +146,27 @@ pub fn quote_ident(name: &str) -> Result<String> {
     Ok(format!("\"{name}\""))
 }
 
-/// Every name of a mapping, quoted once ([`StreamTables::quoted`]): the statements and the table
-/// shapes are written with these, so a name is checked in one place and never quoted twice.
-#[derive(Clone, Debug)]
-pub(super) struct QuotedNames {
-    pub message: String,
-    pub chunks: String,
-    pub key: String,
-    pub body: String,
-    pub status: String,
-    pub seq: String,
-    pub cancel: Option<String>,
-    pub error: Option<String>,
-    pub host: Option<String>,
-    pub chunk_key: String,
-    pub chunk_stream: String,
-    pub chunk_seq: String,
-    pub chunk_text: String,
-    pub parts: Option<String>,
-    pub chunk_parts: Option<String>,
-}
-
-impl StreamTables {
-    /// The mapping's names with defaults applied, each quoted; the first one that cannot be
-    /// quoted is refused ([`ErrorKind::InvalidIdentifier`]), the optional ones included.
-    pub(super) fn quoted(&self) -> Result<(ResolvedColumns, QuotedNames)> {
-        let c = self.columns.resolve();
-        let q = quote_ident;
+impl ResolvedColumns {
+    /// Every name quoted ([`quote_ident`]), the optional ones included: the statements and the
+    /// table shapes are written with these, so a name is checked in one place. The first name
+    /// that cannot be quoted is refused ([`ErrorKind::InvalidIdentifier`]).
+    pub(super) fn quoted(&self) -> Result<ResolvedColumns> {
+        let q = |name: &String| quote_ident(name);
         let opt = |name: &Option<String>| name.as_deref().map(quote_ident).transpose();
-        let names = QuotedNames {
-            message: q(&self.message)?,
-            chunks: q(&self.chunks)?,
-            key: q(&c.key)?,
-            body: q(&c.body)?,
-            status: q(&c.status)?,
-            seq: q(&c.seq)?,
-            cancel: opt(&c.cancel)?,
-            error: opt(&c.error)?,
-            host: opt(&c.host)?,
-            chunk_key: q(&c.chunk_key)?,
-            chunk_stream: q(&c.chunk_stream)?,
-            chunk_seq: q(&c.chunk_seq)?,
-            chunk_text: q(&c.chunk_text)?,
-            parts: opt(&c.parts)?,
-            chunk_parts: opt(&c.chunk_parts)?,
-        };
-        Ok((c, names))
+        Ok(ResolvedColumns {
+            key: q(&self.key)?,
+            body: q(&self.body)?,
+            status: q(&self.status)?,
+            seq: q(&self.seq)?,
+            cancel: opt(&self.cancel)?,
+            error: opt(&self.error)?,
+            host: opt(&self.host)?,
+            chunk_key: q(&self.chunk_key)?,
+            chunk_stream: q(&self.chunk_stream)?,
+            chunk_seq: q(&self.chunk_seq)?,
+            chunk_text: q(&self.chunk_text)?,
+            parts: opt(&self.parts)?,
+            chunk_parts: opt(&self.chunk_parts)?,
+        })
     }
 }
