@@ -1,0 +1,284 @@
+// One stream the AI SDK reads through twoplane/ai-sdk's transport (transport.js), over one or
+// more connections to `GET .../ui-message-stream?from=N`: what it hands the SDK, and when.
+//
+// What it guarantees:
+// - A chunk is handed on only with the rest of its group of events: the server writes an `id:`
+//   (the offset in the stream's coordinate) on a group's last event only, and the chunks before
+//   it wait for it. Every chunk handed on is known as this transport's (`ownerOf`), and one that
+//   only rebuilds what the page held is marked replayed (`isReplayedChunk`).
+// - A connection that breaks before `[DONE]` is reopened from the last complete group received,
+//   after the package's backoff (backoff.js, without jitter), at most `reconnect.attempts` times;
+//   what the SDK already has is not handed on again. After that the stream fails with a network
+//   `TypeError`, which the SDK treats as a disconnect it may resume.
+// - The offset the page has *processed* (a chunk counts once the SDK asks for the next one) is
+//   reported to the transport (`confirm`), which records it in the page's `held` store.
+// - A stop closes the connection and cancels any pending wait at once.
+
+import { Backoff } from '../backoff.js';
+import { SseDecoder } from '../sse.js';
+import { bearer } from './http.js';
+
+/** Chunks the transport handed the SDK only to rebuild what the page already held. */
+const REPLAYED = new WeakSet();
+/** The chat (and its transport) each delivered chunk belongs to, for the transport's `fresh`. */
+const OWNER = new WeakMap();
+
+/** Whether `chunk` (a chunk object the transport delivered) rebuilds what the page already held. */
+export function isReplayedChunk(chunk) {
+  return chunk !== null && typeof chunk === 'object' && REPLAYED.has(chunk);
+}
+
+/** `{ t, chatId }` of a chunk object a Follow delivered (`t` the transport's internals), or
+ *  undefined. */
+export function ownerOf(chunk) {
+  return chunk !== null && typeof chunk === 'object' ? OWNER.get(chunk) : undefined;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+const sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+/** The events of an SSE body, by the package's decoder (sse.js): `{ id, data }`, `id` undefined
+ *  when the event has no `id:` of its own (only the last event of a group has one). */
+async function* sseEvents(body) {
+  const reader = body.getReader();
+  const events = [];
+  const decoder = new SseDecoder((data, _type, lastEventId, ownId) => events.push({ id: ownId ? lastEventId : undefined, data }));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      decoder.push(value);
+      yield* events.splice(0);
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+function networkError(message, cause) {
+  // The SDK's `Chat` keeps a response it may resume when it fails with a TypeError that names the
+  // network.
+  const e = new TypeError(`network error: ${message}`);
+  if (cause) e.cause = cause;
+  return e;
+}
+
+export class Follow {
+  /**
+   * @param t the transport's internals
+   * @param o { chatId, target, from, skip (true: the reader holds everything up to `from`, so
+   *            those chunks are not sent; false: they are sent, marked replayed), record, signal,
+   *            wait204 (ms to wait for a stream that is not open yet) }
+   */
+  constructor(t, o) {
+    this.t = t;
+    this.chatId = o.chatId;
+    this.target = o.target;
+    this.record = o.record; // the held record this stream advances (or null)
+    this.expectId = o.target.streamId ?? o.record?.streamId;
+    this.conn = { from: o.from, skip: o.skip, first: true };
+    this.wait204 = o.wait204 ?? 0;
+    this.received = o.from; // the offset of the last complete batch received
+    this.enqueuedEnd = o.skip ? o.from : undefined; // the offset the reader stands at
+    this.buffer = [];
+    this.pending = [];
+    this.done = false;
+    this.failure = null;
+    this.stopped = false;
+    this.openTools = new Set();
+    this.ac = new AbortController();
+    this.wakeUp = null;
+    this.readable = new ReadableStream(
+      { pull: (c) => this.pull(c), cancel: () => this.stop() },
+      { highWaterMark: 0 },
+    );
+  }
+
+  wake() {
+    const w = this.wakeUp;
+    this.wakeUp = null;
+    w?.();
+  }
+
+  stop() {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.ac.abort();
+    this.wake();
+  }
+
+  /** Open the first connection: 'ok', or 'none' when the server has no stream (204). */
+  async start() {
+    const deadline = Date.now() + this.wait204;
+    const poll = new Backoff(50, 500, { jitter: false });
+    for (;;) {
+      const res = await this.request(this.conn.from);
+      if (res.status !== 204) {
+        this.pump(res.body);
+        return 'ok';
+      }
+      const delay = poll.next();
+      if (Date.now() + delay > deadline) return 'none';
+      await sleep(delay, this.ac.signal);
+      if (this.stopped) return 'none';
+    }
+  }
+
+  async request(from) {
+    const { url, token, headers, credentials } = this.target;
+    const u = `${url}${url.includes('?') ? '&' : '?'}from=${from}`;
+    let res;
+    try {
+      res = await this.t.fetch(u, {
+        method: 'GET',
+        headers: { accept: 'text/event-stream', ...bearer(token), ...headers },
+        credentials,
+        cache: 'no-store',
+        signal: this.ac.signal,
+      });
+    } catch (e) {
+      if (this.stopped) throw e;
+      throw networkError(`twoplane: ${e?.message ?? e}`, e);
+    }
+    if (res.status === 204 || res.ok) return res;
+    const text = await res.text().catch(() => '');
+    throw new Error(text.trim() || `twoplane: GET ${url}: ${res.status}`);
+  }
+
+  /** Read one connection to its end; reconnect when it ended before `[DONE]`. */
+  async pump(body) {
+    try {
+      for await (const ev of sseEvents(body)) {
+        if (this.stopped) return;
+        if (ev.data === '[DONE]') {
+          this.done = true;
+          this.wake();
+          return;
+        }
+        let chunk;
+        try {
+          chunk = JSON.parse(ev.data);
+        } catch (e) {
+          this.fail(new Error(`twoplane: an event is not JSON: ${ev.data.slice(0, 80)}`, { cause: e }));
+          return;
+        }
+        if (ev.id === undefined) {
+          this.pending.push(chunk);
+          continue;
+        }
+        const at = Number(ev.id);
+        const batch = this.pending;
+        this.pending = [];
+        batch.push(chunk);
+        if (!this.batch(batch, at)) return;
+      }
+    } catch (e) {
+      if (this.stopped) return;
+    }
+    if (!this.done && !this.stopped) this.reconnect();
+  }
+
+  /** A complete batch of chunks that brings the reader to `at`. False: the stream failed. */
+  batch(chunks, at) {
+    const c = this.conn;
+    for (const chunk of chunks) {
+      if (chunk?.type === 'start' && typeof chunk.messageId === 'string') {
+        if (this.expectId !== undefined && chunk.messageId !== this.expectId) {
+          if (c.first && !c.skip) {
+            // The offset the page held was of another message: everything is new to it.
+            c.from = -1;
+          } else {
+            this.fail(new Error(`twoplane: the stream of chat ${this.chatId} is now message ${chunk.messageId}, not ${this.expectId}`));
+            return false;
+          }
+        }
+        this.expectId = chunk.messageId;
+        this.t.adopt(this, chunk.messageId);
+      }
+    }
+    if (at <= c.from && c.skip) return true; // the reader holds these
+    const replayed = c.from > 0 && at <= c.from;
+    for (const chunk of chunks) {
+      if (chunk !== null && typeof chunk === 'object') {
+        if (replayed) REPLAYED.add(chunk);
+        OWNER.set(chunk, { t: this.t, chatId: this.chatId });
+        if (chunk.type === 'tool-input-start') this.openTools.add(chunk.toolCallId);
+        else if (chunk.type === 'tool-input-available' || chunk.type === 'tool-input-error') this.openTools.delete(chunk.toolCallId);
+      }
+      this.buffer.push({ chunk });
+    }
+    if (chunks.length > 0) this.buffer[this.buffer.length - 1].end = at;
+    this.received = Math.max(this.received, at);
+    c.first = false;
+    this.wake();
+    return true;
+  }
+
+  fail(e) {
+    if (this.failure === null) this.failure = e;
+    this.ac.abort();
+    this.wake();
+  }
+
+  /** The connection broke before `[DONE]`: open another from what was received. */
+  async reconnect() {
+    const { attempts, initialMs, maxMs } = this.t.reconnect;
+    // Without jitter: the waits are the steps docs/ai-sdk.md gives (by default 250 ms doubling to
+    // 4 s), as they were before this loop used the package's backoff.
+    const backoff = new Backoff(initialMs, maxMs, { jitter: false });
+    let last;
+    for (let i = 0; i < attempts && !this.stopped; i += 1) {
+      await sleep(backoff.next(), this.ac.signal);
+      if (this.stopped) return;
+      this.ac = new AbortController();
+      this.pending = [];
+      try {
+        const res = await this.request(this.received);
+        if (res.status === 204) {
+          this.fail(new Error(`twoplane: the stream of chat ${this.chatId} is gone`));
+          return;
+        }
+        this.conn = { from: this.received, skip: true, first: false };
+        this.pump(res.body);
+        return;
+      } catch (e) {
+        if (!(e instanceof TypeError)) {
+          this.fail(e);
+          return;
+        }
+        last = e;
+      }
+    }
+    if (!this.stopped) {
+      this.t.disconnected(this);
+      this.fail(last ?? networkError('twoplane: the stream broke off'));
+    }
+  }
+
+  /** The SDK asks for the next chunk: everything handed it before is processed. */
+  async pull(controller) {
+    if (this.enqueuedEnd !== undefined) this.t.confirm(this, this.enqueuedEnd);
+    while (this.buffer.length === 0 && !this.done && this.failure === null && !this.stopped) {
+      await new Promise((r) => (this.wakeUp = r));
+    }
+    if (this.buffer.length > 0) {
+      const item = this.buffer.shift();
+      if (item.end !== undefined) this.enqueuedEnd = item.end;
+      controller.enqueue(item.chunk);
+    } else if (this.failure !== null) {
+      controller.error(this.failure);
+    } else {
+      this.t.ended(this);
+      controller.close();
+    }
+  }
+}
