@@ -1,6 +1,8 @@
 // The Node entries of the npm package: the default entry routes per operation and falls back to
 // the wasm build when no addon loads; `twoplane/node` refuses to load without the addon; every
-// entry exposes the same names (but for the UI mapping, see UI_NAMES). Independent of BACKEND (it checks the entries themselves).
+// entry exposes the same names (but for the UI mapping, see UI_NAMES), as static exports written
+// by scripts/gen-npm-entries.mjs from the namespace each builds. Independent of BACKEND (it checks
+// the entries themselves).
 
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,6 +37,30 @@ test('every entry exposes the same public names, and the UI mapping where its bu
   }
   assert.equal(napi.default.backend, 'napi');
   assert.equal(wasm.default.backend, 'wasm');
+});
+
+// What each entry exports besides its namespace's names (`backend` there is the backend object,
+// where the namespace's `backend` is the build's name).
+const EXTRAS = {
+  'src/index.node.js': ['ROUTES', 'SSE_BATCH_MIN', 'addonError', 'backend', 'buildApi', 'default', 'routesInUse'],
+  'src/node.js': ['addonFile', 'backend', 'buildApi', 'default'],
+  'src/wasm.js': ['backend', 'buildApi', 'default'],
+  'src/wasm-full.js': ['backend', 'buildApi', 'default'],
+};
+
+test('each entry exports by name exactly the names of its namespace, each the namespace\'s own value', async () => {
+  for (const [file, extras] of Object.entries(EXTRAS)) {
+    const m = await import(entry(file));
+    const own = Object.keys(m.default).filter((name) => name !== 'backend').sort();
+    assert.deepEqual(Object.keys(m).filter((name) => !extras.includes(name)).sort(), own, file);
+    for (const name of own) assert.equal(m[name], m.default[name], `${file}: ${name}`);
+  }
+});
+
+test('the entries\' lists of public names are the ones scripts/gen-npm-entries.mjs writes', () => {
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL('../../scripts/gen-npm-entries.mjs', import.meta.url)), '--check'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /entries: current/);
 });
 
 test('the default Node entry routes each operation as ROUTES says, and uses the addon', async () => {

@@ -14,7 +14,8 @@
 // the numbers behind each choice.
 
 import { buildApi } from './facade.js';
-import { TwoplaneError } from './errors.js';
+// The module, not its class by name: the class is also one of the public names exported below.
+import * as errors from './errors.js';
 import { loadAddon, napiBackend, napiSseBatchEncoder } from './backend-napi.js';
 
 /**
@@ -87,7 +88,7 @@ try {
 }
 
 if (loaded.addon === null && wasmApi === null) {
-  throw new TwoplaneError(
+  throw new errors.TwoplaneError(
     'invalid_state',
     `twoplane: neither build loads here: ${loaded.error.message}; wasm: ${wasmError?.message ?? wasmError}`,
     { cause: wasmError },
@@ -100,7 +101,8 @@ const wasm = wasmApi === null ? null : wasmApi.backend;
 /** Member by member: the routed choice when both builds loaded, else the one that did. */
 const routes = {};
 const backend = { name: napi !== null ? 'napi' : 'wasm' };
-for (const member of ['Conform', 'Reader', 'splicePoint', 'assemblyOrder', 'streamChunkId', 'streamChunkIdText', 'streamChunkTableDdl', 'streamRequestFromHttp', 'subscribeUrl', 'MessageConform', 'MessageReaderCore', 'messageFrame', 'messageResumePoint', 'messageErrorField', 'assembleMessage']) {
+// Every member ROUTES names is a backend member, but the encoder, which is the namespace's (below).
+for (const member of Object.keys(ROUTES).filter((m) => m !== 'encodeSseEvents')) {
   const from = napi === null ? 'wasm' : wasm === null ? 'napi' : ROUTES[member];
   routes[member] = from;
   backend[member] = (from === 'napi' ? napi : wasm)[member];
@@ -124,28 +126,14 @@ export const routesInUse = Object.freeze(routes);
 /** Why the addon did not load, when it did not (the wasm build serves everything then). */
 export const addonError = loaded.addon === null ? loaded.error : null;
 
+// The public names of the namespace above: written by scripts/gen-npm-entries.mjs from buildApi
+// (and ui-calls.js), not by hand; tests/js/entries.test.mjs fails when they are not current.
 export const {
-  STREAM_STATUS_STREAMING,
-  STREAM_SSE_HEADERS,
-  frameResumePoint,
-  spliceStreamText,
-  assembleDurableText,
-  streamChunkId,
-  streamChunkTableDdl,
-  streamRequestFromHttp,
-  StreamRelayConform,
-  StreamReader,
-  SseDecoder,
-  encodeSseEvent,
-  encodeSseEvents,
-  encodeMessageFrame,
-  encodeMessageEvent,
-  decodeMessageFrame,
-  messageResumePoint,
-  assembleDurableMessage,
-  DurableMessage,
-  MessageRelayConform,
-  MessageReader,
+  STREAM_STATUS_STREAMING, STREAM_SSE_HEADERS, frameResumePoint, spliceStreamText,
+  assembleDurableText, streamChunkId, streamChunkTableDdl, streamRequestFromHttp,
+  StreamRelayConform, StreamReader, SseDecoder, encodeSseEvent, encodeSseEvents, TwoplaneError,
+  encodeMessageFrame, encodeMessageEvent, decodeMessageFrame, messageResumePoint,
+  assembleDurableMessage, DurableMessage, MessageRelayConform, MessageReader,
 } = api;
-export { TwoplaneError, buildApi };
+export { buildApi };
 export default api;

@@ -25,31 +25,14 @@ const api = {
   ...napiUiCalls(loaded.addon),
 };
 
+// The public names of the namespace above: written by scripts/gen-npm-entries.mjs from buildApi
+// (and ui-calls.js), not by hand; tests/js/entries.test.mjs fails when they are not current.
 export const {
-  STREAM_STATUS_STREAMING,
-  STREAM_SSE_HEADERS,
-  frameResumePoint,
-  spliceStreamText,
-  assembleDurableText,
-  streamChunkId,
-  streamChunkTableDdl,
-  streamRequestFromHttp,
-  StreamRelayConform,
-  StreamReader,
-  SseDecoder,
-  encodeSseEvent,
-  encodeSseEvents,
-  encodeMessageFrame,
-  encodeMessageEvent,
-  decodeMessageFrame,
-  messageResumePoint,
-  assembleDurableMessage,
-  DurableMessage,
-  MessageRelayConform,
-  MessageReader,
-  TwoplaneError,
-  uiIngest,
-  uiResume,
+  STREAM_STATUS_STREAMING, STREAM_SSE_HEADERS, frameResumePoint, spliceStreamText,
+  assembleDurableText, streamChunkId, streamChunkTableDdl, streamRequestFromHttp,
+  StreamRelayConform, StreamReader, SseDecoder, encodeSseEvent, encodeSseEvents, TwoplaneError,
+  encodeMessageFrame, encodeMessageEvent, decodeMessageFrame, messageResumePoint,
+  assembleDurableMessage, DurableMessage, MessageRelayConform, MessageReader, uiIngest, uiResume,
 } = api;
 export { buildApi };
 export default api;

@@ -12,8 +12,7 @@
 
 import init, * as glue from '../wasm-full/twoplane_wasm_full.js';
 import { buildApi } from './facade.js';
-import { coreError, wasmBackend } from './backend-wasm.js';
-import { TwoplaneError } from './errors.js';
+import { callCore, wasmBackend } from './backend-wasm.js';
 import { toUnits } from './units.js';
 import { uiCalls } from './ui-calls.js';
 
@@ -31,48 +30,24 @@ if (wasmUrl.protocol === 'file:') {
 /** The backend object (docs/js-backend.md) over the full build; it has the optional codec. */
 export const backend = wasmBackend(glue, raw);
 
-const call = (fn) => {
-  try {
-    return fn();
-  } catch (err) {
-    throw coreError(err);
-  }
-};
-
 const api = {
   ...buildApi(backend),
   // Text crosses as UTF-16 code units (toUnits), never through wasm-bindgen's lossy strings.
   ...uiCalls({
     str: toUnits,
-    ingest: (id, json) => call(() => glue.uiIngest(id, json)),
-    resume: (id, json, at, status, error) => call(() => glue.uiResume(id, json, at, status, error)),
+    ingest: (id, json) => callCore(() => glue.uiIngest(id, json)),
+    resume: (id, json, at, status, error) => callCore(() => glue.uiResume(id, json, at, status, error)),
   }),
 };
 
+// The public names of the namespace above: written by scripts/gen-npm-entries.mjs from buildApi
+// (and ui-calls.js), not by hand; tests/js/entries.test.mjs fails when they are not current.
 export const {
-  STREAM_STATUS_STREAMING,
-  STREAM_SSE_HEADERS,
-  frameResumePoint,
-  spliceStreamText,
-  assembleDurableText,
-  streamChunkId,
-  streamChunkTableDdl,
-  streamRequestFromHttp,
-  StreamRelayConform,
-  StreamReader,
-  SseDecoder,
-  encodeSseEvent,
-  encodeSseEvents,
-  encodeMessageFrame,
-  encodeMessageEvent,
-  decodeMessageFrame,
-  messageResumePoint,
-  assembleDurableMessage,
-  DurableMessage,
-  MessageRelayConform,
-  MessageReader,
-  uiIngest,
-  uiResume,
+  STREAM_STATUS_STREAMING, STREAM_SSE_HEADERS, frameResumePoint, spliceStreamText,
+  assembleDurableText, streamChunkId, streamChunkTableDdl, streamRequestFromHttp,
+  StreamRelayConform, StreamReader, SseDecoder, encodeSseEvent, encodeSseEvents, TwoplaneError,
+  encodeMessageFrame, encodeMessageEvent, decodeMessageFrame, messageResumePoint,
+  assembleDurableMessage, DurableMessage, MessageRelayConform, MessageReader, uiIngest, uiResume,
 } = api;
-export { buildApi, TwoplaneError };
+export { buildApi };
 export default api;
