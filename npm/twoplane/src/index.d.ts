@@ -144,9 +144,9 @@ export interface StreamRequest {
  *  Throws a TwoplaneError `invalid_url` for a fetch-style request whose URL is relative. */
 export declare function streamRequestFromHttp(req: StreamHttpRequestLike): StreamRequest;
 
-/** The relay conform pass (docs/contract.md §3): every violation becomes one legal `stale`. */
-export declare class StreamRelayConform {
-  constructor(streamId: string, from: number, onViolation?: (reason: string) => void);
+/** What StreamRelayConform and MessageRelayConform both hold: relay.js makes the two classes from
+ *  one definition, over the two numeric passes. */
+interface RelayConformState {
   readonly streamId: string;
   readonly from: number;
   onViolation?: (reason: string) => void;
@@ -154,6 +154,11 @@ export declare class StreamRelayConform {
   readonly pos: number;
   /** The last `durable` passed. */
   readonly lastDurable: number;
+}
+
+/** The relay conform pass (docs/contract.md §3): every violation becomes one legal `stale`. */
+export declare class StreamRelayConform {
+  constructor(streamId: string, from: number, onViolation?: (reason: string) => void);
   /** 0 to 2 frames; an accepted frame is returned as the very object fed in. Any value may be
    *  fed (relays are untrusted): whatever is not a legal frame becomes a violation. */
   feed<F extends StreamFrame>(frame: F): Array<F | StreamOpenFrame | StreamStaleFrame>;
@@ -163,6 +168,7 @@ export declare class StreamRelayConform {
   /** The source threw, or the reader is being dropped. */
   fail(): StreamStaleFrame[];
 }
+export interface StreamRelayConform extends RelayConformState {}
 
 /** Why a StreamReader stopped. */
 export type StreamStopReason = CoreStopReason | 'refused' | 'closed';
@@ -437,16 +443,12 @@ export declare function assembleDurableMessage(row: MessageRowLike, chunks?: rea
 /** The relay conform pass for messages: as StreamRelayConform, with the part rules of §8. */
 export declare class MessageRelayConform {
   constructor(streamId: string, from: number, onViolation?: (reason: string) => void);
-  readonly streamId: string;
-  readonly from: number;
-  onViolation?: (reason: string) => void;
-  readonly pos: number;
-  readonly lastDurable: number;
   /** The frames to forward for one relayed value (any value: hostile input is handled). */
   feed(frame: unknown): MessageFrame[];
   end(): MessageFrame[];
   fail(): MessageFrame[];
 }
+export interface MessageRelayConform extends RelayConformState {}
 
 /** One change a MessageReader reports. */
 export interface MessageReaderUpdate {

@@ -15,6 +15,7 @@ export declare const ROUTES: Readonly<{
   splicePoint: TwoplaneBuild;
   assemblyOrder: TwoplaneBuild;
   streamChunkId: TwoplaneBuild;
+  streamChunkIdText: TwoplaneBuild;
   streamChunkTableDdl: TwoplaneBuild;
   streamRequestFromHttp: TwoplaneBuild;
   subscribeUrl: TwoplaneBuild;

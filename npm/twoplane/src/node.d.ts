@@ -1,7 +1,12 @@
 // Types of `twoplane/node`: every public name (over the native addon, always), plus the backend
-// object, where the addon was loaded from, and the facade builder.
+// object, where the addon was loaded from, and the facade builder; and the AI SDK's UI message
+// stream in bulk, the very calls of `twoplane/wasm-full` (ui-calls.js serves both), so their
+// types are that entry's.
 export * from './index.js';
+export { uiIngest, uiResume } from './wasm-full.js';
+export type { UiIngested, UiMessageChunk, UiResumeOptions } from './wasm-full.js';
 import type { TwoplaneApi, TwoplaneBackend } from './wasm.js';
+import type { TwoplaneFullApi } from './wasm-full.js';
 
 /** The addon's backend object (docs/js-backend.md), for code that mixes backends. */
 export declare const backend: TwoplaneBackend;
@@ -9,32 +14,5 @@ export declare const backend: TwoplaneBackend;
 export declare const addonFile: string;
 /** Build every public name over a backend. */
 export declare function buildApi(backend: TwoplaneBackend): TwoplaneApi;
-declare const api: TwoplaneApi;
+declare const api: TwoplaneFullApi;
 export default api;
-
-import type { MessageFrame, StreamStatus } from './index.js';
-
-/** A chunk of the AI SDK's UI message stream (`{ type: 'text-delta', id, delta }`, ...). */
-export type UiMessageChunk = { type: string } & Record<string, unknown>;
-
-/**
- * A whole UI message stream's chunks as the message frames the core maps them to (what
- * `twoplane serve` stores and relays for `POST .../ui-message-stream`). Throws a TwoplaneError
- * with the core's kind (`invalid_field`, `invalid_json`, ...) for a chunk it refuses.
- */
-export declare function uiIngest(streamId: string, chunks: readonly UiMessageChunk[]): {
-  frames: MessageFrame[];
-  /** The stream ended with an `abort` chunk. */
-  aborted: boolean;
-};
-
-/**
- * The UI message stream chunks a reader joining the message `frames` make at `from` (UTF-16
- * offset, default 0) reads, the stream having ended with `status` (default `complete`) and
- * `error` (for `error`).
- */
-export declare function uiResume(
-  streamId: string,
-  frames: readonly MessageFrame[],
-  options?: { from?: number; status?: StreamStatus; error?: string | null },
-): UiMessageChunk[];

@@ -1,13 +1,13 @@
 // Types of `twoplane/wasm`: every public name, plus the backend object and the facade builder
 // for code that mixes backends.
 export * from './index.js';
-// TwoplaneApi below takes each public name's type as `typeof Public.<name>`, so the names are
-// listed there only.
+// TwoplaneApi below is the type of index.d.ts's values, so the public names are listed there only.
 import type * as Public from './index.js';
 
-/** The numeric conform pass a backend provides (docs/js-backend.md). */
-export interface BackendConform {
-  feed(kind: number, idMatches: boolean, a: number, b: number, c: number): number;
+type PublicValues = typeof Public;
+
+/** What both numeric conform passes of a backend answer besides `feed` (docs/js-backend.md). */
+export interface BackendConformCalls {
   end(): number;
   fail(): number;
   pos(): number;
@@ -15,6 +15,11 @@ export interface BackendConform {
   requested(): number;
   violation(): number;
   reason(streamIdJson: string, from: string, seq: string, typeJson: string): string;
+}
+
+/** The numeric conform pass a backend provides (docs/js-backend.md). */
+export interface BackendConform extends BackendConformCalls {
+  feed(kind: number, idMatches: boolean, a: number, b: number, c: number): number;
 }
 
 /** The numeric reader a backend provides (docs/js-backend.md). */
@@ -27,16 +32,9 @@ export interface BackendReader {
 }
 
 /** The numeric message conform pass a backend provides (docs/contract.md §8; facade.js). */
-export interface BackendMessageConform {
+export interface BackendMessageConform extends BackendConformCalls {
   feed(kind: number, idMatches: boolean, a: number, b: number, c: number, part: number, at: number): number;
   open(idMatches: boolean, from: number, seq: number, durableSeq: number, parts: Float64Array): number;
-  end(): number;
-  fail(): number;
-  pos(): number;
-  lastDurable(): number;
-  requested(): number;
-  violation(): number;
-  reason(streamIdJson: string, from: string, seq: string, typeJson: string): string;
 }
 
 /** The numeric message reader a backend provides (twoplane_core::message::MessageReaderCore):
@@ -107,31 +105,10 @@ export interface TwoplaneBackend {
   assembleMessage?(body: string | null, stored: string | null, seq: number, rows: BackendChunkRow[]): BackendMessage;
 }
 
-/** Every public name, as `buildApi` returns them. */
-export interface TwoplaneApi {
+/** Every public name, as `buildApi` returns them: the values of index.d.ts (the one list of them),
+ *  with the build's name. */
+export interface TwoplaneApi extends PublicValues {
   readonly backend: string;
-  STREAM_STATUS_STREAMING: typeof Public.STREAM_STATUS_STREAMING;
-  STREAM_SSE_HEADERS: typeof Public.STREAM_SSE_HEADERS;
-  frameResumePoint: typeof Public.frameResumePoint;
-  spliceStreamText: typeof Public.spliceStreamText;
-  assembleDurableText: typeof Public.assembleDurableText;
-  streamChunkId: typeof Public.streamChunkId;
-  streamChunkTableDdl: typeof Public.streamChunkTableDdl;
-  streamRequestFromHttp: typeof Public.streamRequestFromHttp;
-  StreamRelayConform: typeof Public.StreamRelayConform;
-  StreamReader: typeof Public.StreamReader;
-  SseDecoder: typeof Public.SseDecoder;
-  encodeSseEvent: typeof Public.encodeSseEvent;
-  encodeSseEvents: typeof Public.encodeSseEvents;
-  TwoplaneError: typeof Public.TwoplaneError;
-  encodeMessageFrame: typeof Public.encodeMessageFrame;
-  encodeMessageEvent: typeof Public.encodeMessageEvent;
-  decodeMessageFrame: typeof Public.decodeMessageFrame;
-  messageResumePoint: typeof Public.messageResumePoint;
-  assembleDurableMessage: typeof Public.assembleDurableMessage;
-  DurableMessage: typeof Public.DurableMessage;
-  MessageRelayConform: typeof Public.MessageRelayConform;
-  MessageReader: typeof Public.MessageReader;
 }
 
 /** The wasm build's backend object. */

@@ -13,7 +13,7 @@ import api, {
   backend,
   type StreamFrame,
 } from '../../../npm/twoplane/src/index.node.js';
-import nodeApi, { addonFile, backend as napiBackendObject } from '../../../npm/twoplane/src/node.js';
+import nodeApi, { addonFile, backend as napiBackendObject, uiIngest, type UiIngested } from '../../../npm/twoplane/src/node.js';
 import { loadAddon, napiBackend, napiSseBatchEncoder, SSE_SLICE } from '../../../npm/twoplane/src/backend-napi.js';
 
 const frames: StreamFrame[] = [{ type: 'chunk', from: 0, seq: 1, text: 'a' }, { type: 'absent' }];
@@ -36,4 +36,7 @@ if (loaded.addon !== null) {
   const enc = napiSseBatchEncoder(loaded.addon, api.frameResumePoint, api.encodeSseEvent);
   void [be.splicePoint(1, 2), enc(frames)];
 }
-void [sse, out, ddl, req, route, readerRoute, action, inUse, min, kind, name];
+// twoplane/node has the UI mapping, by name and on its default export.
+const ingested: UiIngested = uiIngest('s', [{ type: 'start' }]);
+const aborted: boolean = nodeApi.uiIngest('s', []).aborted && ingested.aborted;
+void [sse, out, ddl, req, route, readerRoute, action, inUse, min, kind, name, aborted];
