@@ -14,11 +14,10 @@
 
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { TwoplaneError } from './errors.js';
+import { TwoplaneError, converting } from './errors.js';
 import { uiCalls } from './ui-calls.js';
-import { ERROR_KINDS } from './codes.js';
+import { ERROR_KINDS, MESSAGE_ACTIONS } from './codes.js';
 import { packRows } from './rows.js';
-import { MESSAGE_ACTIONS } from './codes.js';
 
 const require = createRequire(import.meta.url);
 
@@ -36,6 +35,9 @@ function toTwoplaneError(err) {
   }
   return err;
 }
+
+/** An addon call, its errors as TwoplaneErrors (toTwoplaneError). */
+const call = converting(toTwoplaneError);
 
 /** napi-rs platform suffixes, most likely first. On Linux both C libraries are tried in turn
  *  (a glibc build fails to load on musl and the other is tried), which is cheaper than asking
@@ -161,11 +163,7 @@ export function napiBackend(addon) {
     #h;
 
     constructor(durableLen) {
-      try {
-        this.#h = new NativeReader(n(durableLen));
-      } catch (err) {
-        throw toTwoplaneError(err);
-      }
+      this.#h = call(() => new NativeReader(n(durableLen)));
     }
 
     feed(kind, idMatches, a, b, c) {
@@ -195,18 +193,10 @@ export function napiBackend(addon) {
     Reader,
     ...napiMessageMembers(addon),
     splicePoint(durableLen, producedLen) {
-      try {
-        return addon.splicePointOf(n(durableLen), n(producedLen));
-      } catch (err) {
-        throw toTwoplaneError(err);
-      }
+      return call(() => addon.splicePointOf(n(durableLen), n(producedLen)));
     },
     assemblyOrder(seqs) {
-      try {
-        return addon.assemblyOrderOf(seqs instanceof Float64Array ? seqs : Float64Array.from(seqs, n));
-      } catch (err) {
-        throw toTwoplaneError(err);
-      }
+      return call(() => addon.assemblyOrderOf(seqs instanceof Float64Array ? seqs : Float64Array.from(seqs, n)));
     },
     streamChunkId(streamId, seq) {
       return addon.streamChunkId(String(streamId), n(seq));
@@ -215,25 +205,13 @@ export function napiBackend(addon) {
       return addon.streamChunkIdText(String(streamId), String(seqText));
     },
     streamChunkTableDdl(tables, dialect) {
-      try {
-        return addon.streamChunkTableDdlOf(tables, dialect);
-      } catch (err) {
-        throw toTwoplaneError(err);
-      }
+      return call(() => addon.streamChunkTableDdlOf(tables, dialect));
     },
     streamRequestFromHttp(url, lastEventId, requireAbsolute) {
-      try {
-        return addon.streamRequestOf(String(url), lastEventId === null || lastEventId === undefined ? null : String(lastEventId), requireAbsolute === true);
-      } catch (err) {
-        throw toTwoplaneError(err);
-      }
+      return call(() => addon.streamRequestOf(String(url), lastEventId === null || lastEventId === undefined ? null : String(lastEventId), requireAbsolute === true));
     },
     subscribeUrl(endpoint, streamId, from) {
-      try {
-        return addon.subscribeUrlOf(String(endpoint), String(streamId), n(from));
-      } catch (err) {
-        throw toTwoplaneError(err);
-      }
+      return call(() => addon.subscribeUrlOf(String(endpoint), String(streamId), n(from)));
     },
   };
 }
@@ -241,14 +219,6 @@ export function napiBackend(addon) {
 /** The message members of the backend (facade.js) over the addon's classes; arguments coerced
  *  to the declared types here, as for Conform and Reader. */
 function napiMessageMembers(addon) {
-  const call = (f) => {
-    try {
-      return f();
-    } catch (err) {
-      throw toTwoplaneError(err);
-    }
-  };
-
   /** The numeric reader (docs/js-backend.md): the addon answers the action and its part in one
    *  number; a splice's offset is asked for next. Both are left in `part` and `at`. */
   class MessageReaderCore {
@@ -458,13 +428,6 @@ export function napiSseBatchEncoder(addon, frameResumePoint, encodeSseEvent) {
  *   message at offset `from` reads, the stream having ended with `status` (and `error`).
  */
 export function napiUiCalls(addon) {
-  const call = (fn) => {
-    try {
-      return fn();
-    } catch (err) {
-      throw toTwoplaneError(err);
-    }
-  };
   // Strings pass as they are: the addon reads the id and the JSON as UTF-16 code units itself
   // (bindings/node/src/ui.rs).
   return uiCalls({

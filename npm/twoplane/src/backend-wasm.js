@@ -4,17 +4,20 @@
 // subscribe request, where the URL standard already replaces lone surrogates), and a failure
 // comes back as a TwoplaneError whose `.kind` the core chose.
 
-import { TwoplaneError } from './errors.js';
+import { TwoplaneError, converting } from './errors.js';
 import { fromUnits, toUnits } from './units.js';
 import { JS_TYPES, MESSAGE_ACTIONS } from './codes.js';
 import { packRows } from './rows.js';
 
 /** Core errors cross as `"<kind>: <message>"` (the core's Display); rebuild the typed error. */
-export function coreError(raw) {
+function coreError(raw) {
   const text = String(raw);
   const at = text.indexOf(': ');
   return at > 0 ? new TwoplaneError(text.slice(0, at), text.slice(at + 2)) : new TwoplaneError('invalid_argument', text);
 }
+
+/** A call into the module, its errors as TwoplaneErrors (coreError). */
+export const callCore = converting(coreError);
 
 /** The core's JsType code of a value (twoplane_core::ddl_args::JsType). */
 function typeCode(v) {
@@ -22,6 +25,56 @@ function typeCode(v) {
 }
 
 const isObject = (v) => typeof v === 'object' && v !== null;
+
+/** The members Conform and MessageConform share (all but `feed`, and the message pass's `open`),
+ *  over the module's exports named `<prefix>End`, `<prefix>Fail`, ... and `<prefix>Reason`: the
+ *  same calls on either pass, as ConformCalls in backend-napi.js. Each subclass keeps the handle
+ *  as well (a private field is its own class's alone), so `feed` stays one field read and one
+ *  export call. */
+function conformCalls(glue, raw, prefix) {
+  const end = raw[`${prefix}End`];
+  const fail = raw[`${prefix}Fail`];
+  const pos = raw[`${prefix}Pos`];
+  const lastDurable = raw[`${prefix}LastDurable`];
+  const requested = raw[`${prefix}Requested`];
+  const violation = raw[`${prefix}Violation`];
+  const reason = glue[`${prefix}Reason`];
+  return class ConformCalls {
+    #h;
+
+    constructor(h) {
+      this.#h = h;
+    }
+
+    end() {
+      return end(this.#h);
+    }
+
+    fail() {
+      return fail(this.#h);
+    }
+
+    pos() {
+      return pos(this.#h);
+    }
+
+    lastDurable() {
+      return lastDurable(this.#h);
+    }
+
+    requested() {
+      return requested(this.#h);
+    }
+
+    violation() {
+      return violation(this.#h);
+    }
+
+    reason(streamIdJson, from, seq, typeJson) {
+      return fromUnits(reason(this.#h, toUnits(streamIdJson), toUnits(from), toUnits(seq), toUnits(typeJson)));
+    }
+  };
+}
 
 /**
  * The backend object over an initialized wasm-bindgen module namespace (`glue`) and the
@@ -36,44 +89,18 @@ export function wasmBackend(glue, raw = glue) {
   const conforms = new FinalizationRegistry((h) => glue.conformDrop(h));
   const readers = new FinalizationRegistry((h) => glue.readerDrop(h));
 
-  class Conform {
+  class Conform extends conformCalls(glue, raw, 'conform') {
     #h;
 
     constructor(from) {
-      this.#h = glue.conformNew(from);
-      conforms.register(this, this.#h);
+      const h = glue.conformNew(from);
+      super(h);
+      this.#h = h;
+      conforms.register(this, h);
     }
 
     feed(kind, idMatches, a, b, c) {
       return raw.conformFeed(this.#h, idMatches ? kind | 8 : kind, a, b, c);
-    }
-
-    end() {
-      return raw.conformEnd(this.#h);
-    }
-
-    fail() {
-      return raw.conformFail(this.#h);
-    }
-
-    pos() {
-      return raw.conformPos(this.#h);
-    }
-
-    lastDurable() {
-      return raw.conformLastDurable(this.#h);
-    }
-
-    requested() {
-      return raw.conformRequested(this.#h);
-    }
-
-    violation() {
-      return raw.conformViolation(this.#h);
-    }
-
-    reason(streamIdJson, from, seq, typeJson) {
-      return fromUnits(glue.conformReason(this.#h, toUnits(streamIdJson), toUnits(from), toUnits(seq), toUnits(typeJson)));
     }
   }
 
@@ -82,11 +109,7 @@ export function wasmBackend(glue, raw = glue) {
     #at = -1;
 
     constructor(durableLen) {
-      try {
-        this.#h = glue.readerNew(typeof durableLen === 'number' ? durableLen : NaN);
-      } catch (err) {
-        throw coreError(err);
-      }
+      this.#h = callCore(() => glue.readerNew(typeof durableLen === 'number' ? durableLen : NaN));
       readers.register(this, this.#h);
     }
 
@@ -155,30 +178,17 @@ export function wasmBackend(glue, raw = glue) {
           text += v;
         }
       }
-      try {
-        return glue.streamChunkTableDdl(types, toUnits(text), lens);
-      } catch (err) {
-        throw coreError(err);
-      }
+      return callCore(() => glue.streamChunkTableDdl(types, toUnits(text), lens));
     },
     streamRequestFromHttp(url, lastEventId, requireAbsolute) {
       const header = lastEventId === null || lastEventId === undefined ? undefined : String(lastEventId);
-      let r;
-      try {
-        r = glue.streamRequestFromHttp(String(url), header, requireAbsolute === true);
-      } catch (err) {
-        throw coreError(err);
-      }
+      const r = callCore(() => glue.streamRequestFromHttp(String(url), header, requireAbsolute === true));
       const out = { streamId: r.streamId, from: r.from };
       r.free();
       return out;
     },
     subscribeUrl(endpoint, streamId, from) {
-      try {
-        return glue.subscribeUrl(String(endpoint), toUnits(String(streamId)), typeof from === 'number' ? from : NaN);
-      } catch (err) {
-        throw coreError(err);
-      }
+      return callCore(() => glue.subscribeUrl(String(endpoint), toUnits(String(streamId)), typeof from === 'number' ? from : NaN));
     },
   };
 }
@@ -191,20 +201,15 @@ function wasmMessageMembers(glue, raw) {
   const conforms = new FinalizationRegistry((h) => glue.messageConformDrop(h));
   const messages = new FinalizationRegistry((h) => glue.messageDrop(h));
   const readers = new FinalizationRegistry((h) => glue.messageReaderDrop(h));
-  const call = (f) => {
-    try {
-      return f();
-    } catch (err) {
-      throw coreError(err);
-    }
-  };
 
-  class MessageConform {
+  class MessageConform extends conformCalls(glue, raw, 'messageConform') {
     #h;
 
     constructor(from) {
-      this.#h = glue.messageConformNew(from);
-      conforms.register(this, this.#h);
+      const h = glue.messageConformNew(from);
+      super(h);
+      this.#h = h;
+      conforms.register(this, h);
     }
 
     feed(kind, idMatches, a, b, c, part, at) {
@@ -213,34 +218,6 @@ function wasmMessageMembers(glue, raw) {
 
     open(idMatches, from, seq, durableSeq, parts) {
       return glue.messageConformOpen(this.#h, idMatches, from, seq, durableSeq, parts);
-    }
-
-    end() {
-      return raw.messageConformEnd(this.#h);
-    }
-
-    fail() {
-      return raw.messageConformFail(this.#h);
-    }
-
-    pos() {
-      return raw.messageConformPos(this.#h);
-    }
-
-    lastDurable() {
-      return raw.messageConformLastDurable(this.#h);
-    }
-
-    requested() {
-      return raw.messageConformRequested(this.#h);
-    }
-
-    violation() {
-      return raw.messageConformViolation(this.#h);
-    }
-
-    reason(streamIdJson, from, seq, typeJson) {
-      return fromUnits(glue.messageConformReason(this.#h, toUnits(streamIdJson), toUnits(from), toUnits(seq), toUnits(typeJson)));
     }
   }
 
@@ -259,7 +236,7 @@ function wasmMessageMembers(glue, raw) {
     at = NaN;
 
     constructor(len, parts, ended) {
-      this.#h = call(() => glue.messageReaderCoreNew(len, parts, ended));
+      this.#h = callCore(() => glue.messageReaderCoreNew(len, parts, ended));
       readerCores.register(this, this.#h);
     }
 
@@ -302,7 +279,7 @@ function wasmMessageMembers(glue, raw) {
     }
 
     apply(json) {
-      call(() => glue.messageReaderApply(this.#h, toUnits(json)));
+      callCore(() => glue.messageReaderApply(this.#h, toUnits(json)));
     }
 
     document() {
@@ -339,7 +316,7 @@ function wasmMessageMembers(glue, raw) {
     }
 
     reader() {
-      return new MessageReader(call(() => glue.messageReaderNew(this.#h)));
+      return new MessageReader(callCore(() => glue.messageReaderNew(this.#h)));
     }
   }
 
@@ -351,10 +328,10 @@ function wasmMessageMembers(glue, raw) {
     MessageConform,
     MessageReaderCore,
     messageFrame(json, asEvent) {
-      return call(() => glue.messageFrameEncode(toUnits(json), asEvent === true));
+      return callCore(() => glue.messageFrameEncode(toUnits(json), asEvent === true));
     },
     messageResumePoint(json) {
-      return call(() => glue.messageFrameResumePoint(toUnits(json)));
+      return callCore(() => glue.messageFrameResumePoint(toUnits(json)));
     },
     messageErrorField(json) {
       const field = glue.messageFrameErrorField(toUnits(json));
@@ -363,7 +340,7 @@ function wasmMessageMembers(glue, raw) {
     assembleMessage(body, stored, seq, rows) {
       const p = packRows(rows);
       const units = (s) => (typeof s === 'string' ? toUnits(s) : undefined);
-      const h = call(() => glue.messageAssemble(units(body), units(stored), seq, p.seqs, toUnits(p.texts), p.textLens, toUnits(p.parts), p.partsLens));
+      const h = callCore(() => glue.messageAssemble(units(body), units(stored), seq, p.seqs, toUnits(p.texts), p.textLens, toUnits(p.parts), p.partsLens));
       return new Message(h);
     },
   };

@@ -19,3 +19,16 @@ export function asTwoplaneError(err) {
   }
   return err;
 }
+
+/** `call(f)`: `f()`, with what it throws thrown as `convert(err)` makes it. Each backend wraps its
+ *  binding's calls in one of these, so every error leaving it is a TwoplaneError with the core's
+ *  kind. */
+export function converting(convert) {
+  return (f) => {
+    try {
+      return f();
+    } catch (err) {
+      throw convert(err);
+    }
+  };
+}
