@@ -55,32 +55,7 @@ export class Accumulator {
   /** Cut the text back to `at` (< its length): whole pieces and blocks from the end, then part
    *  of one. Costs O(what is removed), never O(length). */
   #cut(at) {
-    const parts = this.#parts;
-    let len = this.#len;
-    while (len > at && parts.length > 0) {
-      const last = parts[parts.length - 1];
-      const start = len - last.length;
-      if (start >= at) {
-        parts.pop();
-        len = start;
-      } else {
-        parts[parts.length - 1] = last.slice(0, at - start);
-        len = at;
-      }
-    }
-    const blocks = this.#blocks;
-    while (len > at) {
-      const last = blocks[blocks.length - 1];
-      const start = len - last.length;
-      if (start >= at) {
-        blocks.pop();
-        len = start;
-      } else {
-        blocks[blocks.length - 1] = last.slice(0, at - start);
-        len = at;
-      }
-    }
-    return len;
+    return cutBack(this.#blocks, cutBack(this.#parts, this.#len, at), at);
   }
 
   #fold() {
@@ -90,4 +65,22 @@ export class Accumulator {
     this.#blocks.push(block);
     parts.length = 0;
   }
+}
+
+/** Cut the strings of `list`, which end at `len`, back to `at`: whole ones from the end, then part
+ *  of one. Returns where the list ends then: `at`, or more when the list ran out first (the cut
+ *  goes on in the strings before it). */
+function cutBack(list, len, at) {
+  while (len > at && list.length > 0) {
+    const last = list[list.length - 1];
+    const start = len - last.length;
+    if (start >= at) {
+      list.pop();
+      len = start;
+    } else {
+      list[list.length - 1] = last.slice(0, at - start);
+      len = at;
+    }
+  }
+  return len;
 }
