@@ -186,12 +186,19 @@ fn js_message(s: &mut String) {
     for k in message_events() {
         let _ = writeln!(s, "export const {} = {};", message_kind_name(k), k as u32);
     }
+    // The six frames' kinds are theirs in both codings (six_frames_share_their_codes below), so
+    // their names are mapped once, by frameKindCode, and only the events are added here.
     s.push_str("\n/** The message kind code of a value: its `type` when a message frame has it, else\n");
-    s.push_str(" *  KIND_UNKNOWN (non-objects included). */\n");
+    s.push_str(" *  KIND_UNKNOWN (non-objects included). The six frames' codes are frameKindCode's. */\n");
     s.push_str("export function messageKindCode(frame) {\n");
-    let _ = writeln!(s, "  if (frame === null || frame === undefined) return {};", MessageKind::Unknown as u32);
+    s.push_str("  const kind = frameKindCode(frame);\n");
+    let _ = writeln!(
+        s,
+        "  if (kind !== {} || frame === null || frame === undefined) return kind;",
+        MessageKind::Unknown as u32
+    );
     s.push_str("  switch (frame.type) {\n");
-    for k in MessageKind::ALL.into_iter().filter(|k| *k != MessageKind::Unknown) {
+    for k in message_events() {
         let _ = writeln!(s, "    case '{}': return {};", k.as_str(), k as u32);
     }
     let _ = writeln!(s, "    default: return {};", MessageKind::Unknown as u32);
@@ -257,6 +264,19 @@ fn dts() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// messageKindCode leaves the six frames to frameKindCode: that is right only while each has
+    /// the same code, and the unknown kind too, in both codings.
+    #[test]
+    fn six_frames_share_their_codes() {
+        for k in FrameKind::ALL {
+            let m = MessageKind::ALL.into_iter().find(|m| m.as_str() == k.as_str());
+            assert_eq!(m.map(|m| m as u32), Some(k as u32), "{}", k.as_str());
+        }
+        assert_eq!(MessageKind::Unknown as u32, unknown_kind());
+        let events = message_events().count();
+        assert_eq!(events + FrameKind::ALL.len() + 1, MessageKind::ALL.len());
+    }
 
     #[test]
     fn message_actions_are_in_code_order() {

@@ -63,16 +63,11 @@ export const MKIND_FINISH = 11;
 export const MKIND_TRANSIENT = 12;
 
 /** The message kind code of a value: its `type` when a message frame has it, else
- *  KIND_UNKNOWN (non-objects included). */
+ *  KIND_UNKNOWN (non-objects included). The six frames' codes are frameKindCode's. */
 export function messageKindCode(frame) {
-  if (frame === null || frame === undefined) return 6;
+  const kind = frameKindCode(frame);
+  if (kind !== 6 || frame === null || frame === undefined) return kind;
   switch (frame.type) {
-    case 'open': return 0;
-    case 'chunk': return 1;
-    case 'durable': return 2;
-    case 'end': return 3;
-    case 'stale': return 4;
-    case 'absent': return 5;
     case 'part': return 7;
     case 'part-end': return 8;
     case 'set': return 9;
