@@ -7,25 +7,19 @@
 // functions, workers) and need those; a page that only reads streams keeps `twoplane`, whose
 // module is about two and a half times smaller (docs/js-backend.md).
 //
-// Loading is wasm.js's: fetched and compiled by streaming in a browser or bundler, read from disk
-// and compiled synchronously from a `file:` URL, ready before this module finishes evaluating.
+// Loading is wasm.js's (wasm-load.js): fetched and compiled by streaming in a browser or bundler,
+// read from disk from a `file:` URL, ready before this module finishes evaluating.
 
 import init, * as glue from '../wasm-full/twoplane_wasm_full.js';
 import { buildApi } from './facade.js';
 import { callCore, wasmBackend } from './backend-wasm.js';
 import { toUnits } from './units.js';
 import { uiCalls } from './ui-calls.js';
+import { instantiate } from './wasm-load.js';
 
 const wasmUrl = new URL('../wasm-full/twoplane_wasm_full_bg.wasm', import.meta.url);
 
-let raw;
-if (wasmUrl.protocol === 'file:') {
-  const fsModule = 'node:fs';
-  const { readFileSync } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule);
-  raw = glue.initSync({ module: readFileSync(wasmUrl) });
-} else {
-  raw = await init({ module_or_path: wasmUrl });
-}
+const raw = await instantiate(init, glue, wasmUrl);
 
 /** The backend object (docs/js-backend.md) over the full build; it has the optional codec. */
 export const backend = wasmBackend(glue, raw);
