@@ -313,6 +313,8 @@ async fn dispatch(mut stream: PubSubStream, conn: Weak<HubConn>, mut stop: onesh
                 cut(slot, "the Redis pub/sub connection was lost; messages may have been missed".into());
             }
             tracing::warn!("the Redis pub/sub connection was lost");
+            // The next subscribe dials a new connection: counted here, once per loss.
+            metrics::counter!("twoplane_relay_reconnects_total", "connection" => "pubsub").increment(1);
             return;
         };
         let channel = msg.get_channel_name();

@@ -263,6 +263,7 @@ impl Cursor {
     }
 
     fn stale_here(&self) -> MessageFrame {
+        metrics::counter!("twoplane_stale_endings_total", "cause" => "relay").increment(1);
         MessageFrame::Stale { floor_seq: self.pos(), durable_seq: self.last_durable() }
     }
 

@@ -110,7 +110,10 @@ impl Publisher {
             (gen, fresh)
         };
         let item = Item::Frame(Outgoing { stream_id: stream_id.into(), gen, fresh, frame: frame.clone() });
-        self.tx.try_send(item).map_err(|e| -> RelayError {
+        let sent = self.tx.try_send(item);
+        // The writer's lag: frames handed to the relay that have not reached Redis yet.
+        metrics::gauge!("twoplane_relay_queued_frames").set((self.capacity - self.tx.capacity()) as f64);
+        sent.map_err(|e| -> RelayError {
             let why = match e {
                 mpsc::error::TrySendError::Full(_) => format!(
                     "the Redis writer is {} frames behind: a {} frame was dropped, and readers on other instances \
@@ -169,6 +172,7 @@ impl Writer {
                 if let Err(e) = self.write(&pipe).await {
                     self.report(&batch, &e);
                 }
+                metrics::gauge!("twoplane_relay_queued_frames").set(rx.len() as f64);
             }
             if let Some(done) = flush {
                 // The flusher may have given up waiting; nothing to do then.

@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use subtle::ConstantTimeEq;
 use twoplane_stream::{AllowAll, AuthRequest, Authorizer};
 
@@ -266,13 +266,12 @@ pub async fn require_producer(State(access): State<Arc<Access>>, request: Reques
 }
 
 fn refuse(kind: &'static str, message: &str) -> Response {
-    let body = serde_json::json!({ "kind": kind, "message": message });
     let status = match kind {
         "unauthorized" => StatusCode::UNAUTHORIZED,
         "simple_content_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         _ => StatusCode::FORBIDDEN,
     };
-    (status, axum::Json(body)).into_response()
+    crate::refusal::refuse(status, kind, message)
 }
 
 #[cfg(test)]

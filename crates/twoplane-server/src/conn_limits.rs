@@ -128,6 +128,17 @@ impl ConnLimits {
         lock(&self.state).open
     }
 
+    /// How much of each bound is in use now: open connections, connections waiting for a head,
+    /// and the most any one address holds.
+    pub fn usage(&self) -> ConnUsage {
+        let state = lock(&self.state);
+        ConnUsage {
+            open: state.open,
+            waiting: state.waiting.len(),
+            busiest_address: state.by_ip.values().copied().max().unwrap_or(0),
+        }
+    }
+
     /// A new connection from `ip`, waiting for its first head; `None` when a bound is reached.
     ///
     /// A new connection cannot be told from a silent one until its head arrives, so when the
@@ -173,6 +184,14 @@ impl ConnLimits {
             }
         }
     }
+}
+
+/// [`ConnLimits::usage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnUsage {
+    pub open: usize,
+    pub waiting: usize,
+    pub busiest_address: usize,
 }
 
 /// One admitted connection; dropping it gives its place back.
@@ -346,6 +365,13 @@ impl SubscriberCaps {
             *state.by_ip.entry(ip).or_insert(0) += 1;
         }
         Ok(SubscriberPass { caps: self.clone(), stream_id: stream_id.into(), ip })
+    }
+
+    /// The most subscribers any one stream has now, and any one address.
+    pub fn busiest(&self) -> (usize, usize) {
+        let state = lock(&self.state);
+        let most = |counts: &mut dyn Iterator<Item = usize>| counts.max().unwrap_or(0);
+        (most(&mut state.by_stream.values().copied()), most(&mut state.by_ip.values().copied()))
     }
 
     /// Subscribers counted now on `stream_id`.

@@ -20,7 +20,7 @@
 //!   which detaches it from the stream at once. The keep-alive comment (every
 //!   [`SseConfig::keep_alive`]) bounds how long a silent, vanished client can go unnoticed.
 //! - A denial is `403` with the same body whether or not the stream exists; a request without a
-//!   stream id is `400`.
+//!   stream id is `400`; every refusal is JSON with a `kind` ([`crate::refusal`]).
 //! - Bounds: past [`SseConfig::max_subscribers`] a subscribe is `503`; past a per-stream or
 //!   per-address bound ([`SseConfig::subscriber_caps`]) it is `503` with the JSON error
 //!   `{"kind":"too_many_subscribers",...}` and a `Retry-After`. Both are answered before the
@@ -38,8 +38,8 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
@@ -95,6 +95,8 @@ pub struct SseStats {
     pub frames: AtomicU64,
     /// Body chunks handed to the writer (one per wakeup).
     pub writes: AtomicU64,
+    /// Bytes of events in those chunks (keep-alive comments and chunk framing not counted).
+    pub bytes: AtomicU64,
     /// Keep-alive comments sent.
     pub pings: AtomicU64,
     /// Times a caught-up subscription was handed to its stream's writer task
@@ -165,7 +167,7 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
     let target = request.uri().path_and_query().map_or("", |pq| pq.as_str());
     let wanted = stream_request_from_http(target, last_event_id.as_deref());
     if wanted.stream_id.is_empty() {
-        return plain(StatusCode::BAD_REQUEST, "missing streamId\n");
+        return crate::refusal::refuse(StatusCode::BAD_REQUEST, "missing_stream_id", "the query needs streamId=<id>");
     }
     if endpoint.config.max_subscribers.is_some_and(|max| endpoint.stats.active() >= max) {
         // Before the plane is asked: a full server spends nothing on the request.
@@ -195,7 +197,7 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
         Err(e) if e.kind() == PlaneErrorKind::Forbidden => forbidden(),
         Err(e) => {
             tracing::warn!(stream_id = ?wanted.stream_id, error = %e, "subscribe failed");
-            plain(StatusCode::SERVICE_UNAVAILABLE, "the stream plane is unavailable\n")
+            crate::refusal::refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the stream plane is unavailable")
         }
     }
 }
@@ -203,7 +205,7 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
 /// A reader's refusal: the same status and body whether or not the stream exists, wherever a
 /// reader is refused (this endpoint, the reader's cancel).
 pub fn forbidden() -> Response {
-    plain(StatusCode::FORBIDDEN, "forbidden\n")
+    crate::refusal::refuse(StatusCode::FORBIDDEN, "forbidden", "this reader may not read this stream")
 }
 
 /// Seconds a refused subscriber is told to wait: subscribers come and go within seconds.
@@ -211,13 +213,12 @@ const SUBSCRIBER_RETRY_AFTER_S: u64 = 5;
 
 /// `503` with `{"kind":"too_many_subscribers","message":...}` and a `Retry-After`.
 fn too_many_subscribers(reached: CapReached) -> Response {
-    let body = serde_json::json!({ "kind": reached.kind(), "message": reached.message() });
-    let retry = (header::RETRY_AFTER, HeaderValue::from(SUBSCRIBER_RETRY_AFTER_S));
-    (StatusCode::SERVICE_UNAVAILABLE, [retry], axum::Json(body)).into_response()
-}
-
-fn plain(status: StatusCode, body: &'static str) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+    crate::refusal::refuse_retry(
+        StatusCode::SERVICE_UNAVAILABLE,
+        reached.kind(),
+        reached.message(),
+        SUBSCRIBER_RETRY_AFTER_S,
+    )
 }
 
 /// An SSE response for `subscription`: the contract's headers and an [`SseBody`]. Use this to
@@ -387,6 +388,7 @@ impl SseBody {
         }
         self.stats.frames.fetch_add(batch.frames, Ordering::Relaxed);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(batch.bytes.len() as u64, Ordering::Relaxed);
     }
 }
 

@@ -24,6 +24,8 @@
 //!   what counts as this machine; [`browser`]: what a web page on this machine could send,
 //!   refused where trust rests on loopback; [`token`] is the `twoplane-token` crate (the rule is
 //!   pure and fuzzed on its own); [`cors`]: which other origins' pages may read.
+//! - [`metrics`]: `/metrics` (Prometheus), `/readyz` and `/healthz`; [`refusal`]: the JSON shape of
+//!   every refusal, with its `kind` on the response for the refusal counter.
 //! - taking a mutex, poisoned or not, is `twoplane_runtime::lock`.
 //!
 //! Dependencies run one way (`scripts/check-module-cycles.py`, run by the lint part, fails on a
@@ -38,7 +40,9 @@ pub mod demo;
 mod error_text;
 pub mod http;
 pub mod loopback;
+pub mod metrics;
 pub mod producer;
+pub mod refusal;
 pub mod relay;
 pub mod serve;
 pub mod server;

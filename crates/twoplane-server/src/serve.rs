@@ -26,7 +26,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::get;
 use axum::Router;
 use twoplane_redis::{connect_relay, RedisRelayOptions, Topology};
 use twoplane_stream::{
@@ -431,6 +430,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         ..SseConfig::default()
     };
     let reader_caps = sse.subscriber_caps.clone();
+    let max_subscribers = conn_limits.max_subscribers();
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     let sse_routes = crate::access::reader_routes(sse_routes, &config.access);
     let producer_routes = crate::producer::routes(
@@ -439,9 +439,20 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         Arc::new(config.access.clone()),
         config.producer_limits.clone(),
     );
-    let ui_routes = crate::ui_stream::routes(plane.clone(), db.clone(), Arc::new(config.access.clone()), reader_caps);
+    let ui_routes =
+        crate::ui_stream::routes(plane.clone(), db.clone(), Arc::new(config.access.clone()), reader_caps.clone());
+    let limits = crate::conn_limits::ConnLimits::new(conn_limits);
+    crate::metrics::install();
+    let probes = crate::metrics::Sources {
+        plane: plane.clone(),
+        stats: stats.clone(),
+        limits: limits.clone(),
+        subscribers: reader_caps.clone(),
+        max_subscribers,
+        db: db.clone(),
+    };
     let mut router = Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .merge(crate::metrics::routes(probes, Arc::new(config.access.clone())))
         .merge(sse_routes)
         .merge(producer_routes)
         .merge(ui_routes);
@@ -452,9 +463,12 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         }
         router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package, config.demo_pace));
     }
+    // Outermost, so that every refusal is counted, whichever route (or layer) answered it.
+    let router = router.layer(axum::middleware::from_fn(crate::metrics::count_refusals));
     let http = HttpConfig {
         direct_sse_path: config.direct_sse.then(|| crate::http::STREAM_PATH.to_owned()),
         conn_limits,
+        limits: Some(limits),
         write_stall: config.write_stall,
         ..HttpConfig::default()
     };

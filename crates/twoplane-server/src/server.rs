@@ -18,6 +18,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -56,6 +57,9 @@ pub struct HttpConfig {
     /// request is one ([`crate::http::STREAM_PATH`] by default); `None` serves every request
     /// through hyper.
     pub direct_sse_path: Option<String>,
+    /// The live counts to admit connections against, when someone else reads them too (`/metrics`);
+    /// `None`: fresh counts for [`HttpConfig::conn_limits`].
+    pub limits: Option<Arc<ConnLimits>>,
 }
 
 impl Default for HttpConfig {
@@ -68,6 +72,7 @@ impl Default for HttpConfig {
             conn_limits: ConnLimitsConfig::for_open_files(open_file_limit()),
             write_stall: Duration::from_secs(30),
             direct_sse_path: Some(crate::http::STREAM_PATH.to_owned()),
+            limits: None,
         }
     }
 }
@@ -130,7 +135,7 @@ pub async fn serve(
     // Tells connections still waiting for their first request head that no request will be
     // served any more (hyper's own connections learn it through `graceful`).
     let stopping = tokio_util::sync::CancellationToken::new();
-    let limits = ConnLimits::new(config.conn_limits);
+    let limits = config.limits.clone().unwrap_or_else(|| ConnLimits::new(config.conn_limits));
     let write_stall = config.write_stall;
     tokio::pin!(shutdown);
     loop {

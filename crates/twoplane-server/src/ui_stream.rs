@@ -45,6 +45,7 @@ use twoplane_core::{StreamStatus, Text};
 use twoplane_stream::{Plane, Subscription};
 
 use crate::access::Access;
+use crate::refusal::refuse;
 use crate::conn_limits::SubscriberCaps;
 use crate::http::HttpCaller;
 use crate::store::{messages, Database, MessageView};
@@ -86,13 +87,13 @@ async fn resume(
         return crate::http::forbidden();
     }
     let Ok(Query(query)) = query else {
-        return (StatusCode::BAD_REQUEST, "?from= must be a whole number of code units\n").into_response();
+        return refuse(StatusCode::BAD_REQUEST, "invalid_from", "?from= must be a whole number of code units");
     };
     let view = match messages::one(&state.db, &id).await {
         Ok(view) => view,
         Err(e) => {
             tracing::warn!(stream_id = ?id, error = %e, "ui-message-stream: store error");
-            return (StatusCode::SERVICE_UNAVAILABLE, "the database is unavailable\n").into_response();
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "store", "the database is unavailable");
         }
     };
     // No row, or a row no stream ever opened: nothing to resume.
@@ -102,9 +103,8 @@ async fn resume(
     let pass = match &state.caps {
         Some(caps) => match caps.admit(&id, peer) {
             Ok(pass) => Some(pass),
-            Err(_) => {
-                let retry = [(header::RETRY_AFTER, HeaderValue::from_static("5"))];
-                return (StatusCode::SERVICE_UNAVAILABLE, retry, "too many readers of this stream\n").into_response();
+            Err(reached) => {
+                return crate::refusal::refuse_retry(StatusCode::SERVICE_UNAVAILABLE, reached.kind(), reached.message(), 5)
             }
         },
         None => None,
@@ -113,6 +113,7 @@ async fn resume(
     let caller = HttpCaller { headers };
     tokio::spawn(async move {
         let _pass = pass;
+        let _reader = crate::metrics::ReaderGauge::new("ui_message_stream");
         let mut reader = UiReader { id: Text::from(id.as_str()), id_str: id, caller, tx, egress: UiEgress::new() };
         let _ = reader.serve(&state, query.from.unwrap_or(0), view).await;
     });

@@ -7,7 +7,10 @@
 //! - readers get `end` only after the seal is in the store, and then at the full length;
 //! - while the store confirms nothing, appends turn into `503 backpressure` with `Retry-After`
 //!   (appending nothing) instead of an unbounded run of `200`s;
-//! - a repeated close during the outage waits for the same seal.
+//! - a repeated close during the outage waits for the same seal;
+//! - `/readyz` is `503 store` while PostgreSQL is away and `200` once it is back, and `503
+//!   draining` from the SIGTERM on, while `/healthz` stays `200` (a load balancer stops sending
+//!   readers to an instance that cannot serve them or is going away).
 //!
 //! PostgreSQL here is a private cluster (scripts/pg.sh with its own directory and port), since
 //! the test stops it; under `TWOPLANE_REQUIRE_SERVICES=1` a cluster that cannot start fails the
@@ -171,22 +174,44 @@ impl Reader {
 /// What the store holds for a stream: its text (body plus chunk rows) and status.
 type Stored = (String, Option<String>);
 
+/// `/readyz`: its status and, when refused, its `kind`.
+async fn readiness(addr: SocketAddr) -> (u16, Option<String>) {
+    let reply = http_full(addr, "GET", "/readyz", None).await.unwrap();
+    (reply.status, reply.json["kind"].as_str().map(str::to_owned))
+}
+
+/// `/healthz` answers `200 ok` (the liveness check; not JSON).
+async fn alive(addr: SocketAddr) -> bool {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let request = hyper::Request::get("/healthz").header("host", addr.to_string()).body(String::new()).unwrap();
+    sender.send_request(request).await.is_ok_and(|r| r.status() == 200)
+}
+
 /// Stop the store, check what must hold while it is away, and bring it back after [`OUTAGE`];
-/// returns when it is back.
+/// returns when it is back. `unready_while_down`: the store's absence is one a read sees (a
+/// stopped server, not a held write lock), so `/readyz` must say so.
 async fn outage_during_close(
     addr: SocketAddr,
     id: &str,
     down: impl FnOnce(),
     up: impl FnOnce(),
     stored: impl AsyncFn(&str) -> Stored,
+    unready_while_down: bool,
 ) {
     let mut p = Producer::open(addr, id).await;
     let mut r = Reader::join(addr, id).await;
     p.append("before the outage. ").await.unwrap();
     p.flush().await;
+    assert_eq!(readiness(addr).await, (200, None), "{id}: /readyz before the outage");
     down();
     let began = Instant::now();
     p.append_until_backpressure(began).await;
+    if unready_while_down {
+        assert_eq!(readiness(addr).await, (503, Some("store".into())), "{id}: /readyz with the store away");
+        assert!(alive(addr).await, "{id}: /healthz with the store away");
+    }
     // Two closes during the outage: both wait for the one seal.
     let close = |addr: SocketAddr, id: String| async move {
         let reply = http_full(addr, "POST", &format!("/v1/streams/{id}/close"), None).await;
@@ -216,6 +241,7 @@ async fn outage_during_close(
     assert_eq!(end_seq, p.acked_len);
     assert_eq!(r.text, Text::from(p.acked.as_str()));
     assert_eq!(stored(id).await, (p.acked.clone(), Some("complete".into())), "{id}: the store after the close");
+    assert_eq!(readiness(addr).await, (200, None), "{id}: /readyz once the store is back");
 }
 
 /// The same outage during the SIGTERM drain: the process waits for the seal, then exits.
@@ -235,6 +261,13 @@ async fn outage_during_drain(
     let began = Instant::now();
     p.append("acknowledged, held in memory only. ").await.unwrap();
     server.signal(libc::SIGTERM);
+    // From the first moment of the drain, whatever the store does: no new readers here.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while readiness(addr).await != (503, Some("draining".into())) {
+        assert!(Instant::now() < deadline, "{id}: /readyz still ready 2 s after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(alive(addr).await, "{id}: /healthz during the drain");
     r.read_for(OUTAGE.saturating_sub(began.elapsed())).await;
     assert!(r.end.is_none(), "{id}: a reader got `end` while the store was away");
     assert!(server.running(), "{id}: the server exited with its seal not in the store");
@@ -331,7 +364,7 @@ async fn postgres_stopped_for_ten_seconds_loses_nothing_that_got_a_200() {
     let logs = tempfile::tempdir().unwrap();
     let mut server = start("pg", &["--pg", &pg.url], logs.path());
     let stored = async |id: &str| pg_stored(&pg.url, id).await;
-    outage_during_close(server.addr, "pg-close", || pg.stop(), || pg.restart(), &stored).await;
+    outage_during_close(server.addr, "pg-close", || pg.stop(), || pg.restart(), &stored, true).await;
     outage_during_drain(&mut server, "pg-drain", || pg.stop(), || pg.restart(), &stored).await;
     let log = server.log_text();
     assert!(!log.contains("panicked"), "{log}");
@@ -396,7 +429,7 @@ async fn an_sqlite_file_that_cannot_be_written_for_ten_seconds_loses_nothing_tha
     let down = || *lock.lock().unwrap() = Some(WriteLock::take(&db));
     let up = || drop(lock.lock().unwrap().take());
     let stored = async |id: &str| sqlite_stored(&db, id);
-    outage_during_close(server.addr, "sqlite-close", down, up, &stored).await;
+    outage_during_close(server.addr, "sqlite-close", down, up, &stored, false).await;
     outage_during_drain(&mut server, "sqlite-drain", down, up, &stored).await;
     let log = server.log_text();
     assert!(!log.contains("panicked"), "{log}");

@@ -391,6 +391,7 @@ impl FanOut {
             if queued >= self.cap as u64 {
                 slot.replay = Replay::default();
                 slot.terminal = Some(stale_frame.get_or_insert_with(|| Arc::new(stale())).clone());
+                metrics::counter!("twoplane_stale_endings_total", "cause" => "overflow").increment(1);
                 slot.finished = true;
                 self.active -= 1;
                 // Its key may stay in `parked`; `wake_parked` skips a slot without a waker.

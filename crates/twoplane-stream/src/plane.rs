@@ -75,6 +75,19 @@ impl Drop for OpeningGuard<'_> {
     }
 }
 
+/// What a plane hosts right now ([`Plane::census`]): for metrics and health checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Streams taking text.
+    pub live: usize,
+    /// Streams whose seal was asked for and has not settled.
+    pub sealing: usize,
+    /// Sealed streams still joinable (their linger).
+    pub ended: usize,
+    /// Code units produced that the store has not confirmed, over every hosted stream.
+    pub undurable_units: u64,
+}
+
 /// The outcome of [`Plane::drain`].
 #[derive(Debug, Default)]
 pub struct DrainReport {
@@ -120,6 +133,25 @@ impl Plane {
     /// Ids of the streams hosted here.
     pub fn hosted_ids(&self) -> Vec<String> {
         self.shared.live().keys().cloned().collect()
+    }
+
+    /// How many streams are hosted here, by status, and the text they hold that is not durable
+    /// yet. One pass over the hosted streams under the map's lock, each stream's own lock taken
+    /// briefly: cheap at a scrape's rate, not meant for a per-frame path.
+    pub fn census(&self) -> Census {
+        let streams: Vec<Arc<LiveStream>> = self.shared.live().values().cloned().collect();
+        let mut census = Census::default();
+        for stream in streams {
+            if stream.is_ended() {
+                census.ended += 1;
+            } else if stream.is_sealing_or_ended() {
+                census.sealing += 1;
+            } else {
+                census.live += 1;
+            }
+            census.undurable_units += stream.seq().saturating_sub(stream.durable_seq());
+        }
+        census
     }
 
     /// A reader's cancel of a stream hosted here, noticed at once: its handle reports

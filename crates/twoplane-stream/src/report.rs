@@ -11,6 +11,7 @@ use crate::relay::{RelayErrorInfo, RelayPhase};
 
 pub(crate) fn checkpoint_error(cfg: &Config, stream_id: &str, from: u64, seq: u64, err: &PlaneError) {
     let info = CheckpointErrorInfo { stream_id, from, seq };
+    metrics::counter!("twoplane_checkpoint_failures_total").increment(1);
     match &cfg.on_checkpoint_error {
         Some(hook) => {
             if catch_unwind(AssertUnwindSafe(|| hook(info, err))).is_err() {

@@ -121,7 +121,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = Body { kind: self.kind, message: &self.message, seq: self.seq, durable_seq: self.durable_seq };
-        let mut response = (self.status, Json(body)).into_response();
+        let mut response = crate::refusal::mark((self.status, Json(body)).into_response(), self.kind);
         if let Some(secs) = self.retry_after {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(secs));
         }

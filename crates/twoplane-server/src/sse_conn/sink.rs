@@ -147,6 +147,7 @@ impl SseSink for ConnSink {
     fn deliver(&self, events: &SseEvents) -> Delivered {
         self.stats.frames.fetch_add(events.frames(), Ordering::Relaxed);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(events.len() as u64, Ordering::Relaxed);
         let mut size = [0u8; 18];
         let mut st = self.lock();
         // One chunk: its size line, the log's own event bytes, its CRLF, in one vectored write.

@@ -164,8 +164,14 @@ impl LiveStream {
             };
             self.cfg.target.append(request)
         };
-        // A seal supersedes the round at any point, in flight or backing off.
-        match self.unless_sealed(self.cfg.retry.retry(attempt, PlaneError::is_retryable)).await {
+        // A seal supersedes the round at any point, in flight or backing off. Timed as the
+        // store's answer took, retries included (a round a seal superseded is not timed).
+        let started = Instant::now();
+        let answered = self.unless_sealed(self.cfg.retry.retry(attempt, PlaneError::is_retryable)).await;
+        if answered.is_some() {
+            metrics::histogram!("twoplane_checkpoint_duration_seconds").record(started.elapsed().as_secs_f64());
+        }
+        match answered {
             None => {}
             Some(Ok(ack)) => self.accept_ack(&slice, ack, sent.load(Ordering::Relaxed)),
             Some(Err(err)) if err.kind() == PlaneErrorKind::Fenced => self.fence(err),
@@ -275,7 +281,10 @@ impl LiveStream {
                 None => (seal, from, seq, st.text.held().to_vec(), st.text.floor(), None),
             }
         };
-        let close = |_| {
+        let close = |attempt: u32| {
+            if attempt > 0 {
+                metrics::counter!("twoplane_seal_retries_total").increment(1);
+            }
             self.cfg.target.close(CloseRequest {
                 stream_id: &self.id,
                 host_token: &self.cfg.host_token,
@@ -370,6 +379,7 @@ impl LiveStream {
             // decided it), so it sends every reader to the database instead of claiming a length.
             let stale = Arc::new(MessageFrame::Stale { floor_seq: st.text.floor(), durable_seq: st.durable.seq() });
             st.life.fence(err.clone(), stale.clone());
+            metrics::counter!("twoplane_stale_endings_total", "cause" => "fenced").increment(1);
             if self.cfg.topology.publish {
                 if let Some(e) = self.publish_relay(&stale) {
                     fx.relay_errors.push(e);

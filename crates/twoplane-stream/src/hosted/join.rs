@@ -58,6 +58,7 @@ impl LiveStream {
         let at = from.min(seq);
         if at < st.text.floor() {
             let stale = Arc::new(MessageFrame::Stale { floor_seq: st.text.floor(), durable_seq: durable });
+            metrics::counter!("twoplane_stale_endings_total", "cause" => "below_floor").increment(1);
             return Join::Fixed(vec![stale].into());
         }
         let ended = st.life.is_ended();

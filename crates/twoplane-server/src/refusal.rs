@@ -1,0 +1,37 @@
+//! One shape for every refusal the server answers: an HTTP status and a JSON body
+//! `{"kind", "message", ...}` whose `kind` is a stable snake_case name, carried also as a
+//! response extension ([`RefusalKind`]) so that `/metrics` counts refusals by kind without reading
+//! bodies.
+//!
+//! Guarantees: a response built here always has a JSON body with a `kind` and the extension with
+//! the same `kind`; kinds are `&'static str`, so the metric's label set is bounded by the code.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+/// The `kind` of a refusal, on its response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusalKind(pub &'static str);
+
+/// `status` with `{"kind": kind, "message": message}`.
+pub fn refuse(status: StatusCode, kind: &'static str, message: &str) -> Response {
+    with_body(status, kind, serde_json::json!({ "kind": kind, "message": message }))
+}
+
+/// [`refuse`] with a `Retry-After` of `secs` seconds.
+pub fn refuse_retry(status: StatusCode, kind: &'static str, message: &str, secs: u64) -> Response {
+    let mut response = refuse(status, kind, message);
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    response
+}
+
+/// `status` with a JSON `body` the caller built (it must hold `kind`), marked as a refusal.
+pub fn with_body(status: StatusCode, kind: &'static str, body: serde_json::Value) -> Response {
+    mark((status, axum::Json(body)).into_response(), kind)
+}
+
+/// Mark an already built refusal with its kind.
+pub fn mark(mut response: Response, kind: &'static str) -> Response {
+    response.extensions_mut().insert(RefusalKind(kind));
+    response
+}
