@@ -30,6 +30,28 @@ pub fn with_body(status: StatusCode, kind: &'static str, body: serde_json::Value
     mark((status, axum::Json(body)).into_response(), kind)
 }
 
+/// The answer to a path no route has: `404 not_found`.
+pub async fn not_found() -> Response {
+    refuse(StatusCode::NOT_FOUND, "not_found", "no route has this path")
+}
+
+/// The answer to a method a route does not take: `405 method_not_allowed`.
+pub async fn method_not_allowed() -> Response {
+    refuse(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take this method")
+}
+
+/// The answer when a handler panicked (caught by `tower_http::catch_panic`): `500 internal`,
+/// logged, with nothing of the panic's message in the body.
+pub fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(panic = %what, "a request handler panicked");
+    refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the server failed on this request")
+}
+
 /// Mark an already built refusal with its kind.
 pub fn mark(mut response: Response, kind: &'static str) -> Response {
     response.extensions_mut().insert(RefusalKind(kind));

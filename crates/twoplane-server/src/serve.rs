@@ -463,8 +463,14 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         }
         router = router.merge(demo::routes(plane.clone(), db.clone(), &config.package, config.demo_pace));
     }
-    // Outermost, so that every refusal is counted, whichever route (or layer) answered it.
-    let router = router.layer(axum::middleware::from_fn(crate::metrics::count_refusals));
+    // A path or method no route has is a refusal like any other (JSON with a kind); a handler
+    // that panics answers `500 internal` instead of dropping the connection. Outermost, the
+    // refusal counter, so that every refusal is counted whichever route (or layer) answered it.
+    let router = router
+        .fallback(crate::refusal::not_found)
+        .method_not_allowed_fallback(crate::refusal::method_not_allowed)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(crate::refusal::panicked))
+        .layer(axum::middleware::from_fn(crate::metrics::count_refusals));
     let http = HttpConfig {
         direct_sse_path: config.direct_sse.then(|| crate::http::STREAM_PATH.to_owned()),
         conn_limits,
