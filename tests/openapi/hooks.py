@@ -28,3 +28,7 @@ def refusal_has_kind(ctx, response, case):
     if not isinstance(kind, str) or not KIND.match(kind):
         raise AssertionError(f"a {response.status_code} refusal has no snake_case kind: {body!r}")
     return None
+
+
+# A streaming body of events is lines of text on the wire: sent as the text schemathesis draws.
+schemathesis.serializer.alias("application/x-ndjson", "text/plain")

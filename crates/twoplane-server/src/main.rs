@@ -166,6 +166,10 @@ struct ServeArgs {
     /// --seal-deadline-ms plus 1000]. Keep a supervisor's grace period above it.
     #[arg(long, value_name = "MS")]
     drain_timeout_ms: Option<u64>,
+    /// A stream whose producer makes no call for this long (and has no body in flight) is
+    /// sealed `interrupted`, so its readers end.
+    #[arg(long, value_name = "MS", default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(1..))]
+    producer_idle_ms: u64,
     /// Milliseconds between SSE keep-alive comments.
     #[arg(long, default_value_t = twoplane_core::sse::DEFAULT_KEEP_ALIVE_MS, value_parser = clap::value_parser!(u64).range(10..))]
     keep_alive_ms: u64,
@@ -344,7 +348,10 @@ fn main() -> ExitCode {
         release_hostless_after_ms: args.release_hostless_after_ms,
         demo_pace: args.demo_tokens_per_second.map_or(Pace::Natural, Pace::TokensPerSecond),
         access,
-        producer_limits: twoplane_server::producer::Limits::default(),
+        producer_limits: twoplane_server::producer::Limits {
+            idle: std::time::Duration::from_millis(args.producer_idle_ms),
+            ..twoplane_server::producer::Limits::default()
+        },
         postgres: serve::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
         direct_sse: !args.no_direct_sse,
         conn_limits,
