@@ -20,7 +20,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-all=(core lint wasm node plane redis server multi relay aisdk)
+all=(core lint wasm node plane redis server multi relay aisdk ops)
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=("${all[@]}")
 

@@ -1,8 +1,8 @@
 //! The browser package that the demo page imports, served at `/pkg/twoplane/`.
 //!
 //! The binary carries its own copy: `npm/twoplane/src/` and, when `scripts/build-wasm.sh` ran
-//! before the build, `npm/twoplane/wasm/` are compiled in (`build.rs` reruns the build when
-//! either changes), so an installed `twoplane serve --demo` needs nothing from the source tree.
+//! before the build, `npm/twoplane/wasm/` are compiled in (`build.rs` says from where: a
+//! packaged crate carries them in `browser/`, and reruns the build when they change), so an installed `twoplane serve --demo` needs nothing from the source tree.
 //! `--assets DIR` serves a directory instead, for working on the package without rebuilding.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ use axum::Router;
 
 /// The package as it was when this binary was built. Only the files a browser loads.
 #[derive(rust_embed::Embed)]
-#[folder = "../../npm/twoplane/"]
+#[folder = "$TWOPLANE_BROWSER_PACKAGE/"]
 #[include = "package.json"]
 #[include = "src/*"]
 #[include = "wasm/*"]
