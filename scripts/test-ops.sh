@@ -158,7 +158,7 @@ rm -rf "$stage"
 mkdir -p "$stage"
 cp -r npm/twoplane/package.json npm/twoplane/src "$stage/"
 [ -d npm/twoplane/wasm ] && cp -r npm/twoplane/wasm "$stage/"
-crates=(twoplane-core twoplane-pg twoplane-token twoplane-stream twoplane-redis twoplane-relay twoplane-server)
+crates=(twoplane-core twoplane-pg twoplane-runtime twoplane-token twoplane-stream twoplane-redis twoplane-relay twoplane-server)
 package_args=()
 for c in "${crates[@]}"; do package_args+=(-p "$c"); done
 # --no-verify: the build from the packaged crates below is the verification, once, in one
@@ -168,7 +168,7 @@ cargo package --quiet --allow-dirty --no-verify "${package_args[@]}"
 # `[patch]` (the packaged crates depend on each other by version, as they would from a
 # registry), everything else comes from the registry. The profile is the workspace's (line tables,
 # no debug info for dependencies) and so is the target directory, so that the dependencies
-# already built are reused and only the seven crates are built again.
+# already built are reused and only the eight crates are built again.
 unpacked="$tmp/unpacked"
 mkdir -p "$unpacked"
 patch=()
