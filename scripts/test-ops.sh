@@ -59,12 +59,13 @@ cargo build -q -p twoplane-server --bin twoplane
 bin="$CARGO_TARGET_DIR/debug/twoplane"
 
 # start_serve LOG ARGS...: start `twoplane serve` on a free loopback port, wait until it listens;
-# prints its address.
+# prints its address, and writes its pid to LOG.pid (it runs in a command substitution, so the
+# caller adds that to `pids` itself).
 start_serve() {
   local log=$1; shift
   "$@" > "$log" 2>&1 &
-  pids+=("$!")
   local pid=$! addr=""
+  echo "$pid" > "$log.pid"
   for _ in $(seq 1 100); do
     addr=$(sed -n 's/.*listening addr=\([0-9.:]*\).*/\1/p' "$log" | head -1)
     [ -n "$addr" ] && break
@@ -80,12 +81,13 @@ head -c 32 /dev/urandom | base64 > "$tmp/producer-token"
 # A silent producer's stream is sealed after 2 s, so a reader of a stream the run opened ends.
 addr=$(start_serve "$tmp/serve.log" "$bin" serve --listen 127.0.0.1:0 --db "$tmp/openapi.db" \
   --producer-token-file "$tmp/producer-token" --producer-idle-ms 2000)
+pids+=("$(cat "$tmp/serve.log.pid")")
 # positive_data_acceptance is left out: a schema-valid event can still be refused for what it
 # means (a part number not started, `unknown_part`, is a 400 by design, docs/server.md).
 # One worker: the coverage phase of schemathesis on several threads trips a CPython AST bug
 # (SystemError "AST constructor recursion depth mismatch") on some Python 3.11 builds.
 schemathesis() {
-  SCHEMATHESIS_HOOKS=tests.openapi.hooks PYTHONPATH="$ROOT" "$venv/bin/st" run docs/openapi.yaml \
+  SCHEMATHESIS_HOOKS=tests.openapi.hooks PYTHONPATH="$ROOT" "$venv/bin/st" run "$ROOT/docs/openapi.yaml" \
     --url "http://$addr" --checks all --exclude-checks positive_data_acceptance --max-examples 30 \
     --request-timeout 10 --workers 1 --seed 1 --no-color "$@"
 }
@@ -125,6 +127,7 @@ scratch="$tmp/scratch"
 mkdir -p "$scratch"
 addr=$(cd "$scratch" && start_serve "$scratch/serve.log" env -i /usr/bin/twoplane serve --demo \
   --listen 127.0.0.1:0 --db "$scratch/demo.db" --demo-tokens-per-second 200)
+pids+=("$(cat "$scratch/serve.log.pid")")
 chat=$(curl -sS --max-time 10 -H 'content-type: application/json' -d '{"prompt":"hello from the package","seed":7}' "http://$addr/api/chat")
 id=$(printf '%s' "$chat" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["assistant"]["id"])')
 curl -sS -N --max-time 60 "http://$addr/api/stream?streamId=$id" > "$scratch/answer.sse"
@@ -145,6 +148,7 @@ assert text.rstrip("\n") == sys.argv[2].rstrip("\n"), (text, sys.argv[2])
 print(f"ops: streamed {len(text)} characters, then end ({end['status']})")
 PY
 kill "${pids[-1]}"
+wait "${pids[-1]}" 2>/dev/null || true
 dpkg --purge twoplane >/dev/null
 if [ -e /usr/bin/twoplane ] || [ -e /usr/lib/systemd/system/twoplane.service ]; then
   echo "ops: removing the package left files behind" >&2
