@@ -35,9 +35,21 @@ pub async fn not_found() -> Response {
     refuse(StatusCode::NOT_FOUND, "not_found", "no route has this path")
 }
 
-/// The answer to a method a route does not take: `405 method_not_allowed`.
-pub async fn method_not_allowed() -> Response {
-    refuse(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take this method")
+/// A method a route does not take: axum's bare `405` (its `Allow` header kept) becomes `405
+/// method_not_allowed`. A layer over the whole router rather than axum's
+/// `method_not_allowed_fallback`, which would answer before the reader routes' CORS layer
+/// answers a preflight (`OPTIONS`) itself.
+pub async fn method_not_allowed(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let response = next.run(request).await;
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED || response.extensions().get::<RefusalKind>().is_some() {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let mut refused = refuse(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take this method");
+    if let Some(allow) = allow {
+        refused.headers_mut().insert(header::ALLOW, allow);
+    }
+    refused
 }
 
 /// The answer when a handler panicked (caught by `tower_http::catch_panic`): `500 internal`,

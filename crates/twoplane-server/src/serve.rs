@@ -468,8 +468,8 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     // refusal counter, so that every refusal is counted whichever route (or layer) answered it.
     let router = router
         .fallback(crate::refusal::not_found)
-        .method_not_allowed_fallback(crate::refusal::method_not_allowed)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(crate::refusal::panicked))
+        .layer(axum::middleware::from_fn(crate::refusal::method_not_allowed))
         .layer(axum::middleware::from_fn(crate::metrics::count_refusals));
     let http = HttpConfig {
         direct_sse_path: config.direct_sse.then(|| crate::http::STREAM_PATH.to_owned()),
