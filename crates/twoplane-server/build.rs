@@ -12,8 +12,11 @@ use std::path::PathBuf;
 fn main() {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_default();
     let staged = manifest.join("browser");
-    let package =
-        if staged.join("package.json").is_file() { staged } else { manifest.join("..").join("..").join("npm").join("twoplane") };
+    let package = if staged.join("package.json").is_file() {
+        staged
+    } else {
+        manifest.join("..").join("..").join("npm").join("twoplane")
+    };
     println!("cargo:rustc-env=TWOPLANE_BROWSER_PACKAGE={}", package.display());
     println!("cargo:rerun-if-changed={}", package.display());
     println!("cargo:rerun-if-changed=browser");

@@ -20,8 +20,8 @@ use napi_derive::napi;
 use twoplane_core::jsnum::offset_arg;
 use twoplane_core::message::{
     assemble_durable_message, decode_message_frame_units, encode_message_event, encode_message_frame,
-    message_resume_point, Decision, FrameNumbers, Message, MessageAction, MessageChunkRow, MessageConform,
-    MessageReaderCore, MessageViolation,
+    message_resume_point, FrameNumbers, Message, MessageAction, MessageChunkRow, MessageConform, MessageReaderCore,
+    MessageViolation,
 };
 use twoplane_core::Text;
 

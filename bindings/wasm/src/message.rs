@@ -18,9 +18,7 @@
 use std::cell::{Cell, RefCell};
 
 use twoplane_core::conform::RawPieces;
-use twoplane_core::message::{
-    Decision, FrameNumbers, MessageAction, MessageConform, MessageReaderCore, MessageViolation,
-};
+use twoplane_core::message::{FrameNumbers, MessageAction, MessageConform, MessageReaderCore, MessageViolation};
 use wasm_bindgen::prelude::*;
 
 use crate::{Slab, NO_INSTANCE};

@@ -446,7 +446,8 @@ impl Tail {
                 match self.dial().await {
                     Ok(c) => {
                         if failures > 0 {
-                            metrics::counter!("twoplane_relay_reconnects_total", "connection" => "log_tail").increment(1);
+                            metrics::counter!("twoplane_relay_reconnects_total", "connection" => "log_tail")
+                                .increment(1);
                         }
                         failures = 0;
                         conn = Some(c);

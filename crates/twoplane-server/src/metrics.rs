@@ -59,8 +59,10 @@ fn handle() -> Option<&'static PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
-            let builder = PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Full("twoplane_checkpoint_duration_seconds".into()), &CHECKPOINT_BUCKETS);
+            let builder = PrometheusBuilder::new().set_buckets_for_metric(
+                Matcher::Full("twoplane_checkpoint_duration_seconds".into()),
+                &CHECKPOINT_BUCKETS,
+            );
             let installed = builder.and_then(|b| b.install_recorder());
             match installed {
                 Ok(handle) => {
@@ -79,22 +81,56 @@ fn handle() -> Option<&'static PrometheusHandle> {
 /// The HELP line of every metric (the exporter prints a described metric's HELP and TYPE).
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
-    describe_gauge!("twoplane_streams", "Streams hosted by this process, by status (live, sealing, ended and lingering).");
+    describe_gauge!(
+        "twoplane_streams",
+        "Streams hosted by this process, by status (live, sealing, ended and lingering)."
+    );
     describe_gauge!("twoplane_undurable_units", "UTF-16 code units produced that the store has not confirmed yet.");
     describe_gauge!("twoplane_readers", "Readers connected now, by endpoint (stream: /api/stream; ui_message_stream).");
-    describe_counter!("twoplane_delivered_frames_total", "Frames (deltas and the frames around them) written to /api/stream readers.");
-    describe_counter!("twoplane_delivered_writes_total", "Writes to /api/stream readers (one per wakeup; a write carries one or more frames).");
+    describe_counter!(
+        "twoplane_delivered_frames_total",
+        "Frames (deltas and the frames around them) written to /api/stream readers."
+    );
+    describe_counter!(
+        "twoplane_delivered_writes_total",
+        "Writes to /api/stream readers (one per wakeup; a write carries one or more frames)."
+    );
     describe_counter!("twoplane_delivered_bytes_total", Unit::Bytes, "Bytes of events written to /api/stream readers.");
     describe_counter!("twoplane_refusals_total", "Requests refused, by the refusal's kind.");
-    describe_counter!("twoplane_stale_endings_total", "Readers ended with stale, by cause (overflow, below_floor, fenced, relay).");
-    describe_histogram!("twoplane_checkpoint_duration_seconds", Unit::Seconds, "Time a checkpoint round took the store, retries included.");
-    describe_counter!("twoplane_checkpoint_failures_total", "Checkpoint rounds and seals that failed after their retries.");
-    describe_counter!("twoplane_seal_retries_total", "Seal attempts after the first (a failing store retried until the seal deadline).");
-    describe_gauge!("twoplane_relay_queued_frames", "Frames handed to the Redis relay's writer that have not reached Redis yet.");
-    describe_counter!("twoplane_relay_reconnects_total", "Redis relay connections made again after a loss, by connection (pubsub, log_tail).");
-    describe_gauge!("twoplane_limit_in_use", "How much of each connection bound is in use (per_address, per_stream: the busiest one).");
+    describe_counter!(
+        "twoplane_stale_endings_total",
+        "Readers ended with stale, by cause (overflow, below_floor, fenced, relay)."
+    );
+    describe_histogram!(
+        "twoplane_checkpoint_duration_seconds",
+        Unit::Seconds,
+        "Time a checkpoint round took the store, retries included."
+    );
+    describe_counter!(
+        "twoplane_checkpoint_failures_total",
+        "Checkpoint rounds and seals that failed after their retries."
+    );
+    describe_counter!(
+        "twoplane_seal_retries_total",
+        "Seal attempts after the first (a failing store retried until the seal deadline)."
+    );
+    describe_gauge!(
+        "twoplane_relay_queued_frames",
+        "Frames handed to the Redis relay's writer that have not reached Redis yet."
+    );
+    describe_counter!(
+        "twoplane_relay_reconnects_total",
+        "Redis relay connections made again after a loss, by connection (pubsub, log_tail)."
+    );
+    describe_gauge!(
+        "twoplane_limit_in_use",
+        "How much of each connection bound is in use (per_address, per_stream: the busiest one)."
+    );
     describe_gauge!("twoplane_limit_max", "Each connection bound.");
-    describe_counter!("twoplane_connections_refused_total", "Connections closed at accept: a bound was reached (refused) or a waiting one made room (evicted).");
+    describe_counter!(
+        "twoplane_connections_refused_total",
+        "Connections closed at accept: a bound was reached (refused) or a waiting one made room (evicted)."
+    );
     describe_gauge!("twoplane_draining", "1 from the first moment of a drain (SIGTERM), else 0.");
 }
 
@@ -228,10 +264,8 @@ async fn ready(State(sources): State<Sources>) -> Response {
             tracing::debug!(error = %e, "readiness: the store failed");
             crate::refusal::refuse(StatusCode::SERVICE_UNAVAILABLE, "store", "the database is unavailable")
         }
-        Err(_) => crate::refusal::refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "store",
-            "the database did not answer within 2 s",
-        ),
+        Err(_) => {
+            crate::refusal::refuse(StatusCode::SERVICE_UNAVAILABLE, "store", "the database did not answer within 2 s")
+        }
     }
 }

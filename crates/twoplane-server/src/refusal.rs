@@ -45,7 +45,8 @@ pub async fn method_not_allowed(request: axum::extract::Request, next: axum::mid
         return response;
     }
     let allow = response.headers().get(header::ALLOW).cloned();
-    let mut refused = refuse(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take this method");
+    let mut refused =
+        refuse(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take this method");
     if let Some(allow) = allow {
         refused.headers_mut().insert(header::ALLOW, allow);
     }

@@ -45,9 +45,9 @@ use twoplane_core::{StreamStatus, Text};
 use twoplane_stream::{Plane, Subscription};
 
 use crate::access::Access;
-use crate::refusal::refuse;
 use crate::conn_limits::SubscriberCaps;
 use crate::http::HttpCaller;
+use crate::refusal::refuse;
 use crate::store::{messages, Database, MessageView};
 
 /// How long a reader waits for a frame before the stream's store is read again.
@@ -104,7 +104,12 @@ async fn resume(
         Some(caps) => match caps.admit(&id, peer) {
             Ok(pass) => Some(pass),
             Err(reached) => {
-                return crate::refusal::refuse_retry(StatusCode::SERVICE_UNAVAILABLE, reached.kind(), reached.message(), 5)
+                return crate::refusal::refuse_retry(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    reached.kind(),
+                    reached.message(),
+                    5,
+                )
             }
         },
         None => None,
