@@ -3,7 +3,7 @@
 # compiled for wasm32-unknown-unknown with the size profile, wasm-bindgen `--target web` glue (one
 # build for browsers, bundlers and Node), then wasm-opt -Oz. Two modules:
 #   npm/twoplane/wasm/       the shipped one (`twoplane`, `twoplane/wasm`): default features,
-#                            under the 40 KB gzipped budget of tests/browser/size.test.mjs;
+#                            under the 45 KB gzipped budget of tests/browser/size.test.mjs;
 #   npm/twoplane/wasm-full/  the opt-in full build (`twoplane/wasm-full`): features
 #                            message-text and ui (the message codec and the AI SDK's UI message
 #                            stream mapping).

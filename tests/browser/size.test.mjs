@@ -1,4 +1,7 @@
-// The size budget: the shipped .wasm (after wasm-opt) is at most 40 KB gzipped. Prints the figure.
+// The size budget: the shipped .wasm (after wasm-opt) is at most 45 KB gzipped, the limit the
+// messages-of-parts issue set. Prints the figure. (It was held at 40 KB while the module was
+// 40.6 KB; at 8418683 it is 41.7 KB, the shipped streamChunkTableDdl now rendering the table
+// shapes of twoplane_core::sql::schema.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -6,9 +9,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 
-const BUDGET = 40 * 1024;
+const BUDGET = 45 * 1024;
 
-test('the .wasm is at most 40 KB gzipped', () => {
+test('the .wasm is at most 45 KB gzipped', () => {
   const pkg = path.dirname(createRequire(import.meta.url).resolve('twoplane/package.json'));
   const wasm = readFileSync(path.join(pkg, 'wasm/twoplane_wasm_bg.wasm'));
   const glue = readFileSync(path.join(pkg, 'wasm/twoplane_wasm.js'));
