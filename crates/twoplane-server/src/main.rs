@@ -170,6 +170,12 @@ struct ServeArgs {
     /// sealed `interrupted`, so its readers end.
     #[arg(long, value_name = "MS", default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(1..))]
     producer_idle_ms: u64,
+    /// Display-rate writes: a reader is written to at most once per this many milliseconds, the
+    /// frames that arrive meanwhile merged into that one write (the first frame after a quiet
+    /// interval goes out at once). 0 writes every frame as it comes.
+    #[arg(long, value_name = "MS", default_value_t = twoplane_server::serve::DEFAULT_WRITE_INTERVAL_MS,
+          value_parser = clap::value_parser!(u64).range(0..=twoplane_stream::MAX_WRITE_INTERVAL_MS))]
+    write_interval_ms: u64,
     /// Milliseconds between SSE keep-alive comments.
     #[arg(long, default_value_t = twoplane_core::sse::DEFAULT_KEEP_ALIVE_MS, value_parser = clap::value_parser!(u64).range(10..))]
     keep_alive_ms: u64,
@@ -358,6 +364,7 @@ fn main() -> ExitCode {
         max_subscribers_per_stream: args.max_subscribers_per_stream.map(|n| n as usize),
         max_subscribers_per_ip: args.max_subscribers_per_ip.map(|n| n as usize),
         write_stall: std::time::Duration::from_millis(args.write_stall_ms),
+        write_interval: std::time::Duration::from_millis(args.write_interval_ms),
         durability: serve::Durability {
             max_undurable_chars: args.max_undurable_chars,
             max_undurable_ms: args.max_undurable_ms,

@@ -140,6 +140,9 @@ pub struct ServeConfig {
     pub write_stall: Duration,
     /// What a producer's text may wait for the store, and how long a seal and the drain try.
     pub durability: Durability,
+    /// Display-rate writes: at most one write per reader per this interval, what arrives
+    /// meanwhile merged into it (`PlaneOptions::write_interval_ms`); zero turns it off.
+    pub write_interval: Duration,
 }
 
 /// The bounds on text the store has not confirmed (docs/server.md, "What a 200 means").
@@ -183,6 +186,10 @@ impl Default for PgSettings {
     }
 }
 
+/// `twoplane serve`'s display-rate write interval: a 60 Hz display's frame (a page paints no
+/// faster), so a model faster than that costs each reader at most about 60 writes a second.
+pub const DEFAULT_WRITE_INTERVAL_MS: u64 = 16;
+
 impl ServeConfig {
     /// One instance on `store`, listening on an ephemeral loopback port, every other setting at
     /// the default `twoplane serve` gives it: no demo, no relay, no secrets (so loopback clients
@@ -209,6 +216,7 @@ impl ServeConfig {
             max_subscribers_per_ip: None,
             write_stall: HttpConfig::default().write_stall,
             durability: Durability::default(),
+            write_interval: Duration::from_millis(DEFAULT_WRITE_INTERVAL_MS),
         }
     }
 
@@ -403,6 +411,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     options.max_undurable_ms = config.durability.max_undurable_ms;
     options.seal_deadline_ms = config.durability.seal_deadline_ms;
     options.drain_seal_ms = config.durability.drain_timeout_ms;
+    options.write_interval_ms = config.write_interval.as_millis().try_into().unwrap_or(u64::MAX);
     if let Some(relay) = relay {
         options.relay = Some(relay);
         options.on_relay_error = Some(relay_hook);

@@ -28,6 +28,8 @@ pub const DEFAULT_RELAY_ATTACH_TIMEOUT_MS: u64 = 2_000;
 /// The default checkpoint jitter bound is this fraction of the interval (1/5: 150 ms of 750).
 pub const DEFAULT_INTERVAL_JITTER_DIVISOR: u64 = 5;
 pub const DEFAULT_DRAIN_RELAY_MS: u64 = 5_000;
+/// The longest display-rate write interval `PlaneOptions::write_interval_ms` takes.
+pub const MAX_WRITE_INTERVAL_MS: u64 = 1_000;
 /// Text one stream may hold only in memory: 4 Mi code units (8 MiB), minutes of any model's
 /// output, so only a store that stopped answering reaches it.
 pub const DEFAULT_MAX_UNDURABLE_CHARS: u64 = 4 * 1024 * 1024;
@@ -109,6 +111,12 @@ pub struct PlaneOptions {
     /// Refused without a relay (it would never be called).
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
+    /// Display-rate writes (docs/server.md, "Display-rate writes"): a frame that would reach a
+    /// stream's readers within this many milliseconds of its previous write waits for the end of
+    /// that interval, and everything that arrived meanwhile goes out merged, as one write per
+    /// reader. Default 0: off, every frame is written as it comes (`twoplane serve` defaults to
+    /// 16). At most 1000.
+    pub write_interval_ms: u64,
 }
 
 impl Default for PlaneOptions {
@@ -134,6 +142,7 @@ impl Default for PlaneOptions {
             drain_seal_ms: None,
             on_relay_error: None,
             on_checkpoint_error: None,
+            write_interval_ms: 0,
         }
     }
 }
@@ -173,6 +182,7 @@ impl fmt::Debug for PlaneOptions {
             .field("drain_seal_ms", &self.drain_seal_ms)
             .field("on_relay_error", &self.on_relay_error.is_some())
             .field("on_checkpoint_error", &self.on_checkpoint_error.is_some())
+            .field("write_interval_ms", &self.write_interval_ms)
             .finish()
     }
 }
@@ -214,6 +224,8 @@ pub(crate) struct Config {
     pub topology: RelayTopology,
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
+    /// Zero: every frame is published as it comes (`hosted/display.rs`).
+    pub write_interval: Duration,
 }
 
 impl Config {
@@ -232,6 +244,10 @@ impl Config {
         }
         if options.max_queued_frames == 0 {
             return Err(bad("max_queued_frames must be at least 1 (a subscriber needs room for one frame)"));
+        }
+        if options.write_interval_ms > MAX_WRITE_INTERVAL_MS {
+            return Err(bad("write_interval_ms must be at most 1000: a reader would wait more than a second for text \
+                 the server already has"));
         }
         if options.retries > 20 {
             return Err(bad("retries above 20 would back off for days; use a smaller number"));
@@ -310,6 +326,7 @@ impl Config {
             topology,
             on_relay_error: options.on_relay_error,
             on_checkpoint_error: options.on_checkpoint_error,
+            write_interval: Duration::from_millis(options.write_interval_ms),
         })
     }
 }

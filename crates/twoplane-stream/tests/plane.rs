@@ -905,3 +905,126 @@ async fn a_local_stream_wins_over_the_relay() {
     assert!(relay.attach.lock().unwrap().is_some(), "attach was not consulted");
     h.close().await.unwrap();
 }
+
+// ---------------------------------------------------------------- display-rate writes
+
+/// A plane writing at most once per 16 ms to each reader (`write_interval_ms`).
+fn display_plane() -> Plane {
+    plane_with(memory(), |o| {
+        o.chars = 1_000_000;
+        o.write_interval_ms = 16;
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fast_model_reaches_a_reader_in_one_merged_write_per_interval() {
+    let plane = display_plane();
+    let h = plane.open(ID).await.unwrap();
+    let mut sub = plane.subscribe(&(), ID, 0).await.unwrap();
+    assert_eq!(sse_now(&mut sub).map(|b| b.frames), Some(1), "the open frame");
+    // The first delta after a quiet interval goes out at once, exactly as without the interval.
+    h.push("a").unwrap();
+    let first = sse_now(&mut sub).expect("the first delta at once");
+    assert_eq!(first.frames, 1);
+    let unmerged = twoplane_core::message::encode_message_event(&Frame::chunk(0, 0, 0, "a".into()).unwrap());
+    assert_eq!(first.bytes, unmerged.as_bytes());
+    // Three more within the interval wait for its end, then come as one chunk.
+    for delta in ["b", "c", "d"] {
+        tokio::time::advance(Duration::from_millis(2)).await;
+        h.push(delta).unwrap();
+    }
+    settle().await;
+    assert!(sse_now(&mut sub).is_none(), "held until the interval ends");
+    tokio::time::advance(Duration::from_millis(11)).await;
+    settle().await;
+    let merged = sse_now(&mut sub).expect("the interval's write");
+    assert_eq!(merged.frames, 1, "adjacent deltas of one part are one delta");
+    let want = twoplane_core::message::encode_message_event(&Frame::chunk(1, 0, 1, "bcd".into()).unwrap());
+    assert_eq!(merged.bytes, want.as_bytes(), "one event, its id at the group's end");
+    // A slow model (deltas further apart than the interval) sees every delta at once.
+    for (i, delta) in ["e", "f"].into_iter().enumerate() {
+        tokio::time::advance(Duration::from_millis(40)).await;
+        h.push(delta).unwrap();
+        let b = sse_now(&mut sub).expect("at once");
+        let want = twoplane_core::message::encode_message_event(&Frame::chunk(4 + i as u64, 0, 4 + i as u64, delta.into()).unwrap());
+        assert_eq!(b.bytes, want.as_bytes());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_join_and_the_end_come_after_what_is_held_and_nothing_is_lost_or_doubled() {
+    let plane = display_plane();
+    let h = plane.open(ID).await.unwrap();
+    let mut early = reader(&plane, 0, &[]).await;
+    early.drain();
+    h.push("ab").unwrap();
+    h.push("cd").unwrap(); // held
+    let produced = units("abcd");
+    // A joiner mid-interval: the held frame reaches the early reader first, and the joiner's
+    // replay holds it (not the log, which would double it).
+    let mut late = reader(&plane, 1, &produced).await;
+    late.drain();
+    assert_eq!(late.acc, produced);
+    early.drain();
+    assert_eq!(early.acc, produced, "the join published what was held");
+    h.push("ef").unwrap();
+    h.push("gh").unwrap(); // held again
+    h.close().await.unwrap();
+    early.read_to_end().await;
+    late.read_to_end().await;
+    let all = units("abcdefgh");
+    assert_eq!(early.acc, all);
+    assert_eq!(late.acc, all);
+    assert!(matches!(early.terminal(), Some(Frame::End { status: StreamStatus::Complete, .. })));
+}
+
+mod display_schedules {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Any schedule of pushes, gaps and joins under a write interval: every reader, joined
+        /// anywhere, folds exactly the produced text, and every event it got carries a resume
+        /// point the unmerged stream also had (a chunk's end is a push's end).
+        #[test]
+        fn every_reader_folds_the_produced_text_from_resume_points_the_producer_made(
+            steps in proptest::collection::vec((1usize..6, 0u64..40, any::<bool>()), 1..40),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+            rt.block_on(async {
+                let plane = display_plane();
+                let h = plane.open(ID).await.unwrap();
+                let mut produced: Vec<u16> = Vec::new();
+                let mut ends = std::collections::BTreeSet::from([0u64]);
+                let mut readers = vec![reader(&plane, 0, &[]).await];
+                for (i, (len, gap, join)) in steps.iter().enumerate() {
+                    tokio::time::advance(Duration::from_millis(*gap)).await;
+                    settle().await;
+                    let delta: String = (0..*len).map(|k| char::from(b'a' + ((i + k) % 26) as u8)).collect();
+                    h.push(&delta).unwrap();
+                    produced.extend(units(&delta));
+                    ends.insert(produced.len() as u64);
+                    if *join {
+                        let from = (i as u64 * 7) % (produced.len() as u64 + 1);
+                        readers.push(reader(&plane, from, &produced).await);
+                    }
+                    for r in &mut readers {
+                        r.drain();
+                    }
+                }
+                h.close().await.unwrap();
+                for r in &mut readers {
+                    r.read_to_end().await;
+                    assert_eq!(r.acc, produced);
+                    for f in &r.frames[1..] {
+                        if let Frame::Chunk { seq, .. } = &**f {
+                            assert!(ends.contains(seq), "a chunk ends at {seq}, where no push ended");
+                        }
+                    }
+                }
+            });
+        }
+    }
+}

@@ -356,7 +356,7 @@ impl LiveStream {
                     fx.relay_errors.push(e);
                 }
             }
-            self.finish_subscribers(&mut st, end, &mut fx.wake);
+            self.finish_subscribers(&mut st, end, &mut fx);
             st.durable.resolve();
             let err = shortfall(&self.id, st.durable.seq(), st.text.seq());
             st.durable.reject_up_to(u64::MAX, &err);
@@ -385,7 +385,7 @@ impl LiveStream {
                     fx.relay_errors.push(e);
                 }
             }
-            self.finish_subscribers(&mut st, stale, &mut fx.wake);
+            self.finish_subscribers(&mut st, stale, &mut fx);
             st.durable.reject_up_to(u64::MAX, &err);
         }
         self.apply(fx);

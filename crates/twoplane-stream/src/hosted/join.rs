@@ -33,7 +33,7 @@ use std::task::{Context, Poll, Waker};
 use twoplane_core::message::{Item, MessageFrame};
 
 use super::shards::SubKey;
-use super::stream::LiveStream;
+use super::stream::{Effects, LiveStream};
 use super::writers::Writers;
 use crate::fanout::Drained;
 use crate::replay::Replay;
@@ -52,13 +52,19 @@ pub(crate) enum Join {
 impl LiveStream {
     /// The atomic join from `from` (see the module guarantees).
     pub fn join(self: &Arc<Self>, from: u64) -> Join {
+        let mut fx = Effects::default();
         let mut st = self.lock();
+        // What is held for the display-rate write goes out first: the snapshot below is the
+        // stream as produced, and this reader reads the log from its head on.
+        self.flush_held(&mut st, &mut fx);
         let seq = st.text.seq();
         let durable = st.durable.seq();
         let at = from.min(seq);
         if at < st.text.floor() {
             let stale = Arc::new(MessageFrame::Stale { floor_seq: st.text.floor(), durable_seq: durable });
             metrics::counter!("twoplane_stale_endings_total", "cause" => "below_floor").increment(1);
+            drop(st);
+            self.apply(fx);
             return Join::Fixed(vec![stale].into());
         }
         let ended = st.life.is_ended();
@@ -95,10 +101,13 @@ impl LiveStream {
             if let Some(end) = st.life.end_frame() {
                 replay.push_frame(end.clone());
             }
+            drop(st);
+            self.apply(fx);
             return Join::Fixed(replay);
         }
         let (key, changes) = self.shards.attach(&mut st.shards, self.cfg.max_queued_frames, replay);
         drop(st);
+        self.apply(fx);
         Join::Live(Reader {
             stream: self.clone(),
             key,

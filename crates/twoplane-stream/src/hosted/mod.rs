@@ -9,6 +9,7 @@
 //! - `backlog.rs`: the bound on text held only in memory.
 //! - `lifecycle.rs`: live, sealing, ended, fenced; a reader's cancel; the seal's outcome.
 //! - `shards.rs`: the fan-out shards the subscribers' cursors live in.
+//! - `display.rs`: the frames held for the next display-rate write.
 //! - `writers.rs`: the direct-delivery writer tasks (over any [`writers::WriterHost`]).
 //! - `state.rs`: the parts above that live under the stream's lock, together.
 //! - `stream.rs`: [`LiveStream`] itself: its lock, its signals, what runs after a critical
@@ -31,6 +32,7 @@
 
 mod backlog;
 mod checkpoint;
+mod display;
 mod join;
 mod lifecycle;
 mod policy;

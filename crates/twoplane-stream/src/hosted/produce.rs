@@ -30,12 +30,12 @@ use twoplane_core::message::{Event, MessageFrame, MessageShape};
 use twoplane_core::Text;
 
 use super::backlog::OverBound;
+use super::display::Offer;
 use super::policy::interval_deadline;
 use super::state::State;
 use super::stream::{Effects, LiveStream};
 use super::waiters::{shortfall, FlushWait};
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::fanout::Wakes;
 use crate::relay::{RelayError, RelayFailure};
 
 impl LiveStream {
@@ -164,21 +164,66 @@ impl LiveStream {
         .with_retry_after(self.cfg.interval.max(Duration::from_secs(1)))
     }
 
-    /// Send a frame to the relay and every subscriber, in that order, under the lock.
+    /// Send a frame to the relay, then to every subscriber: now, or at the next display-rate
+    /// write (`display.rs`), under the lock. The relay gets every frame as it was produced.
     pub(super) fn fan_out(&self, st: &mut State, frame: Arc<MessageFrame>, fx: &mut Effects) {
         if self.cfg.topology.publish {
             if let Some(e) = self.publish_relay(&frame) {
                 fx.relay_errors.push(e);
             }
         }
+        let interval = self.cfg.write_interval;
+        // Held frames need a timer to flush them, so outside a runtime nothing is held.
+        if interval.is_zero() || !self.has_readers() || tokio::runtime::Handle::try_current().is_err() {
+            self.flush_held(st, fx);
+            return self.publish_now(st, frame, fx);
+        }
+        let now = Instant::now();
+        match st.display.offer(&frame, interval, now) {
+            Offer::Now { flush } => {
+                if flush {
+                    self.flush_held(st, fx);
+                }
+                self.publish_now(st, frame, fx);
+            }
+            Offer::Held { arm } => fx.flush_at = fx.flush_at.or(arm),
+        }
+    }
+
+    /// One frame to every subscriber's shard (encoded once), under the lock.
+    fn publish_now(&self, st: &mut State, frame: Arc<MessageFrame>, fx: &mut Effects) {
         let (floor, durable) = (st.text.floor(), st.durable.seq());
         let stale = || MessageFrame::Stale { floor_seq: floor, durable_seq: durable };
         self.shards
             .publish(&mut st.shards, frame, |fan, frame, sse| fan.publish_encoded(frame, sse, stale, &mut fx.wake));
     }
 
-    /// The terminal frame for every subscriber, past the cap.
-    pub(super) fn finish_subscribers(&self, st: &mut State, end: Arc<MessageFrame>, wake: &mut Wakes) {
+    /// Publish the frames held for the display-rate write, in order (before anything that must
+    /// come after them: a join's snapshot, a terminal frame, a frame published now).
+    pub(super) fn flush_held(&self, st: &mut State, fx: &mut Effects) {
+        if !st.display.holds() {
+            return;
+        }
+        for frame in st.display.take(Instant::now()) {
+            self.publish_now(st, Arc::new(frame), fx);
+        }
+    }
+
+    /// The scheduled display-rate write: what is held goes out now.
+    pub(super) fn flush_display(&self) {
+        let mut fx = Effects::default();
+        {
+            let mut st = self.lock();
+            st.display.fired();
+            self.flush_held(&mut st, &mut fx);
+        }
+        self.apply(fx);
+    }
+
+    /// The terminal frame for every subscriber, past the cap, after what is held.
+    pub(super) fn finish_subscribers(&self, st: &mut State, end: Arc<MessageFrame>, fx: &mut Effects) {
+        self.flush_held(st, fx);
+        let wake = &mut fx.wake;
         self.shards.publish(&mut st.shards, end, |fan, frame, sse| fan.finish_encoded(frame, sse, wake));
     }
 

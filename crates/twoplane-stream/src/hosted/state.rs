@@ -5,6 +5,7 @@
 use twoplane_core::message::MessageShape;
 
 use super::backlog::Backlog;
+use super::display::Display;
 use super::lifecycle::Lifecycle;
 use super::policy::Policy;
 use super::shards::ShardUse;
@@ -29,6 +30,8 @@ pub(crate) struct State {
     /// Each event holds one placeholder unit of `text`, so `text` stays indexed by the
     /// coordinate.
     pub shape: Option<MessageShape>,
+    /// Frames held for the next display-rate write (`display.rs`).
+    pub display: Display,
 }
 
 impl State {
@@ -41,6 +44,7 @@ impl State {
             shards: ShardUse::new(),
             backlog: Backlog::new(),
             shape: None,
+            display: Display::default(),
         }
     }
 

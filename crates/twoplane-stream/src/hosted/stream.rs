@@ -14,7 +14,7 @@
 //! What the stream does lives beside this file: producing (`produce.rs`), checkpointing
 //! (`checkpoint.rs`), joining (`join.rs`); it knows no plane and no subscription.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::sync::Notify;
 use twoplane_core::Text;
@@ -36,6 +36,8 @@ pub(crate) struct Effects {
     pub relay_errors: Vec<RelayError>,
     pub kick: bool,
     pub cancelled: bool,
+    /// A display-rate flush to schedule for then (`display.rs`).
+    pub flush_at: Option<tokio::time::Instant>,
 }
 
 pub(crate) struct LiveStream {
@@ -54,6 +56,8 @@ pub(crate) struct LiveStream {
     pub cancel_signal: Notify,
     /// The seal's outcome, once known; every `close`/`fail`/`drain` caller reads the same one.
     seal_outcome: SealOutcome,
+    /// The stream itself, for the display-rate flush it schedules (a task holding it until then).
+    me: Weak<LiveStream>,
 }
 
 impl WriterHost for LiveStream {
@@ -68,7 +72,7 @@ impl WriterHost for LiveStream {
 
 impl LiveStream {
     pub fn new(id: &str, cfg: Arc<Config>) -> Arc<LiveStream> {
-        Arc::new(LiveStream {
+        Arc::new_cyclic(|me| LiveStream {
             id: id.to_owned(),
             id_text: Text::from(id),
             cfg,
@@ -78,6 +82,7 @@ impl LiveStream {
             kick: Notify::new(),
             cancel_signal: Notify::new(),
             seal_outcome: SealOutcome::new(),
+            me: me.clone(),
         })
     }
 
@@ -106,6 +111,13 @@ impl LiveStream {
         }
         for e in fx.relay_errors {
             report::relay_error(&self.cfg, &self.id, RelayPhase::Publish, e.as_ref());
+        }
+        if let (Some(at), Some(me)) = (fx.flush_at, self.me.upgrade()) {
+            // `fan_out` holds frames only inside a runtime, so there is one to spawn on.
+            tokio::spawn(async move {
+                tokio::time::sleep_until(at).await;
+                me.flush_display();
+            });
         }
     }
 
