@@ -169,20 +169,9 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
     if wanted.stream_id.is_empty() {
         return crate::refusal::refuse(StatusCode::BAD_REQUEST, "missing_stream_id", "the query needs streamId=<id>");
     }
-    if endpoint.config.max_subscribers.is_some_and(|max| endpoint.stats.active() >= max) {
-        // Before the plane is asked: a full server spends nothing on the request.
-        return too_many_subscribers(CapReached::Server);
-    }
-    let pass = match &endpoint.config.subscriber_caps {
-        Some(caps) => {
-            let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-            match caps.admit(&wanted.stream_id, peer) {
-                Ok(pass) => Some(pass),
-                // Before the plane is asked, like the bound above.
-                Err(reached) => return too_many_subscribers(reached),
-            }
-        }
-        None => None,
+    let pass = match admit(&endpoint.config, &endpoint.stats, &wanted.stream_id, &request) {
+        Ok(pass) => pass,
+        Err(refused) => return refused,
     };
     let user = (endpoint.identify)(headers);
     let from = wanted.from_offset();
@@ -202,6 +191,43 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
     }
 }
 
+/// A reader of `stream_id` under `config`'s bounds, before the plane is asked (a full server
+/// spends nothing on the request): past the server-wide bound of live readers (`stats`), or past
+/// the per-stream or per-address bound, `503 too_many_subscribers` with a `Retry-After`. Every
+/// reader endpoint (this one, the AI SDK's resume route) admits its readers here; the pass gives
+/// the places back when it drops.
+pub(crate) fn admit(
+    config: &SseConfig,
+    stats: &SseStats,
+    stream_id: &str,
+    request: &Request,
+) -> Result<Option<SubscriberPass>, Response> {
+    if config.max_subscribers.is_some_and(|max| stats.active() >= max) {
+        return Err(too_many_subscribers(CapReached::Server));
+    }
+    let Some(caps) = &config.subscriber_caps else { return Ok(None) };
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    caps.admit(stream_id, peer).map(Some).map_err(too_many_subscribers)
+}
+
+/// One live reader in [`SseStats::active`] (and `opened`), for as long as this lives: what an
+/// [`SseBody`] holds, and what a reader endpoint that writes its own body holds for it.
+pub(crate) struct ActiveReader(Arc<SseStats>);
+
+impl ActiveReader {
+    pub(crate) fn new(stats: Arc<SseStats>) -> ActiveReader {
+        stats.active.fetch_add(1, Ordering::SeqCst);
+        stats.opened.fetch_add(1, Ordering::Relaxed);
+        ActiveReader(stats)
+    }
+}
+
+impl Drop for ActiveReader {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A reader's refusal: the same status and body whether or not the stream exists, wherever a
 /// reader is refused (this endpoint, the reader's cancel).
 pub fn forbidden() -> Response {
@@ -209,7 +235,7 @@ pub fn forbidden() -> Response {
 }
 
 /// Seconds a refused subscriber is told to wait: subscribers come and go within seconds.
-const SUBSCRIBER_RETRY_AFTER_S: u64 = 5;
+pub(crate) const SUBSCRIBER_RETRY_AFTER_S: u64 = 5;
 
 /// `503` with `{"kind":"too_many_subscribers","message":...}` and a `Retry-After`.
 fn too_many_subscribers(reached: CapReached) -> Response {
@@ -323,12 +349,13 @@ pub struct SseBody {
     /// The subscriber's places under the per-stream and per-address bounds, given back when
     /// the body goes (with its subscription).
     _pass: Option<SubscriberPass>,
+    /// Counted among the live readers until the body goes.
+    _active: ActiveReader,
 }
 
 impl SseBody {
     pub fn new(subscription: Subscription, config: &SseConfig, stats: Arc<SseStats>) -> SseBody {
-        stats.active.fetch_add(1, Ordering::SeqCst);
-        stats.opened.fetch_add(1, Ordering::Relaxed);
+        let active = ActiveReader::new(stats.clone());
         let keep_alive = config.keep_alive.max(Duration::from_millis(1));
         SseBody {
             subscription: Some(subscription),
@@ -338,6 +365,7 @@ impl SseBody {
             done: false,
             stats,
             _pass: None,
+            _active: active,
         }
     }
 
@@ -434,8 +462,8 @@ impl http_body::Body for SseBody {
 
 impl Drop for SseBody {
     fn drop(&mut self) {
-        // The subscription (if still held) detaches in its own Drop, right here.
+        // The subscription (if still held) detaches in its own Drop, right here, before the
+        // reader stops counting as live.
         self.subscription = None;
-        self.stats.active.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -440,6 +440,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     };
     let reader_caps = sse.subscriber_caps.clone();
     let max_subscribers = conn_limits.max_subscribers();
+    let ui_sse = sse.clone();
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     let sse_routes = crate::access::reader_routes(sse_routes, &config.access);
     let producer_routes = crate::producer::routes(
@@ -449,7 +450,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         config.producer_limits.clone(),
     );
     let ui_routes =
-        crate::ui_stream::routes(plane.clone(), db.clone(), Arc::new(config.access.clone()), reader_caps.clone());
+        crate::ui_stream::routes(plane.clone(), db.clone(), Arc::new(config.access.clone()), ui_sse, stats.clone());
     let limits = crate::conn_limits::ConnLimits::new(conn_limits);
     crate::metrics::install();
     let probes = crate::metrics::Sources {

@@ -26,12 +26,11 @@
 //!   channel to the socket (a reader that stops reading stops its task at the next send), a
 //!   keep-alive comment every 15 s, read tokens as for every reader (`?token=` or the header).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -39,19 +38,17 @@ use axum::Router;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use twoplane_core::json::JsonValue;
+use twoplane_core::sse::KEEP_ALIVE_COMMENT;
 use twoplane_core::message::{assemble_durable_message_at, Message, MessageFrame};
 use twoplane_core::ui::UiEgress;
 use twoplane_core::{StreamStatus, Text};
 use twoplane_stream::{Plane, Subscription};
 
 use crate::access::Access;
-use crate::conn_limits::SubscriberCaps;
-use crate::http::HttpCaller;
+use crate::http::{ActiveReader, HttpCaller, SseConfig, SseStats};
 use crate::refusal::refuse;
 use crate::store::{messages, Database, MessageView};
 
-/// How long a reader waits for a frame before the stream's store is read again.
-const QUIET: Duration = Duration::from_secs(15);
 /// How often a stream the store shows streaming, and no instance serves live, is read again.
 const STORE_POLL: Duration = Duration::from_millis(500);
 
@@ -60,7 +57,9 @@ struct UiState {
     plane: Plane,
     db: Database,
     access: Arc<Access>,
-    caps: Option<Arc<SubscriberCaps>>,
+    /// The SSE endpoint's settings and counters: its bounds and keep-alive are this route's too.
+    sse: SseConfig,
+    stats: Arc<SseStats>,
 }
 
 #[derive(Deserialize)]
@@ -68,10 +67,25 @@ struct FromQuery {
     from: Option<u64>,
 }
 
-/// The resume route, as a reader route (read tokens, pages on allowed origins).
-pub fn routes(plane: Plane, db: Database, access: Arc<Access>, caps: Option<Arc<SubscriberCaps>>) -> Router {
-    let state = UiState { plane, db, access: access.clone(), caps };
-    let routes = Router::new().route("/v1/streams/{id}/ui-message-stream", get(resume)).with_state(state);
+/// The route's path, `/v1/streams/{id}/ui-message-stream`, with its `{id}` segment.
+const PATH_HEAD: &str = "/v1/streams/";
+const PATH_TAIL: &str = "/ui-message-stream";
+
+/// Whether a request target (`path[?query]`) is this route's: what the accept loop's direct SSE
+/// path (`crate::sse_conn`) takes besides the SSE endpoint, so both kinds of reader are served
+/// the same way.
+pub(crate) fn is_resume_target(target: &str) -> bool {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    path.strip_prefix(PATH_HEAD)
+        .and_then(|rest| rest.strip_suffix(PATH_TAIL))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// The resume route, as a reader route (read tokens, pages on allowed origins), admitting its
+/// readers under the SSE endpoint's bounds and counting them among its live readers (`stats`).
+pub fn routes(plane: Plane, db: Database, access: Arc<Access>, sse: SseConfig, stats: Arc<SseStats>) -> Router {
+    let state = UiState { plane, db, access: access.clone(), sse, stats };
+    let routes = Router::new().route(&format!("{PATH_HEAD}{{id}}{PATH_TAIL}"), get(resume)).with_state(state);
     crate::access::reader_routes(routes, &access)
 }
 
@@ -82,7 +96,6 @@ async fn resume(
     request: axum::extract::Request,
 ) -> Response {
     let headers = request.headers().clone();
-    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
     if state.access.check_read(&headers, &id).is_err() {
         return crate::http::forbidden();
     }
@@ -100,27 +113,26 @@ async fn resume(
     let Some(view) = view.filter(|v| v.status.is_some() || v.seq > 0) else {
         return StatusCode::NO_CONTENT.into_response();
     };
-    let pass = match &state.caps {
-        Some(caps) => match caps.admit(&id, peer) {
-            Ok(pass) => Some(pass),
-            Err(reached) => {
-                return crate::refusal::refuse_retry(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    reached.kind(),
-                    reached.message(),
-                    5,
-                )
-            }
-        },
-        None => None,
+    let pass = match crate::http::admit(&state.sse, &state.stats, &id, &request) {
+        Ok(pass) => pass,
+        Err(refused) => return refused,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     let caller = HttpCaller { headers };
     tokio::spawn(async move {
         let _pass = pass;
+        let _active = ActiveReader::new(state.stats.clone());
         let _reader = crate::metrics::ReaderGauge::new("ui_message_stream");
-        let mut reader = UiReader { id: Text::from(id.as_str()), id_str: id, caller, tx, egress: UiEgress::new() };
-        let _ = reader.serve(&state, query.from.unwrap_or(0), view).await;
+        let quiet = state.sse.keep_alive.max(Duration::from_millis(1));
+        let mut reader =
+            UiReader { id: Text::from(id.as_str()), id_str: id, caller, tx, egress: UiEgress::new(), quiet };
+        let gone = reader.tx.clone();
+        // A reader that hangs up ends the task at once (not at its next write), and with it its
+        // places under the bounds.
+        tokio::select! {
+            _ = reader.serve(&state, query.from.unwrap_or(0), view) => {}
+            () = gone.closed() => {}
+        }
     });
     let body = Body::from_stream(futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|bytes| (Ok::<_, std::convert::Infallible>(bytes), rx))
@@ -143,6 +155,8 @@ struct UiReader {
     caller: HttpCaller,
     tx: mpsc::Sender<Bytes>,
     egress: UiEgress,
+    /// How long it waits for a frame before a keep-alive (the SSE endpoint's interval).
+    quiet: Duration,
 }
 
 /// The reader went away (its connection closed): its task stops.
@@ -178,7 +192,7 @@ impl UiReader {
             match state.plane.subscribe(&self.caller, &self.id_str, 0).await {
                 Ok(mut sub) => {
                     // The first frame says whether a live stream answers, and how long it is.
-                    let first = tokio::time::timeout(QUIET, sub.next()).await.ok().flatten();
+                    let first = tokio::time::timeout(self.quiet, sub.next()).await.ok().flatten();
                     if let Some(MessageFrame::Open { seq, .. }) = first.as_deref() {
                         return match self.join(&mut sub, from, *seq).await? {
                             None => Ok(Next::Follow(sub)),
@@ -234,7 +248,7 @@ impl UiReader {
         let mut held: Option<Message> = (held_at == 0).then(Message::new);
         let mut end = None;
         while message.len() < target {
-            let Some(frame) = tokio::time::timeout(QUIET, sub.next()).await.ok().flatten() else { break };
+            let Some(frame) = tokio::time::timeout(self.quiet, sub.next()).await.ok().flatten() else { break };
             if frame.is_terminal() {
                 end = Some(frame);
                 break;
@@ -261,7 +275,7 @@ impl UiReader {
     /// The live tail, until the stream ends (or no live leg serves it any more: the store).
     async fn follow(&mut self, state: &UiState, mut sub: Subscription) -> Result<Next, Gone> {
         loop {
-            match tokio::time::timeout(QUIET, sub.next()).await {
+            match tokio::time::timeout(self.quiet, sub.next()).await {
                 Err(_) => self.keep_alive().await?,
                 Ok(None) => return Ok(Next::Store),
                 Ok(Some(frame)) => match &*frame {
@@ -316,7 +330,7 @@ impl UiReader {
         }
         let from = self.egress.message().len();
         if let Ok(mut sub) = state.plane.subscribe(&self.caller, &self.id_str, from).await {
-            if let Ok(Some(first)) = tokio::time::timeout(QUIET, sub.next()).await {
+            if let Ok(Some(first)) = tokio::time::timeout(self.quiet, sub.next()).await {
                 if matches!(&*first, MessageFrame::Open { .. }) {
                     return Ok(Next::Follow(sub));
                 }
@@ -336,7 +350,7 @@ impl UiReader {
     }
 
     async fn keep_alive(&mut self) -> Result<(), Gone> {
-        self.write(Bytes::from_static(b": keep-alive\n\n")).await
+        self.write(Bytes::from_static(KEEP_ALIVE_COMMENT.as_bytes())).await
     }
 
     /// Send chunks as events, the last with `id: at`: the group is whole only at its last event,
@@ -395,5 +409,21 @@ fn assembled(view: &MessageView) -> Option<Message> {
     match &view.rows {
         None => Some(Message::from_text(Text::from(view.body.as_str()))),
         Some(rows) => rows.assemble().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_resume_target;
+
+    #[test]
+    fn the_direct_path_takes_exactly_this_routes_targets() {
+        assert!(is_resume_target("/v1/streams/m1/ui-message-stream"));
+        assert!(is_resume_target("/v1/streams/a%2Fb/ui-message-stream?from=12"));
+        assert!(!is_resume_target("/v1/streams//ui-message-stream"));
+        assert!(!is_resume_target("/v1/streams/a/b/ui-message-stream"));
+        assert!(!is_resume_target("/v1/streams/m1/ui-message-streams"));
+        assert!(!is_resume_target("/v1/streams/m1/append"));
+        assert!(!is_resume_target("/v2/streams/m1/ui-message-stream"));
     }
 }

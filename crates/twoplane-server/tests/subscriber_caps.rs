@@ -1,7 +1,9 @@
 //! The subscriber caps of `twoplane serve` over real HTTP: past `--max-subscribers-per-stream`
 //! or `--max-subscribers-per-ip` a subscribe answers `503` with `{"kind":
 //! "too_many_subscribers"}` and a `Retry-After`, other streams and addresses are unaffected, and
-//! a reader that leaves gives its place back.
+//! a reader that leaves gives its place back. The AI SDK's resume route
+//! (`/v1/streams/{id}/ui-message-stream`) is a reader like `/api/stream`: the same bounds (the
+//! server-wide one too), counted together, and the same refusals.
 
 mod common;
 
@@ -10,28 +12,54 @@ use std::time::{Duration, Instant};
 use common::cluster::{http, http_full, Instance, Sse};
 
 fn start(dir: &std::path::Path) -> Instance {
+    start_with(dir, &["--max-subscribers-per-stream", "2", "--max-subscribers-per-ip", "3"])
+}
+
+fn start_with(dir: &std::path::Path, flags: &[&str]) -> Instance {
     let db = dir.join("caps.db");
-    let args: Vec<String> = [
-        "--listen",
-        "127.0.0.1:0",
-        "--db",
-        db.to_str().unwrap(),
-        "--max-subscribers-per-stream",
-        "2",
-        "--max-subscribers-per-ip",
-        "3",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args: Vec<String> =
+        ["--listen", "127.0.0.1:0", "--db", db.to_str().unwrap()].iter().map(|s| s.to_string()).collect();
+    args.extend(flags.iter().map(|s| s.to_string()));
     let (name, child, log) = Instance::spawn("caps", &args, dir);
     Instance::ready(name, child, log)
 }
 
+async fn open(server: &Instance, id: &str) {
+    let (status, _, raw) =
+        http(server.addr, "POST", &format!("/v1/streams/{id}/open"), Some(r#"{"create":true}"#.into())).await.unwrap();
+    assert_eq!(status, 200, "{raw}");
+}
+
 async fn refused(server: &Instance, id: &str) {
-    let reply = http_full(server.addr, "GET", &format!("/api/stream?streamId={id}&from=0"), None).await.unwrap();
+    refused_at(server, &format!("/api/stream?streamId={id}&from=0")).await;
+}
+
+/// A subscribe of `path` refused past a bound: JSON with its kind, and when to try again.
+async fn refused_at(server: &Instance, path: &str) {
+    let reply = http_full(server.addr, "GET", path, None).await.unwrap();
     assert_eq!((reply.status, reply.json["kind"].as_str()), (503, Some("too_many_subscribers")), "{}", reply.raw);
     assert_eq!(reply.headers["retry-after"], "5");
+    assert_eq!(reply.headers["content-type"], "application/json");
+}
+
+/// The head of the answer to `GET path`, lowercased (the body of an ended stream follows it).
+async fn response_head(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0, "closed before the head: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    String::from_utf8_lossy(&got[..end + 2]).to_lowercase()
+}
+
+fn ui(id: &str) -> String {
+    format!("/v1/streams/{id}/ui-message-stream")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,5 +89,65 @@ async fn past_a_cap_a_subscribe_is_refused_in_json_and_a_leaving_reader_gives_it
             Err(e) => assert!(Instant::now() < deadline, "the place was not given back: {e}"),
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ai_sdk_resume_route_counts_against_the_same_caps_and_is_refused_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    for id in ["a", "b"] {
+        open(&server, id).await;
+    }
+    // One reader of each kind on stream "a" fill its cap of 2: a third of either kind is refused.
+    let a1 = Sse::get(server.addr, &ui("a"), None).await.unwrap();
+    let _a2 = Sse::get(server.addr, "/api/stream?streamId=a&from=0", None).await.unwrap();
+    refused_at(&server, &ui("a")).await;
+    refused(&server, "a").await;
+    // The address's cap of 3 counts both kinds too.
+    let _b1 = Sse::get(server.addr, &ui("b"), None).await.unwrap();
+    refused_at(&server, &ui("b")).await;
+    // A UI reader that hangs up gives its place back.
+    drop(a1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Sse::get(server.addr, &ui("a"), None).await.is_err() {
+        assert!(Instant::now() < deadline, "the UI reader's place was not given back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_wide_bound_counts_ui_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    // Eight connections, a quarter for heads still being read and an eighth kept for other
+    // requests: five subscriptions in all.
+    let server = start_with(
+        dir.path(),
+        &["--max-connections", "8", "--max-connections-per-ip", "8", "--max-subscribers-per-stream", "100",
+          "--max-subscribers-per-ip", "100"],
+    );
+    open(&server, "s").await;
+    let mut held = Vec::new();
+    for i in 0..5 {
+        let path = if i % 2 == 0 { ui("s") } else { "/api/stream?streamId=s&from=0".to_owned() };
+        held.push(Sse::get(server.addr, &path, None).await.unwrap());
+    }
+    refused_at(&server, &ui("s")).await;
+    refused(&server, "s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resume_route_is_served_on_the_direct_path_unless_it_is_off() {
+    // The direct path writes the router's headers and nothing else; hyper adds a `date`.
+    for (flags, direct) in [(&[][..], true), (&["--no-direct-sse"][..], false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start_with(dir.path(), flags);
+        open(&server, "d").await;
+        http(server.addr, "POST", "/v1/streams/d/close", Some("{}".into())).await.unwrap();
+        for path in [ui("d"), "/api/stream?streamId=d&from=0".to_owned()] {
+            let head = response_head(server.addr, &path).await;
+            assert!(head.starts_with("http/1.1 200"), "{path}: {head}");
+            assert_eq!(!head.contains("\r\ndate:"), direct, "{path} with {flags:?}: {head}");
+        }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Guarantees:
 //! - A request head is taken ([`Parsed::Sse`]) only when this path fully understands it: `GET`
-//!   over HTTP/1.1 to the configured path (exactly, or followed by a query), without a body, with
+//!   over HTTP/1.1 to the configured path (exactly, or followed by a query) or to the AI SDK's
+//!   resume route (`GET /v1/streams/{id}/ui-message-stream`), without a body, with
 //!   at most [`MAX_HEADERS`] headers; anything it does not understand is [`Parsed::Other`], for
 //!   hyper to frame (and refuse, if it must).
 //! - A response head carries the router's status and headers, minus any length or transfer
@@ -55,7 +56,10 @@ pub(super) fn parse(buf: &[u8], peer: SocketAddr, path_served: &str) -> Parsed {
         Err(_) => return Parsed::Other,
     };
     let (Some(method), Some(path), Some(1)) = (req.method, req.path, req.version) else { return Parsed::Other };
-    let on_path = path == path_served || path.strip_prefix(path_served).is_some_and(|rest| rest.starts_with('?'));
+    // The SSE endpoint's path, and the AI SDK's resume route: the two kinds of reader.
+    let on_path = path == path_served
+        || path.strip_prefix(path_served).is_some_and(|rest| rest.starts_with('?'))
+        || crate::ui_stream::is_resume_target(path);
     if method != "GET" || !on_path {
         return Parsed::Other;
     }
@@ -235,6 +239,8 @@ mod tests {
         assert!(!sse("POST /api/stream?x HTTP/1.1\r\ncontent-length: 2\r\n\r\nab"));
         assert!(!sse("GET /api/stream?x HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n"));
         assert!(!sse("GET /healthz HTTP/1.1\r\n\r\n"));
+        assert!(sse("GET /v1/streams/m1/ui-message-stream?from=3 HTTP/1.1\r\n\r\n"));
+        assert!(!sse("POST /v1/streams/m1/ui-message-stream HTTP/1.1\r\ncontent-length: 0\r\n\r\n"));
         assert!(!sse("garbage\r\n\r\n"));
         assert!(matches!(parse(b"GET /api/stream?x HTTP/1.1\r\nhost:", peer(), "/api/stream"), Parsed::Partial));
     }
