@@ -9,7 +9,10 @@
 // - resuming by offset: a reader cut mid reasoning, mid tool input, between a tool's input and its
 //   output, mid text, after the end, and at random points, resumed with `?from=` each time: what
 //   the server replays up to the offset rebuilds exactly what the reader held, and what comes after
-//   it continues the held message to the whole one (nothing twice, nothing missing);
+//   it continues the held message to the whole one (nothing twice, nothing missing); the cuts of a
+//   kind on a server writing every frame as it comes (`--write-interval-ms 0`, one delta per
+//   chunk), the random ones on the default server, whose display-rate writes merge the deltas that
+//   arrive within an interval, judged against the unmerged stream;
 // - the ChatTransport with the SDK's `Chat`: pages that die mid-answer and a new page resuming from
 //   the offset the last one persisted; a connection that breaks and is reopened by the transport;
 //   a `Chat` resuming after a disconnect. Every chunk the pages' `Chat` processed is counted:
@@ -61,6 +64,8 @@ const DELAY = 4; // ms between the model's chunks
 let tp;
 let producer;
 let app;
+/** A second server that writes every frame as it comes (`--write-interval-ms 0`), and its producer. */
+let exact;
 let ids = 0;
 const newId = (what) => `${what}-m${major}-${SEED}-${++ids}`;
 
@@ -70,10 +75,10 @@ async function build(chunks) {
 }
 
 /** Produce the turn into twoplane: `{ outcome, source }` (the producer's own chunks). */
-async function produceTurn(streamId, pulled = { n: 0 }) {
-  await producer.open(streamId);
+async function produceTurn(streamId, pulled = { n: 0 }, through = producer) {
+  await through.open(streamId);
   const [a, b] = pacedTurn(M, { streamId, delayMs: DELAY, pulled }).tee();
-  const outcome = producer.produce(streamId, a);
+  const outcome = through.produce(streamId, a);
   const source = (async () => {
     const out = [];
     for await (const c of b) out.push(c);
@@ -107,14 +112,17 @@ function startApp() {
 before(async () => {
   tp = await startTwoplane();
   producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
+  const etp = await startTwoplane(['--write-interval-ms', '0']);
+  exact = { tp: etp, producer: createTwoplaneProducer({ url: etp.url, producerToken: etp.producerToken, readTokenSecret: etp.readSecret }) };
   app = await startApp();
 });
 after(async () => {
   app?.server.close();
   await tp?.stop();
+  await exact?.tp.stop();
 });
 
-const tokenFor = (id) => signStreamToken({ secret: tp.readSecret, streamId: id, ttlSeconds: 600 });
+const tokenFor = (id, server = tp) => signStreamToken({ secret: server.readSecret, streamId: id, ttlSeconds: 600 });
 
 test('produced through twoplane, the SDK builds from the GET the message it builds from the producer', async () => {
   const id = newId('whole');
@@ -161,15 +169,15 @@ function cutOf(kind) {
  * Read the stream of `id` from 0, cutting at each of `cuts` in turn and resuming from the last
  * offset held; returns what a continuing reader applied and the resumes' checks.
  */
-async function cutAndResume(id, cuts) {
-  const token = tokenFor(id);
+async function cutAndResume(id, cuts, server = tp) {
+  const token = tokenFor(id, server);
   let from = 0;
   const held = [];
   const resumes = [];
   for (let i = 0; ; i += 1) {
     assert.ok(i < 20, 'the chain ends');
     const cut = cuts[i] ? cuts[i](from) : undefined;
-    const r = await readUi(tp, token, id, { from, cut });
+    const r = await readUi(server, token, id, { from, cut });
     const evs = r.events.filter((e) => !e.done);
     const replayed = from > 0 ? evs.filter((e) => e.id <= from) : [];
     const fresh = from > 0 ? evs.filter((e) => e.id > from) : evs;
@@ -188,13 +196,14 @@ async function cutAndResume(id, cuts) {
 const KINDS = ['mid reasoning', 'mid tool input', 'between tool input and output', 'mid text'];
 
 test('cut mid reasoning, mid tool input, between tool input and output, mid text and after the end, resumed by offset', async () => {
+  // One delta per chunk, so that every kind of cut has its place.
   const id = newId('cuts');
-  const { outcome, source } = await produceTurn(id);
-  const { held, resumes } = await cutAndResume(id, KINDS.map(cutOf));
+  const { outcome, source } = await produceTurn(id, { n: 0 }, exact.producer);
+  const { held, resumes } = await cutAndResume(id, KINDS.map(cutOf), exact.tp);
   // after the end: the whole message again, all of it replayed
-  const last = await readUi(tp, tokenFor(id), id, { from: 0 });
+  const last = await readUi(exact.tp, tokenFor(id, exact.tp), id, { from: 0 });
   const end = last.events.filter((e) => !e.done).at(-1).id;
-  const again = await readUi(tp, tokenFor(id), id, { from: end });
+  const again = await readUi(exact.tp, tokenFor(id, exact.tp), id, { from: end });
   const whole = await build(await source);
   assert.equal((await outcome).status, 'complete');
   assert.equal(resumes.length, KINDS.length);
@@ -216,6 +225,29 @@ test('cut at random points, several times, resumed by offset', async () => {
     assert.equal((await outcome).status, 'complete');
     for (const r of resumes) assert.deepEqual(r.rebuilt, r.held, `round ${round}: the replay up to ${r.from} rebuilds what the reader held`);
     assert.deepEqual(await build(held), whole, `round ${round}: the resumed reader builds the whole message`);
+  }
+});
+
+test('a merged stream, cut at random group ends and resumed from each last id, builds what the unmerged stream builds', async () => {
+  const deltas = (events) => events.filter((e) => !e.done && /-delta$/.test(e.chunk.type)).length;
+  for (let round = 0; round < 3; round += 1) {
+    const id = newId('merged');
+    // The same turn through a server that writes every frame as it comes, read whole.
+    const unmerged = await produceTurn(id, { n: 0 }, exact.producer);
+    const plain = await readUi(exact.tp, tokenFor(id, exact.tp), id);
+    assert.equal((await unmerged.outcome).status, 'complete');
+    const want = await build(plain.events.filter((e) => !e.done).map((e) => e.chunk));
+    // And through the default server, whose readers' writes merge what arrives within 16 ms.
+    const merged = await produceTurn(id);
+    const live = readUi(tp, tokenFor(id), id);
+    const cuts = Array.from({ length: between(2, 5) }, () => cutOf('random'));
+    const { held, resumes } = await cutAndResume(id, cuts);
+    assert.equal((await merged.outcome).status, 'complete');
+    for (const r of resumes) assert.deepEqual(r.rebuilt, r.held, `round ${round}: the replay up to ${r.from} rebuilds exactly what the reader held`);
+    assert.deepEqual(await build(held), want, `round ${round}: cut ${resumes.length} times, the merged stream builds the unmerged message`);
+    const whole = await live;
+    assert.deepEqual(await build(whole.events.filter((e) => !e.done).map((e) => e.chunk)), want, `round ${round}: uncut, too`);
+    assert.ok(deltas(whole.events) < deltas(plain.events), `round ${round}: fewer deltas than the unmerged stream (${deltas(whole.events)} of ${deltas(plain.events)})`);
   }
 });
 

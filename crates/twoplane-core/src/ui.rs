@@ -18,10 +18,12 @@
 //! order they are written in.
 
 pub mod egress;
+pub mod events;
 pub mod ingest;
 mod vocab;
 
 pub use egress::{end_chunks, frame_chunks, message_chunks, start_chunk, UiEgress};
+pub use events::{write_group, DONE_EVENT};
 pub use ingest::{UiIngest, UiOp};
 pub use vocab::{HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
 

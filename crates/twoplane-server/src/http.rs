@@ -45,7 +45,7 @@ use axum::Router;
 use bytes::Bytes;
 use twoplane_core::request::stream_request_from_http;
 use twoplane_core::sse::{DEFAULT_KEEP_ALIVE_MS, KEEP_ALIVE_COMMENT, STREAM_SSE_HEADERS};
-use twoplane_stream::{Plane, PlaneErrorKind, SseBatch, SseSink, Subscription};
+use twoplane_stream::{Plane, PlaneErrorKind, SseBatch, SseSink, Subscription, UiOutcome};
 
 use crate::conn_limits::{CapReached, SubscriberCaps, SubscriberPass};
 
@@ -104,6 +104,8 @@ pub struct SseStats {
     pub handovers: AtomicU64,
     /// Times direct delivery found the socket full and handed the rest back to the connection.
     pub holds: AtomicU64,
+    /// Of the `active` bodies, those of the AI SDK's resume route (`crate::ui_stream`).
+    pub ui_active: AtomicUsize,
 }
 
 impl SseStats {
@@ -171,16 +173,14 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
     }
     let pass = match admit(&endpoint.config, &endpoint.stats, &wanted.stream_id, &request) {
         Ok(pass) => pass,
-        Err(refused) => return refused,
+        Err(reached) => return too_many_subscribers(reached),
     };
     let user = (endpoint.identify)(headers);
     let from = wanted.from_offset();
     match endpoint.plane.subscribe(&user, &wanted.stream_id, from).await {
         Ok(subscription) => {
             tracing::debug!(stream_id = ?wanted.stream_id, from, "sse subscriber joined");
-            let mut body = SseBody::new(subscription, &endpoint.config, endpoint.stats.clone());
-            body._pass = pass;
-            body_response(body)
+            body_response(SseBody::new(subscription, &endpoint.config, endpoint.stats.clone()).admitted(pass))
         }
         // Same status and body for a stream that exists and one that does not.
         Err(e) if e.kind() == PlaneErrorKind::Forbidden => forbidden(),
@@ -201,13 +201,13 @@ pub(crate) fn admit(
     stats: &SseStats,
     stream_id: &str,
     request: &Request,
-) -> Result<Option<SubscriberPass>, Response> {
+) -> Result<Option<SubscriberPass>, CapReached> {
     if config.max_subscribers.is_some_and(|max| stats.active() >= max) {
-        return Err(too_many_subscribers(CapReached::Server));
+        return Err(CapReached::Server);
     }
     let Some(caps) = &config.subscriber_caps else { return Ok(None) };
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-    caps.admit(stream_id, peer).map(Some).map_err(too_many_subscribers)
+    caps.admit(stream_id, peer).map(Some)
 }
 
 /// One live reader in [`SseStats::active`] (and `opened`), for as long as this lives: what an
@@ -235,10 +235,10 @@ pub fn forbidden() -> Response {
 }
 
 /// Seconds a refused subscriber is told to wait: subscribers come and go within seconds.
-pub(crate) const SUBSCRIBER_RETRY_AFTER_S: u64 = 5;
+const SUBSCRIBER_RETRY_AFTER_S: u64 = 5;
 
 /// `503` with `{"kind":"too_many_subscribers","message":...}` and a `Retry-After`.
-fn too_many_subscribers(reached: CapReached) -> Response {
+pub(crate) fn too_many_subscribers(reached: CapReached) -> Response {
     crate::refusal::refuse_retry(
         StatusCode::SERVICE_UNAVAILABLE,
         reached.kind(),
@@ -254,14 +254,20 @@ pub fn sse_response(subscription: Subscription, config: &SseConfig, stats: Arc<S
 }
 
 fn body_response(body: SseBody) -> Response {
+    handoff_response(body, &STREAM_SSE_HEADERS)
+}
+
+/// The response of a reader's `body` with `headers`: its body for hyper, and the hand-off the
+/// direct SSE path takes it through.
+pub(crate) fn handoff_response(body: SseBody, headers: &[(&'static str, &'static str)]) -> Response {
     let (body, extension) = SseHandoff::new(body);
     // As the body hyper polls, and as an extension the direct SSE path (`crate::sse_conn`) takes
     // the body out of to serve the subscription itself.
     let mut response = Response::new(Body::new(body));
     response.extensions_mut().insert(extension);
-    let headers = response.headers_mut();
-    for (name, value) in STREAM_SSE_HEADERS {
-        headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+    let map = response.headers_mut();
+    for (name, value) in headers {
+        map.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
     }
     response
 }
@@ -351,6 +357,37 @@ pub struct SseBody {
     _pass: Option<SubscriberPass>,
     /// Counted among the live readers until the body goes.
     _active: ActiveReader,
+    /// A UI reader: counted as one until the body goes.
+    _ui: Option<UiReader>,
+    /// What continues a UI reader whose subscription ended short of `[DONE]` (`None`: a reader
+    /// of frames, whose client resumes by itself), and the continuation under way.
+    resume: Option<Box<dyn Continue>>,
+    resuming: Option<Pin<Box<dyn Future<Output = Option<Continuation>> + Send>>>,
+    /// The body ends at the next poll (its last bytes went out with this poll).
+    ending: bool,
+}
+
+/// What continues a UI reader's response after its subscription ended short of the stream's end
+/// (a `stale`, an `absent`; see [`twoplane_stream::Subscription::ui_outcome`]): the AI SDK's
+/// reader cannot resume by itself, so its server does.
+pub(crate) trait Continue: Send {
+    /// The continuation of a reader that got to `outcome`; `None` ends the response as it is.
+    fn next(&mut self, outcome: UiOutcome) -> Pin<Box<dyn Future<Output = Option<Continuation>> + Send>>;
+}
+
+/// One UI reader among the live readers, counted apart (and in its metrics gauge).
+struct UiReader(Arc<SseStats>, #[allow(dead_code)] crate::metrics::ReaderGauge);
+
+impl Drop for UiReader {
+    fn drop(&mut self) {
+        self.0.ui_active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Bytes to write next, then the subscription to read after them (`None`: the response ends).
+pub(crate) struct Continuation {
+    pub bytes: Bytes,
+    pub subscription: Option<Subscription>,
 }
 
 impl SseBody {
@@ -366,6 +403,39 @@ impl SseBody {
             stats,
             _pass: None,
             _active: active,
+            _ui: None,
+            resume: None,
+            resuming: None,
+            ending: false,
+        }
+    }
+
+    /// This body, holding its places under the subscriber bounds (given back when it goes).
+    pub(crate) fn admitted(mut self, pass: Option<SubscriberPass>) -> SseBody {
+        self._pass = pass;
+        self
+    }
+
+    /// This body, counted as a UI reader (in [`SseStats::ui_active`] and `gauge`) while it lives.
+    pub(crate) fn counted_as_ui(mut self, gauge: crate::metrics::ReaderGauge) -> SseBody {
+        self.stats.ui_active.fetch_add(1, Ordering::SeqCst);
+        self._ui = Some(UiReader(self.stats.clone(), gauge));
+        self
+    }
+
+    /// This body, continued by `resume` whenever its UI subscription ends short of `[DONE]`.
+    pub(crate) fn continued_by(mut self, resume: Box<dyn Continue>) -> SseBody {
+        self.resume = Some(resume);
+        self
+    }
+
+    /// The subscription is over (its terminal went out, or it ran dry): a UI reader that did not
+    /// reach `[DONE]` is continued, anything else ends.
+    fn subscription_over(&mut self) {
+        let outcome = self.subscription.take().and_then(|sub| sub.ui_outcome());
+        match (outcome, self.resume.as_mut()) {
+            (Some(outcome), Some(resume)) if !outcome.ended => self.resuming = Some(resume.next(outcome)),
+            _ => self.done = true,
         }
     }
 
@@ -410,9 +480,8 @@ impl SseBody {
     fn sent(&mut self, batch: &SseBatch) {
         if batch.terminal {
             // Nothing follows a terminal (docs/contract.md §1): end the body after this write and
-            // release the subscription now.
-            self.done = true;
-            self.subscription = None;
+            // release the subscription now (unless a UI reader's continuation follows).
+            self.subscription_over();
         }
         self.stats.frames.fetch_add(batch.frames, Ordering::Relaxed);
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
@@ -429,22 +498,61 @@ impl http_body::Body for SseBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
+        if this.ending {
+            this.done = true;
+        }
         if this.done {
             return Poll::Ready(None);
+        }
+        // A UI reader's continuation: its bytes, then the subscription it brings.
+        if let Some(resuming) = this.resuming.as_mut() {
+            match resuming.as_mut().poll(cx) {
+                Poll::Pending => {}
+                Poll::Ready(next) => {
+                    this.resuming = None;
+                    let Some(next) = next else {
+                        this.done = true;
+                        return Poll::Ready(None);
+                    };
+                    this.subscription = next.subscription;
+                    this.ending = this.subscription.is_none();
+                    if !next.bytes.is_empty() {
+                        this.stats.bytes.fetch_add(next.bytes.len() as u64, Ordering::Relaxed);
+                        this.stats.writes.fetch_add(1, Ordering::Relaxed);
+                        return Poll::Ready(Some(Ok(http_body::Frame::data(next.bytes))));
+                    }
+                    if this.ending {
+                        this.done = true;
+                        return Poll::Ready(None);
+                    }
+                }
+            }
         }
         // Frames first: a pending ping can wait for the next poll.
         if let Some(sub) = this.subscription.as_mut() {
             match sub.poll_sse(cx, this.max_batch_bytes) {
                 Poll::Ready(Some(batch)) => {
                     this.sent(&batch);
+                    if batch.bytes.is_empty() {
+                        // A terminal with nothing to write (a UI reader's `stale`): what follows
+                        // (a continuation, or the end) is the next poll's.
+                        if this.done {
+                            return Poll::Ready(None);
+                        }
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                     return Poll::Ready(Some(Ok(http_body::Frame::data(batch.bytes))));
                 }
                 Poll::Ready(None) => {
-                    // The subscription ended without a terminal we saw (it cannot, by contract,
-                    // but a body must end either way).
-                    this.done = true;
-                    this.subscription = None;
-                    return Poll::Ready(None);
+                    // The subscription ran dry: after a terminal a direct writer delivered, or
+                    // (it cannot, by contract) without one; a UI reader may be continued.
+                    this.subscription_over();
+                    if this.done {
+                        return Poll::Ready(None);
+                    }
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
                 }
                 Poll::Pending => {}
             }

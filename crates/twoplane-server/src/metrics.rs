@@ -89,13 +89,17 @@ fn describe() {
     describe_gauge!("twoplane_readers", "Readers connected now, by endpoint (stream: /api/stream; ui_message_stream).");
     describe_counter!(
         "twoplane_delivered_frames_total",
-        "Frames (deltas and the frames around them) written to /api/stream readers."
+        "Frames (deltas and the frames around them) written to readers (/api/stream and the UI message stream)."
     );
     describe_counter!(
         "twoplane_delivered_writes_total",
-        "Writes to /api/stream readers (one per wakeup; a write carries one or more frames)."
+        "Writes to readers (one per wakeup; a write carries one or more frames)."
     );
-    describe_counter!("twoplane_delivered_bytes_total", Unit::Bytes, "Bytes of events written to /api/stream readers.");
+    describe_counter!("twoplane_delivered_bytes_total", Unit::Bytes, "Bytes of events written to readers.");
+    describe_counter!(
+        "twoplane_store_reads_total",
+        "Reads of a message's rows by a reader endpoint (ui_message_stream: one per join, one more when a live leg ended short of the end)."
+    );
     describe_counter!("twoplane_refusals_total", "Requests refused, by the refusal's kind.");
     describe_counter!(
         "twoplane_stale_endings_total",
@@ -223,7 +227,9 @@ fn observe(s: &Sources) {
     gauge!("twoplane_undurable_units").set(census.undurable_units as f64);
     gauge!("twoplane_draining").set(if s.plane.is_draining() { 1.0 } else { 0.0 });
 
-    gauge!("twoplane_readers", "endpoint" => "stream").set(s.stats.active() as f64);
+    // The resume route's readers are live readers too, counted by their own gauge.
+    let ui = s.stats.ui_active.load(Ordering::SeqCst);
+    gauge!("twoplane_readers", "endpoint" => "stream").set(s.stats.active().saturating_sub(ui) as f64);
     counter!("twoplane_delivered_frames_total").absolute(s.stats.frames.load(Ordering::Relaxed));
     counter!("twoplane_delivered_writes_total").absolute(s.stats.writes.load(Ordering::Relaxed));
     counter!("twoplane_delivered_bytes_total").absolute(s.stats.bytes.load(Ordering::Relaxed));

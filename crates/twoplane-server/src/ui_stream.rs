@@ -18,39 +18,58 @@
 //!   `N`): a reader skips the first group's callbacks and delivers nothing twice. From the store
 //!   the same cut is made wherever the rows can say what the message was at `N`; a message
 //!   compacted at its end is known only whole, and is then one group at its length.
-//! - A stream that ended, or that no instance serves live any more, is read from the store (the
-//!   row and its chunk rows, for as long as the row exists) and ended as the row says; a stream
-//!   the store shows still streaming is polled until it ends. Nothing is sent twice: each step
-//!   sends only what takes the reader from what it was sent to what is there now.
-//! - Bounded like every reader: the subscriber caps per stream and per address, a bounded
-//!   channel to the socket (a reader that stops reading stops its task at the next send), a
-//!   keep-alive comment every 15 s, read tokens as for every reader (`?token=` or the header).
+//! - One reader path: a reader here is a plane subscription like a reader of `/api/stream`, read
+//!   as UI events instead of frames (`Plane::subscribe_ui`), in the same response body
+//!   ([`crate::http`]'s `SseBody`): the same admission (the server-wide bound and the caps per
+//!   stream and per address, counted together with `/api/stream`'s readers), the same refusals,
+//!   keep-alive, write-stall limit, direct path and hand-off to the stream's writer tasks. A
+//!   hosted stream encodes each frame once for all its UI readers.
+//! - The store is read once at the join (the row says whether there is anything to resume, and
+//!   answers a stream that ended and is not hosted here), and again only when the live leg ends
+//!   short of the stream's end (a reader that overflowed, a producer fenced off, a relayed stream
+//!   whose host went away): then what the store holds beyond what the reader has is sent, and the
+//!   reader follows the stream live again from there, or ends as the row says. A live reader is
+//!   woken by the plane and never polls the store; a stream nobody serves any more ends the
+//!   response (without `[DONE]`) after a few tries. Nothing is sent twice: each step sends only
+//!   what takes the reader from what it was sent to what is there now.
+//! - Read tokens as for every reader (`?token=` or the header).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
-use tokio::sync::mpsc;
-use twoplane_core::json::JsonValue;
-use twoplane_core::sse::KEEP_ALIVE_COMMENT;
-use twoplane_core::message::{assemble_durable_message_at, Message, MessageFrame};
-use twoplane_core::ui::UiEgress;
+use twoplane_core::message::{assemble_durable_message_at, Message};
+use twoplane_core::ui::{write_group, UiEgress, DONE_EVENT};
 use twoplane_core::{StreamStatus, Text};
-use twoplane_stream::{Plane, Subscription};
+use twoplane_stream::{Plane, PlaneErrorKind, Subscription, UiOutcome};
 
 use crate::access::Access;
-use crate::http::{ActiveReader, HttpCaller, SseConfig, SseStats};
+use crate::http::{Continuation, Continue, HttpCaller, SseBody, SseConfig, SseStats};
 use crate::refusal::refuse;
 use crate::store::{messages, Database, MessageView};
 
-/// How often a stream the store shows streaming, and no instance serves live, is read again.
-const STORE_POLL: Duration = Duration::from_millis(500);
+/// The headers of a UI message stream response, as the AI SDK's own `createUIMessageStreamResponse`
+/// sends them.
+const UI_HEADERS: [(&str, &str); 5] = [
+    ("content-type", "text/event-stream"),
+    ("cache-control", "no-cache"),
+    ("connection", "keep-alive"),
+    ("x-vercel-ai-ui-message-stream", "v1"),
+    ("x-accel-buffering", "no"),
+];
+
+/// Continuations in a row that brought the reader nothing before its response ends (a stream
+/// whose store row says streaming while no instance serves it), and the pause before each.
+const IDLE_CONTINUATIONS: u32 = 4;
+const IDLE_PAUSE: Duration = Duration::from_millis(500);
 
 #[derive(Clone)]
 struct UiState {
@@ -102,7 +121,8 @@ async fn resume(
     let Ok(Query(query)) = query else {
         return refuse(StatusCode::BAD_REQUEST, "invalid_from", "?from= must be a whole number of code units");
     };
-    let view = match messages::one(&state.db, &id).await {
+    let from = query.from.unwrap_or(0);
+    let view = match read_row(&state.db, &id).await {
         Ok(view) => view,
         Err(e) => {
             tracing::warn!(stream_id = ?id, error = %e, "ui-message-stream: store error");
@@ -115,266 +135,153 @@ async fn resume(
     };
     let pass = match crate::http::admit(&state.sse, &state.stats, &id, &request) {
         Ok(pass) => pass,
-        Err(refused) => return refused,
+        Err(reached) => return crate::http::too_many_subscribers(reached),
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(16);
     let caller = HttpCaller { headers };
-    tokio::spawn(async move {
-        let _pass = pass;
-        let _active = ActiveReader::new(state.stats.clone());
-        let _reader = crate::metrics::ReaderGauge::new("ui_message_stream");
-        let quiet = state.sse.keep_alive.max(Duration::from_millis(1));
-        let mut reader =
-            UiReader { id: Text::from(id.as_str()), id_str: id, caller, tx, egress: UiEgress::new(), quiet };
-        let gone = reader.tx.clone();
-        // A reader that hangs up ends the task at once (not at its next write), and with it its
-        // places under the bounds.
-        tokio::select! {
-            _ = reader.serve(&state, query.from.unwrap_or(0), view) => {}
-            () = gone.closed() => {}
-        }
-    });
-    let body = Body::from_stream(futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|bytes| (Ok::<_, std::convert::Infallible>(bytes), rx))
-    }));
-    let mut response = body.into_response();
-    let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
-    h.insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-}
-
-/// One reader's task: what it was sent, and where its bytes go.
-struct UiReader {
-    id: Text,
-    id_str: String,
-    /// Who asked (the plane's authorizer reads its token again for every subscription).
-    caller: HttpCaller,
-    tx: mpsc::Sender<Bytes>,
-    egress: UiEgress,
-    /// How long it waits for a frame before a keep-alive (the SSE endpoint's interval).
-    quiet: Duration,
-}
-
-/// The reader went away (its connection closed): its task stops.
-struct Gone;
-
-/// What a reader's task does next.
-enum Next {
-    /// Follow a live subscription.
-    Follow(Subscription),
-    /// Read the store (the live leg ended or never was).
-    Store,
-    /// The stream's end was sent.
-    Done,
-}
-
-impl UiReader {
-    async fn serve(&mut self, state: &UiState, from: u64, view: MessageView) -> Result<(), Gone> {
-        let mut next = self.start(state, from, view).await?;
-        loop {
-            next = match next {
-                Next::Follow(sub) => self.follow(state, sub).await?,
-                Next::Store => self.store_step(state).await?,
-                Next::Done => return Ok(()),
-            };
-        }
-    }
-
-    /// The first answer: the replay of the live stream, or of the store.
-    async fn start(&mut self, state: &UiState, from: u64, view: MessageView) -> Result<Next, Gone> {
-        let sealed = view.status.as_deref().is_some_and(|s| s != twoplane_core::STREAM_STATUS_STREAMING);
-        // A sealed stream no longer hosted here is the store's: no relay is asked (and waited for).
-        if !sealed || state.plane.is_hosted(&self.id_str) {
-            match state.plane.subscribe(&self.caller, &self.id_str, 0).await {
-                Ok(mut sub) => {
-                    // The first frame says whether a live stream answers, and how long it is.
-                    let first = tokio::time::timeout(self.quiet, sub.next()).await.ok().flatten();
-                    if let Some(MessageFrame::Open { seq, .. }) = first.as_deref() {
-                        return match self.join(&mut sub, from, *seq).await? {
-                            None => Ok(Next::Follow(sub)),
-                            Some(end) => self.finish(state, &end).await,
-                        };
-                    }
-                }
-                Err(e) => {
-                    tracing::debug!(stream_id = ?self.id_str, error = %e, "ui-message-stream: no live subscription")
-                }
-            }
-        }
-        // Not live here or anywhere the relay reaches, or already ended: the store, cut at what
-        // the reader holds where the rows can say what that was.
-        let stored = stored(&view);
-        let whole = stored.message.unwrap_or_default();
-        // Cut only where the reader lacks something: a reader at or past the end takes the whole
-        // message in one group, and its rows are not assembled a second time.
-        let held = if from < whole.len() { held_at(&view, from) } else { None };
-        match held {
-            Some(held) => {
-                let chunks = self.egress.replay(&self.id, held);
-                self.send(&chunks, from).await?;
-                let rest = self.egress.advance_to(whole);
-                let at = self.egress.message().len();
-                self.send(&rest, at).await?;
-            }
-            // The reader holds all of it (or claims more), or the message was compacted and is
-            // known only whole: one group at its length (docs/server.md says what that costs).
-            None => {
-                let chunks = self.egress.replay(&self.id, whole);
-                let at = self.egress.message().len();
-                self.send(&chunks, at).await?;
-            }
-        }
-        match stored.sealed {
-            Some(status) => self.end(status, None).await,
-            None => Ok(Next::Store),
-        }
-    }
-
-    /// The replay of the message so far: the frames up to `target` (the produced length at the
-    /// join) folded, sent as the message at `from` and then the rest. Returns the terminal frame
-    /// when the stream ended within them.
-    async fn join(
-        &mut self,
-        sub: &mut Subscription,
-        from: u64,
-        target: u64,
-    ) -> Result<Option<Arc<MessageFrame>>, Gone> {
-        let held_at = from.min(target);
-        let mut message = Message::new();
-        let mut held: Option<Message> = (held_at == 0).then(Message::new);
-        let mut end = None;
-        while message.len() < target {
-            let Some(frame) = tokio::time::timeout(self.quiet, sub.next()).await.ok().flatten() else { break };
-            if frame.is_terminal() {
-                end = Some(frame);
-                break;
-            }
-            let (before, after) = frame.cut_at(held_at);
-            for piece in before.into_iter().chain(after) {
-                if message.apply(&piece).is_err() {
-                    continue;
-                }
-                if held.is_none() && message.len() >= held_at {
-                    held = Some(message.clone());
-                }
-            }
-        }
-        let held = held.unwrap_or_else(|| message.clone());
-        let chunks = self.egress.replay(&self.id, held);
-        self.send(&chunks, held_at).await?;
-        let rest = self.egress.advance_to(message);
-        let at = self.egress.message().len();
-        self.send(&rest, at).await?;
-        Ok(end)
-    }
-
-    /// The live tail, until the stream ends (or no live leg serves it any more: the store).
-    async fn follow(&mut self, state: &UiState, mut sub: Subscription) -> Result<Next, Gone> {
-        loop {
-            match tokio::time::timeout(self.quiet, sub.next()).await {
-                Err(_) => self.keep_alive().await?,
-                Ok(None) => return Ok(Next::Store),
-                Ok(Some(frame)) => match &*frame {
-                    MessageFrame::End { .. } | MessageFrame::Stale { .. } | MessageFrame::Absent => {
-                        return self.finish(state, &frame).await;
-                    }
-                    MessageFrame::Chunk { .. } | MessageFrame::Event { .. } => {
-                        let at = frame.span().map_or(0, |(_, seq)| seq);
-                        match self.egress.frame(&frame) {
-                            Ok(chunks) => self.send(&chunks, at).await?,
-                            // A frame the message's rules refuse (a relay's doing): the store decides.
-                            Err(_) => return Ok(Next::Store),
-                        }
-                    }
-                    MessageFrame::Open { .. } | MessageFrame::Durable { .. } => {}
-                },
-            }
-        }
-    }
-
-    /// A terminal frame: `end` as it says (with what the store holds beyond what the live leg
-    /// delivered: a seal writes the whole message); `stale` or `absent` send the reader to the
-    /// store.
-    async fn finish(&mut self, state: &UiState, frame: &MessageFrame) -> Result<Next, Gone> {
-        let MessageFrame::End { status, error, .. } = frame else { return Ok(Next::Store) };
-        if let Ok(Some(view)) = messages::one(&state.db, &self.id_str).await {
-            if let Some(stored) = assembled(&view).filter(|m| m.len() > self.egress.message().len()) {
-                let chunks = self.egress.advance_to(stored);
-                let at = self.egress.message().len();
-                self.send(&chunks, at).await?;
-            }
-        }
-        self.end(*status, error.as_ref()).await
-    }
-
-    /// Read the store and send what it adds; end as its row says, or, while it streams, follow it
-    /// live again from what the reader holds (polling while no instance serves it).
-    async fn store_step(&mut self, state: &UiState) -> Result<Next, Gone> {
-        let view = match messages::one(&state.db, &self.id_str).await {
-            Ok(Some(view)) => view,
-            // The row went away, or the store cannot be read: end as interrupted.
-            _ => return self.end(StreamStatus::Interrupted, None).await,
-        };
-        let stored = stored(&view);
-        if let Some(m) = stored.message.filter(|m| m.len() > self.egress.message().len()) {
-            let chunks = self.egress.advance_to(m);
-            let at = self.egress.message().len();
-            self.send(&chunks, at).await?;
-        }
-        if let Some(status) = stored.sealed {
-            return self.end(status, None).await;
-        }
-        let from = self.egress.message().len();
-        if let Ok(mut sub) = state.plane.subscribe(&self.caller, &self.id_str, from).await {
-            if let Ok(Some(first)) = tokio::time::timeout(self.quiet, sub.next()).await {
-                if matches!(&*first, MessageFrame::Open { .. }) {
-                    return Ok(Next::Follow(sub));
-                }
-            }
-        }
-        tokio::time::sleep(STORE_POLL).await;
-        self.keep_alive().await?;
-        Ok(Next::Store)
-    }
-
-    async fn end(&mut self, status: StreamStatus, error: Option<&Text>) -> Result<Next, Gone> {
-        let chunks = self.egress.end(status, error);
-        let at = self.egress.message().len();
-        self.send(&chunks, at).await?;
-        self.write(Bytes::from_static(b"data: [DONE]\n\n")).await?;
-        Ok(Next::Done)
-    }
-
-    async fn keep_alive(&mut self) -> Result<(), Gone> {
-        self.write(Bytes::from_static(KEEP_ALIVE_COMMENT.as_bytes())).await
-    }
-
-    /// Send chunks as events, the last with `id: at`: the group is whole only at its last event,
-    /// so only there may a reader's `Last-Event-ID` (and the transport's held offset) move; a
-    /// connection broken inside the group resumes from the group before and loses nothing.
-    async fn send(&mut self, chunks: &[JsonValue], at: u64) -> Result<(), Gone> {
-        let Some((last, before)) = chunks.split_last() else { return Ok(()) };
+    let sealed = stored(&view).sealed.is_some();
+    // A stream that ended and is not hosted here any more is the store's: answered from the row
+    // just read, without asking the relay (and waiting for it).
+    let subscription = if sealed && !state.plane.is_hosted(&id) {
         let mut out = String::new();
-        for c in before {
-            out.push_str("data: ");
-            out.push_str(&c.to_json());
-            out.push_str("\n\n");
+        let mut egress = UiEgress::new();
+        from_store(&Text::from(id.as_str()), &view, from, None, &mut egress, &mut out);
+        Subscription::ui_fixed(Bytes::from(out))
+    } else {
+        match state.plane.subscribe_ui(&caller, &id, from, true).await {
+            Ok(sub) => sub,
+            Err(e) if e.kind() == PlaneErrorKind::Forbidden => return crate::http::forbidden(),
+            Err(e) => {
+                tracing::warn!(stream_id = ?id, error = %e, "ui-message-stream: subscribe failed");
+                return refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the stream plane is unavailable");
+            }
         }
-        out.push_str("id: ");
-        out.push_str(&at.to_string());
-        out.push_str("\ndata: ");
-        out.push_str(&last.to_json());
-        out.push_str("\n\n");
-        self.write(Bytes::from(out)).await
-    }
+    };
+    let resume = UiContinue {
+        plane: state.plane.clone(),
+        db: state.db.clone(),
+        caller,
+        id: id.clone(),
+        started: false,
+        idle: 0,
+        last: None,
+    };
+    let body = SseBody::new(subscription, &state.sse, state.stats.clone())
+        .admitted(pass)
+        .counted_as_ui(crate::metrics::ReaderGauge::new("ui_message_stream"))
+        .continued_by(Box::new(resume));
+    crate::http::handoff_response(body, &UI_HEADERS)
+}
 
-    async fn write(&mut self, bytes: Bytes) -> Result<(), Gone> {
-        self.tx.send(bytes).await.map_err(|_| Gone)
+/// How a UI reader's response goes on after its live leg ended short of the stream's end.
+struct UiContinue {
+    plane: Plane,
+    db: Database,
+    caller: HttpCaller,
+    id: String,
+    /// The response has its `start` (a leg handed the reader its replay).
+    started: bool,
+    /// Continuations in a row that moved the reader nowhere.
+    idle: u32,
+    last: Option<u64>,
+}
+
+impl Continue for UiContinue {
+    fn next(&mut self, outcome: UiOutcome) -> Pin<Box<dyn Future<Output = Option<Continuation>> + Send>> {
+        self.started |= outcome.started;
+        self.idle = if self.last == Some(outcome.at) { self.idle + 1 } else { 0 };
+        self.last = Some(outcome.at);
+        if self.idle >= IDLE_CONTINUATIONS {
+            tracing::debug!(stream_id = ?self.id, at = outcome.at, "ui-message-stream: nobody serves the stream; the response ends");
+            return Box::pin(async { None });
+        }
+        let (plane, db, caller, id, started, idle) =
+            (self.plane.clone(), self.db.clone(), self.caller.clone(), self.id.clone(), self.started, self.idle);
+        Box::pin(async move {
+            if idle > 0 {
+                tokio::time::sleep(IDLE_PAUSE * idle).await;
+            }
+            let view = read_row(&db, &id).await.ok().flatten()?;
+            let mut out = String::new();
+            let mut at = outcome.at;
+            let mut started = started;
+            // Not served here: what the store holds beyond what the reader has, and the end when
+            // the row says the stream ended.
+            if !plane.is_hosted(&id) {
+                let mut egress = UiEgress::new();
+                let held = started.then_some(at);
+                if from_store(&Text::from(id.as_str()), &view, at, held, &mut egress, &mut out) {
+                    return Some(Continuation { bytes: Bytes::from(out), subscription: None });
+                }
+                if !out.is_empty() {
+                    started = true;
+                    at = egress.message().len();
+                }
+            }
+            let subscription = plane.subscribe_ui(&caller, &id, at, !started).await.ok()?;
+            Some(Continuation { bytes: Bytes::from(out), subscription: Some(subscription) })
+        })
     }
+}
+
+/// The store's answer to a reader that holds the message at `from`: with `held` `None` (a new
+/// response), `start` and the message there, then the rest of the stored message; with `held`
+/// (a response under way, whose reader holds `held`), only the rest, when the rows can say what
+/// the message was there. Then, when the row says the stream ended, its end chunks and `[DONE]`:
+/// returns whether it ended. `egress` is left holding what the reader then holds.
+fn from_store(
+    id: &Text,
+    view: &MessageView,
+    from: u64,
+    held: Option<u64>,
+    egress: &mut UiEgress,
+    out: &mut String,
+) -> bool {
+    let stored = stored(view);
+    let whole = stored.message.unwrap_or_default();
+    match held {
+        None => {
+            // Cut only where the reader lacks something: a reader at or past the end takes the
+            // whole message in one group, and its rows are not assembled a second time.
+            match (from < whole.len()).then(|| held_at(view, from)).flatten() {
+                Some(at_from) => {
+                    write_group(out, &egress.replay(id, at_from), from);
+                    let rest = egress.advance_to(whole);
+                    write_group(out, &rest, egress.message().len());
+                }
+                // The reader holds all of it (or claims more), or the message was compacted and is
+                // known only whole: one group at its length (docs/server.md says what that costs).
+                None => {
+                    let chunks = egress.replay(id, whole);
+                    write_group(out, &chunks, egress.message().len());
+                }
+            }
+        }
+        Some(at) => {
+            if whole.len() > at {
+                if let Some(had) = held_at(view, at) {
+                    drop(egress.replay(id, had));
+                    let rest = egress.advance_to(whole);
+                    write_group(out, &rest, egress.message().len());
+                }
+            }
+        }
+    }
+    match stored.sealed {
+        Some(status) => {
+            let chunks = egress.end(status, None);
+            write_group(out, &chunks, egress.message().len());
+            out.push_str(DONE_EVENT);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The message's row and chunk rows, counted (`twoplane_store_reads_total`): a live reader's
+/// only read is its join's.
+async fn read_row(db: &Database, id: &str) -> Result<Option<MessageView>, twoplane_stream::PlaneError> {
+    metrics::counter!("twoplane_store_reads_total", "reader" => "ui_message_stream").increment(1);
+    messages::one(db, id).await
 }
 
 /// What the store holds of a message.

@@ -123,8 +123,16 @@ async fn the_server_wide_bound_counts_ui_readers() {
     // requests: five subscriptions in all.
     let server = start_with(
         dir.path(),
-        &["--max-connections", "8", "--max-connections-per-ip", "8", "--max-subscribers-per-stream", "100",
-          "--max-subscribers-per-ip", "100"],
+        &[
+            "--max-connections",
+            "8",
+            "--max-connections-per-ip",
+            "8",
+            "--max-subscribers-per-stream",
+            "100",
+            "--max-subscribers-per-ip",
+            "100",
+        ],
     );
     open(&server, "s").await;
     let mut held = Vec::new();
@@ -150,4 +158,50 @@ async fn the_resume_route_is_served_on_the_direct_path_unless_it_is_off() {
             assert_eq!(!head.contains("\r\ndate:"), direct, "{path} with {flags:?}: {head}");
         }
     }
+}
+
+/// The value of `name{labels}` in the server's metrics (0 when it is not there yet).
+async fn metric(server: &Instance, line_start: &str) -> f64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n", server.addr);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut raw)).await.unwrap().unwrap();
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    raw.lines().find_map(|l| l.strip_prefix(line_start).and_then(|v| v.trim().parse().ok())).unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_ui_reader_reads_the_store_once_at_its_join_and_never_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), &[]);
+    const READS: &str = "twoplane_store_reads_total{reader=\"ui_message_stream\"}";
+    open(&server, "live").await;
+    let before = metric(&server, READS).await;
+    let mut reader = Sse::get(server.addr, &ui("live"), None).await.unwrap();
+    let mut text = String::new();
+    for i in 0..40 {
+        let delta = format!("w{i} ");
+        let path = format!("/v1/streams/live/append?offset={}", text.len());
+        text.push_str(&delta);
+        let (status, _, raw) = http(server.addr, "POST", &path, Some(delta)).await.unwrap();
+        assert_eq!(status, 200, "{raw}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (status, _, raw) = http(server.addr, "POST", "/v1/streams/live/close", Some("{}".into())).await.unwrap();
+    assert_eq!(status, 200, "{raw}");
+    let mut got = String::new();
+    loop {
+        let event = reader.event().await.unwrap().expect("the stream ends with [DONE]");
+        if event.data == "[DONE]" {
+            break;
+        }
+        let chunk: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+        if chunk["type"] == "text-delta" {
+            got.push_str(chunk["delta"].as_str().unwrap());
+        }
+    }
+    assert_eq!(got, text, "every delta, once");
+    assert_eq!(metric(&server, READS).await - before, 1.0, "one store read: the join's");
 }

@@ -54,6 +54,7 @@ use twoplane_core::message::MessageFrame;
 
 use crate::replay::{Replay, FRAME_PIECE_BYTES};
 use crate::sse::{encode, SseEvents, SseSink};
+use crate::ui_log::UiOutcome;
 
 /// A replay counts as at most this many entries against the queue bound: a single text's replay
 /// is three (open, chunk, durable), and a message's, one per run and event, is bounded by what
@@ -70,10 +71,18 @@ const TRIM_EVERY: u64 = 64;
 /// owner instead of delivered (see `take_due`).
 const DIRECT_MAX_OWED: u64 = 32;
 
-/// A log frame and, once someone needed them, its SSE bytes.
+/// A log frame and, once someone needed them, its SSE bytes; its UI events when the stream had
+/// UI readers as it entered (`ui_log.rs`: encoded by the stream, which holds the message).
 struct Entry {
     frame: Arc<MessageFrame>,
     sse: Option<Bytes>,
+    ui: Option<Bytes>,
+}
+
+/// A UI reader's place: its replay's events until taken, and where it got to.
+struct UiCursor {
+    prefix: Option<Bytes>,
+    outcome: UiOutcome,
 }
 
 struct Slot {
@@ -96,6 +105,8 @@ struct Slot {
     direct_max: usize,
     /// Its key is in its writer's `due` (so it is listed once).
     due: bool,
+    /// Reads UI events, not frames (counted in `FanOut::ui_readers`).
+    ui: Option<UiCursor>,
 }
 
 /// One direct delivery taken by [`FanOut::take_due`]: the slot (in the fan-out's shard), its
@@ -158,6 +169,8 @@ pub(crate) struct FanOut {
     active: usize,
     /// Attached slots that read SSE bytes: while there is one, frames are encoded as they enter.
     sse_readers: usize,
+    /// Attached slots that read UI events (the stream encodes them while there is one).
+    ui_readers: usize,
     /// Keys of slots waiting for a frame.
     parked: Vec<usize>,
     cap: usize,
@@ -201,6 +214,7 @@ impl FanOut {
             free: Vec::new(),
             active: 0,
             sse_readers: 0,
+            ui_readers: 0,
             parked: Vec::new(),
             cap,
             changes: Arc::new(AtomicU64::new(0)),
@@ -222,17 +236,32 @@ impl FanOut {
         self.changes.fetch_add(1, Ordering::Release);
     }
 
-    /// Its subscribers still reading the log, and those of them that read SSE bytes (a stream
-    /// keeps the totals over its shards).
-    pub fn readers(&self) -> (usize, usize) {
-        (self.active, self.sse_readers)
+    /// Its subscribers still reading the log, those of them that read SSE bytes, and those that
+    /// read UI events (a stream keeps the totals over its shards).
+    pub fn readers(&self) -> (usize, usize, usize) {
+        (self.active, self.sse_readers, self.ui_readers)
     }
 
     /// Register a live subscriber after its replay; it reads every frame published from now on.
     pub fn attach(&mut self, replay: impl Into<Replay>) -> usize {
+        self.attach_slot(replay.into(), None)
+    }
+
+    /// Register a live UI reader (`ui_log.rs`) after its replay's events, `prefix`, which bring it
+    /// to the message's length `at`; it reads the UI events of every frame published from now on.
+    pub fn attach_ui(&mut self, prefix: Bytes, at: u64) -> usize {
+        self.ui_readers += 1;
+        let prefix = (!prefix.is_empty()).then_some(prefix);
+        self.attach_slot(
+            Replay::default(),
+            Some(UiCursor { prefix, outcome: UiOutcome { at, ended: false, started: true } }),
+        )
+    }
+
+    fn attach_slot(&mut self, replay: Replay, ui: Option<UiCursor>) -> usize {
         let slot = Slot {
             cursor: self.head(),
-            replay: replay.into(),
+            replay,
             terminal: None,
             finished: false,
             waker: None,
@@ -241,6 +270,7 @@ impl FanOut {
             sink: None,
             direct_max: 0,
             due: false,
+            ui,
         };
         self.active += 1;
         match self.free.pop() {
@@ -269,6 +299,9 @@ impl FanOut {
             if slot.sse {
                 self.sse_readers -= 1;
             }
+            if slot.ui.is_some() {
+                self.ui_readers -= 1;
+            }
             if slot.sink.is_some() {
                 // Its key may stay in `due`; `take_due` skips a slot without a sink.
                 let index = writer_index(key, &self.writers);
@@ -291,7 +324,7 @@ impl FanOut {
     /// [`FanOut::publish_encoded`], encoding here when this fan-out has an SSE reader.
     #[cfg(test)]
     pub fn publish(&mut self, frame: Arc<MessageFrame>, stale: impl Fn() -> MessageFrame, wake: &mut Wakes) {
-        self.publish_encoded(frame, None, stale, wake)
+        self.publish_encoded(frame, None, None, stale, wake)
     }
 
     /// Append a frame for every live subscriber, with its SSE bytes when the caller has them
@@ -302,6 +335,7 @@ impl FanOut {
         &mut self,
         frame: Arc<MessageFrame>,
         sse: Option<Bytes>,
+        ui: Option<Bytes>,
         stale: impl Fn() -> MessageFrame,
         wake: &mut Wakes,
     ) {
@@ -316,28 +350,28 @@ impl FanOut {
                 return;
             }
         }
-        self.push_entry(frame, sse);
+        self.push_entry(frame, sse, ui);
         self.wake_parked(wake);
     }
 
     /// [`FanOut::finish_encoded`], encoding here when this fan-out has an SSE reader.
     #[cfg(test)]
     pub fn finish(&mut self, end: Arc<MessageFrame>, wake: &mut Wakes) {
-        self.finish_encoded(end, None, wake)
+        self.finish_encoded(end, None, None, wake)
     }
 
     /// Append the terminal frame, bypassing the cap (`sse` as for `publish_encoded`).
-    pub fn finish_encoded(&mut self, end: Arc<MessageFrame>, sse: Option<Bytes>, wake: &mut Wakes) {
+    pub fn finish_encoded(&mut self, end: Arc<MessageFrame>, sse: Option<Bytes>, ui: Option<Bytes>, wake: &mut Wakes) {
         if self.active == 0 {
             return;
         }
-        self.push_entry(end, sse);
+        self.push_entry(end, sse, ui);
         self.wake_parked(wake);
     }
 
-    fn push_entry(&mut self, frame: Arc<MessageFrame>, sse: Option<Bytes>) {
+    fn push_entry(&mut self, frame: Arc<MessageFrame>, sse: Option<Bytes>, ui: Option<Bytes>) {
         let sse = sse.or_else(|| (self.sse_readers > 0).then(|| encode(&mut self.scratch, &frame)));
-        self.log.push_back(Entry { frame, sse });
+        self.log.push_back(Entry { frame, sse, ui });
         if self.head().is_multiple_of(TRIM_EVERY) {
             self.trim();
         }
@@ -502,11 +536,36 @@ impl FanOut {
         let base = self.base;
         let mut more = false;
         if let Some(Some(slot)) = self.slots.get_mut(key) {
-            if !slot.sse {
+            if !slot.sse && slot.ui.is_none() {
                 slot.sse = true;
                 self.sse_readers += 1;
             }
             while batch.len() < max_bytes {
+                if let Some(ui) = slot.ui.as_mut() {
+                    // A UI reader: its replay's events, then the log's UI events; its own `stale`
+                    // (an overflow) is no event, and its outcome says where it got to.
+                    if let Some(prefix) = ui.prefix.take() {
+                        batch.push_owned(prefix);
+                    } else if slot.terminal.take().is_some() {
+                        // Nothing to write, and nothing after it.
+                    } else if !slot.finished && slot.cursor < head {
+                        let entry = &self.log[(slot.cursor - base) as usize];
+                        slot.cursor += 1;
+                        // A frame no UI reader sees (`open`, `durable`) writes nothing.
+                        if let Some(events) = entry.ui.as_ref().filter(|events| !events.is_empty()) {
+                            batch.push_shared(events);
+                            ui.outcome.at = entry.frame.span().map_or(ui.outcome.at, |(_, seq)| seq);
+                        }
+                        if entry.frame.is_terminal() {
+                            ui.outcome.ended = matches!(&*entry.frame, MessageFrame::End { .. });
+                            slot.finished = true;
+                            self.active -= 1;
+                        }
+                    } else {
+                        break;
+                    }
+                    continue;
+                }
                 if let Some(f) = slot.replay.pop(max_bytes) {
                     batch.push_owned(encode(&mut self.scratch, &f));
                 } else if let Some(t) = slot.terminal.take() {
@@ -553,7 +612,7 @@ impl FanOut {
         if slot.sink.is_some() || slot.finished || has_more(slot, head) {
             return None;
         }
-        if !slot.sse {
+        if !slot.sse && slot.ui.is_none() {
             slot.sse = true;
             self.sse_readers += 1;
         }
@@ -646,6 +705,11 @@ impl FanOut {
         }
     }
 
+    /// Where UI reader `key` got to (`None`: not a UI reader, or gone).
+    pub fn ui_outcome(&self, key: usize) -> Option<UiOutcome> {
+        self.slots.get(key)?.as_ref()?.ui.as_ref().map(|ui| ui.outcome)
+    }
+
     #[cfg(test)]
     pub fn log_len(&self) -> usize {
         self.log.len()
@@ -655,7 +719,8 @@ impl FanOut {
 /// Frames `slot` owes (replay, its own terminal, log frames behind the head).
 fn owed(slot: &Slot, head: u64) -> u64 {
     let log = if slot.finished { 0 } else { head - slot.cursor };
-    slot.replay.len() as u64 + u64::from(slot.terminal.is_some()) + log
+    let prefix = slot.ui.as_ref().is_some_and(|ui| ui.prefix.is_some());
+    slot.replay.len() as u64 + u64::from(slot.terminal.is_some()) + u64::from(prefix) + log
 }
 
 /// The writer that delivers slot `key`: the same split of keys in every shard, so a writer task
@@ -691,7 +756,10 @@ fn list_parked(slot: &mut Slot, key: usize, parked: &mut Vec<usize>) {
 }
 
 fn has_more(slot: &Slot, head: u64) -> bool {
-    !slot.replay.is_empty() || slot.terminal.is_some() || (!slot.finished && slot.cursor < head)
+    !slot.replay.is_empty()
+        || slot.terminal.is_some()
+        || slot.ui.as_ref().is_some_and(|ui| ui.prefix.is_some())
+        || (!slot.finished && slot.cursor < head)
 }
 
 /// A write being assembled: one event is passed on as the shared bytes themselves; more are

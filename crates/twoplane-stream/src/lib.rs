@@ -86,6 +86,7 @@ mod sse;
 mod subscription;
 mod sweeper;
 mod target;
+mod ui_log;
 mod verdict;
 
 pub use auth::{authorize_with, AllowAll, AuthRequest, Authorizer};
@@ -105,8 +106,8 @@ pub use memory::{MemoryRow, MemoryTarget, MemoryWrite};
 pub use options::{
     CheckpointErrorHook, CheckpointErrorInfo, PlaneOptions, DEFAULT_CHECKPOINT_CHARS, DEFAULT_CHECKPOINT_INTERVAL_MS,
     DEFAULT_CHECKPOINT_RETRIES, DEFAULT_DRAIN_RELAY_MS, DEFAULT_LINGER_MS, DEFAULT_MAX_QUEUED_FRAMES,
-    DEFAULT_MAX_UNDURABLE_CHARS, MAX_WRITE_INTERVAL_MS, DEFAULT_MAX_UNDURABLE_MS, DEFAULT_RELAY_ATTACH_TIMEOUT_MS, DEFAULT_RETAIN_CHARS,
-    DEFAULT_RETRY_BACKOFF_MS, DEFAULT_SEAL_DEADLINE_MS, SEAL_RETRY_CAP,
+    DEFAULT_MAX_UNDURABLE_CHARS, DEFAULT_MAX_UNDURABLE_MS, DEFAULT_RELAY_ATTACH_TIMEOUT_MS, DEFAULT_RETAIN_CHARS,
+    DEFAULT_RETRY_BACKOFF_MS, DEFAULT_SEAL_DEADLINE_MS, MAX_WRITE_INTERVAL_MS, SEAL_RETRY_CAP,
 };
 pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
 pub use plane::{Census, DrainReport, Plane};
@@ -123,6 +124,7 @@ pub use sweeper::{
 pub use target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
 pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 pub use twoplane_runtime::Backoff;
+pub use ui_log::UiOutcome;
 
 pub use twoplane_core::message::{Attrs, Event, MessageFrame};
 /// The core types a user of this crate needs, re-exported so versions cannot drift.

@@ -246,8 +246,10 @@ impl Config {
             return Err(bad("max_queued_frames must be at least 1 (a subscriber needs room for one frame)"));
         }
         if options.write_interval_ms > MAX_WRITE_INTERVAL_MS {
-            return Err(bad("write_interval_ms must be at most 1000: a reader would wait more than a second for text \
-                 the server already has"));
+            return Err(bad(
+                "write_interval_ms must be at most 1000: a reader would wait more than a second for text \
+                 the server already has",
+            ));
         }
         if options.retries > 20 {
             return Err(bad("retries above 20 would back off for days; use a smaller number"));

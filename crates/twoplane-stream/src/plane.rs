@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt;
+use twoplane_core::Text;
 
 use crate::auth::AuthRequest;
 use crate::error::{PlaneError, PlaneErrorKind};
@@ -237,19 +238,61 @@ impl Plane {
         stream_id: &str,
         from: u64,
     ) -> Result<Subscription, PlaneError> {
-        let cfg = &self.shared.cfg;
-        let request = AuthRequest { user_any: user, stream_id, from };
-        // Authorize FIRST: nothing about the stream has been looked at yet, so a denial (or its
-        // timing) cannot reveal existence. A panicking authorizer denies.
-        let allowed = AssertUnwindSafe(cfg.authorizer.authorize(request)).catch_unwind().await.unwrap_or(false);
-        if !allowed {
-            return Err(PlaneError::forbidden(stream_id));
-        }
+        self.authorize(user, stream_id, from).await?;
         let hosted = self.shared.live().get(stream_id).cloned();
         if let Some(stream) = hosted {
             return Ok(Subscription::joined(stream.join(from)));
         }
-        Ok(relay_leg::attach(cfg, stream_id, from).await.map_or_else(Subscription::absent, Subscription::relayed))
+        Ok(self.relayed(stream_id, from).await)
+    }
+
+    /// Authorize FIRST: nothing about the stream has been looked at yet, so a denial (or its
+    /// timing) cannot reveal existence. A panicking authorizer denies.
+    async fn authorize<U: Any + Send + Sync>(&self, user: &U, stream_id: &str, from: u64) -> Result<(), PlaneError> {
+        let request = AuthRequest { user_any: user, stream_id, from };
+        let allowed =
+            AssertUnwindSafe(self.shared.cfg.authorizer.authorize(request)).catch_unwind().await.unwrap_or(false);
+        if allowed {
+            Ok(())
+        } else {
+            Err(PlaneError::forbidden(stream_id))
+        }
+    }
+
+    /// A stream not hosted here: through the relay, or `absent`.
+    async fn relayed(&self, stream_id: &str, from: u64) -> Subscription {
+        relay_leg::attach(&self.shared.cfg, stream_id, from)
+            .await
+            .map_or_else(Subscription::absent, Subscription::relayed)
+    }
+
+    /// A subscription read as the AI SDK's UI message stream (docs/ai-sdk.md, "Resuming") by a
+    /// reader that holds the message at `from`, authorized as [`Plane::subscribe`] is. With
+    /// `fresh` (a new response) it starts with `start` and the message at `from`, so the SDK
+    /// rebuilds what it holds; without, it starts with what takes the reader from there to the
+    /// message now (a response already under way continues). Then the tail, as UI events, read
+    /// with [`Subscription::poll_sse`]; a hosted stream encodes each frame once for all its UI
+    /// readers. It ends with `[DONE]` after the stream's end, or without it (a `stale`, an
+    /// `absent`): [`Subscription::ui_outcome`] then says from where to continue.
+    pub async fn subscribe_ui<U: Any + Send + Sync>(
+        &self,
+        user: &U,
+        stream_id: &str,
+        from: u64,
+        fresh: bool,
+    ) -> Result<Subscription, PlaneError> {
+        self.authorize(user, stream_id, from).await?;
+        let id = Text::from(stream_id);
+        let hosted = self.shared.live().get(stream_id).cloned();
+        let frames = match hosted {
+            Some(stream) => match stream.join_ui(from, fresh) {
+                Some(join) => return Ok(Subscription::joined_ui(join)),
+                None => Subscription::joined(stream.join(from)),
+            },
+            // Not hosted here: the relay's frames (or `absent`), encoded for this reader alone.
+            None => self.relayed(stream_id, from).await,
+        };
+        Ok(Subscription::as_ui(frames, id, from, fresh))
     }
 
     /// Seal every live stream `interrupted` and take no new ones. Wire it to SIGTERM.

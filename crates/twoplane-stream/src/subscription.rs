@@ -22,10 +22,14 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use twoplane_core::message::MessageFrame;
 
-use crate::hosted::{Join, Reader};
+use bytes::Bytes;
+use twoplane_core::Text;
+
+use crate::hosted::{Join, JoinUi, Reader};
 use crate::relay_queue::RelayQueue;
 use crate::replay::{Replay, FRAME_PIECE_BYTES};
 use crate::sse::{encode_batch, SseBatch, SseSink};
+use crate::ui_log::{UiFollow, UiOutcome};
 
 pub struct Subscription {
     inner: Inner,
@@ -39,6 +43,11 @@ enum Inner {
     Local(Reader),
     /// Frames a relay reader task conforms and queues.
     Relay(Arc<RelayQueue>),
+    /// A UI reader's whole answer, known at join (a stream that ended), until taken.
+    FixedUi(Option<Bytes>, UiOutcome),
+    /// A UI reader over frames that are not a hosted stream's log (relayed, or `absent`),
+    /// encoded here.
+    Ui(Box<(Subscription, UiFollow)>),
 }
 
 impl Subscription {
@@ -61,6 +70,39 @@ impl Subscription {
         Subscription { inner: Inner::Relay(queue) }
     }
 
+    /// A UI join of a stream hosted here.
+    pub(crate) fn joined_ui(join: JoinUi) -> Subscription {
+        let inner = match join {
+            JoinUi::Fixed(bytes, outcome) => Inner::FixedUi(Some(bytes), outcome),
+            JoinUi::Live(reader) => Inner::Local(reader),
+        };
+        Subscription { inner }
+    }
+
+    /// `frames` (not a hosted stream's log) read as UI events by a reader holding the message at
+    /// `from` (see `ui_log.rs`).
+    pub(crate) fn as_ui(frames: Subscription, id: Text, from: u64, fresh: bool) -> Subscription {
+        Subscription { inner: Inner::Ui(Box::new((frames, UiFollow::new(id, from, fresh)))) }
+    }
+
+    /// A UI reader's whole answer, known in full (a server read it from its store): handed out
+    /// as one batch, the stream's end.
+    pub fn ui_fixed(bytes: Bytes) -> Subscription {
+        Subscription { inner: Inner::FixedUi(Some(bytes), UiOutcome { at: 0, ended: true, started: true }) }
+    }
+
+    /// Where a UI reader got to, and whether the stream's `end` (and `[DONE]`) reached it:
+    /// anything short of that a server continues from `at` ([`crate::Plane::subscribe_ui`]
+    /// without `fresh`, or its store). `None` for a subscription of frames.
+    pub fn ui_outcome(&self) -> Option<UiOutcome> {
+        match &self.inner {
+            Inner::Local(reader) => reader.ui_outcome(),
+            Inner::FixedUi(_, outcome) => Some(*outcome),
+            Inner::Ui(ui) => Some(ui.1.outcome()),
+            Inner::Fixed(_) | Inner::Relay(_) => None,
+        }
+    }
+
     /// The next frame, waiting for it; `None` after the terminal.
     pub async fn next(&mut self) -> Option<Arc<MessageFrame>> {
         std::future::poll_fn(|cx| self.poll_frame(cx)).await
@@ -72,6 +114,9 @@ impl Subscription {
             Inner::Fixed(replay) => replay.pop(FRAME_PIECE_BYTES),
             Inner::Local(reader) => reader.try_next(),
             Inner::Relay(queue) => queue.try_next(),
+            // A UI reader is read as events ([`Subscription::poll_sse`]).
+            Inner::FixedUi(..) => None,
+            Inner::Ui(ui) => ui.0.try_next(),
         }
     }
 
@@ -80,6 +125,8 @@ impl Subscription {
             Inner::Fixed(replay) => Poll::Ready(replay.pop(FRAME_PIECE_BYTES)),
             Inner::Local(reader) => reader.poll(cx),
             Inner::Relay(queue) => queue.poll(cx),
+            Inner::FixedUi(..) => Poll::Ready(None),
+            Inner::Ui(ui) => ui.0.poll_frame(cx),
         }
     }
 
@@ -93,6 +140,13 @@ impl Subscription {
             Inner::Local(reader) => return reader.poll_sse(cx, max_bytes),
             // Pieces of a sealed stream's text cut for this limit, like a live replay's.
             Inner::Fixed(replay) => return Poll::Ready(encode_batch(&mut || replay.pop(max_bytes), max_bytes)),
+            Inner::FixedUi(bytes, _) => {
+                return Poll::Ready(bytes.take().map(|bytes| SseBatch { bytes, frames: 1, terminal: true }))
+            }
+            Inner::Ui(ui) => {
+                let (frames, follow) = &mut **ui;
+                return follow.poll_sse(cx, max_bytes, &mut |cx| frames.poll_frame(cx));
+            }
             Inner::Relay(_) => {}
         }
         let first = match self.poll_frame(cx) {
@@ -144,6 +198,8 @@ impl std::fmt::Debug for Subscription {
             Inner::Fixed(_) => "fixed",
             Inner::Local(_) => "local",
             Inner::Relay(_) => "relay",
+            Inner::FixedUi(..) => "fixed-ui",
+            Inner::Ui(_) => "ui",
         };
         f.debug_struct("Subscription").field("kind", &kind).finish()
     }

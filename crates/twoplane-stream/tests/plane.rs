@@ -946,7 +946,9 @@ async fn a_fast_model_reaches_a_reader_in_one_merged_write_per_interval() {
         tokio::time::advance(Duration::from_millis(40)).await;
         h.push(delta).unwrap();
         let b = sse_now(&mut sub).expect("at once");
-        let want = twoplane_core::message::encode_message_event(&Frame::chunk(4 + i as u64, 0, 4 + i as u64, delta.into()).unwrap());
+        let want = twoplane_core::message::encode_message_event(
+            &Frame::chunk(4 + i as u64, 0, 4 + i as u64, delta.into()).unwrap(),
+        );
         assert_eq!(b.bytes, want.as_bytes());
     }
 }

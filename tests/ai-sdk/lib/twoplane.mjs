@@ -11,14 +11,15 @@ import { startServer, stopServer } from '../../demo/serve.mjs';
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = process.env.TWOPLANE_BIN ?? join(ROOT, 'target/debug/twoplane');
 
-/** `{ url, producerToken, readSecret, restart(), stop() }` of a started `twoplane serve`. */
-export async function startTwoplane() {
+/** `{ url, producerToken, readSecret, restart(), stop() }` of a started `twoplane serve`, with
+ *  `extra` flags after the test's own. */
+export async function startTwoplane(extra = []) {
   const work = mkdtempSync(join(tmpdir(), 'twoplane-aisdk-'));
   const producerToken = randomBytes(24).toString('base64url');
   const readSecret = randomBytes(32).toString('base64url');
   writeFileSync(join(work, 'producer'), producerToken);
   writeFileSync(join(work, 'read'), readSecret);
-  const args = () => ['--listen', '127.0.0.1:0', '--db', join(work, 't.db'), '--producer-token-file', join(work, 'producer'), '--read-token-secret-file', join(work, 'read')];
+  const args = () => ['--listen', '127.0.0.1:0', '--db', join(work, 't.db'), '--producer-token-file', join(work, 'producer'), '--read-token-secret-file', join(work, 'read'), ...extra];
   let server = await startServer(BIN, args());
   const tp = {
     url: `http://${server.addr}`,

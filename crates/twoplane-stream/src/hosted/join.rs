@@ -30,14 +30,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use twoplane_core::message::{Item, MessageFrame};
+use bytes::Bytes;
+use twoplane_core::message::{Item, Message, MessageFrame};
+use twoplane_core::Text;
 
 use super::shards::SubKey;
+use super::state::State;
 use super::stream::{Effects, LiveStream};
 use super::writers::Writers;
 use crate::fanout::Drained;
 use crate::replay::Replay;
 use crate::sse::{encode_batch, SseBatch, SseSink};
+use crate::ui_log::{ui_end, ui_replay, UiLog, UiOutcome};
 
 /// At most this many frames of a hosted stream are taken per lock for `next`/`try_next`.
 pub(crate) const LOCAL_BATCH: usize = 64;
@@ -108,7 +112,50 @@ impl LiveStream {
         let (key, changes) = self.shards.attach(&mut st.shards, self.cfg.max_queued_frames, replay);
         drop(st);
         self.apply(fx);
-        Join::Live(Reader {
+        Join::Live(self.reader(key, changes))
+    }
+
+    /// The atomic join of a UI reader (`ui_log.rs`) that holds the message at `from`: with
+    /// `fresh`, `start` and the message there, then what takes it to the message now (without,
+    /// only the latter: the continuation of a response under way), then the log's UI events,
+    /// encoded once for every UI reader by the stream's [`UiLog`] (made here, from the stream's
+    /// own message, when the stream has none in step with its log). `None` when the stream no
+    /// longer holds its whole text (a callback plane's trimmed stream), so the message cannot be
+    /// rebuilt here.
+    pub fn join_ui(self: &Arc<Self>, from: u64, fresh: bool) -> Option<JoinUi> {
+        let mut fx = Effects::default();
+        let mut st = self.lock();
+        self.flush_held(&mut st, &mut fx);
+        let seq = st.text.seq();
+        if st.text.floor() > 0 {
+            drop(st);
+            self.apply(fx);
+            return None;
+        }
+        let now = message_at(&st, seq);
+        let held = message_at(&st, from.min(seq));
+        let (mut out, mut egress) = ui_replay(&self.id_text, held, &now, fresh);
+        if st.life.is_ended() {
+            let ended = st.life.end_frame().is_some_and(|end| ui_end(&mut egress, end, &mut out));
+            drop(st);
+            self.apply(fx);
+            return Some(JoinUi::Fixed(
+                Bytes::from(out),
+                UiOutcome { at: egress.message().len(), ended, started: true },
+            ));
+        }
+        if st.shards.ui.as_ref().is_none_or(|log| log.message().len() != seq) {
+            st.shards.ui = Some(UiLog::new(&self.id_text, now));
+        }
+        let at = egress.message().len();
+        let (key, changes) = self.shards.attach_ui(&mut st.shards, self.cfg.max_queued_frames, Bytes::from(out), at);
+        drop(st);
+        self.apply(fx);
+        Some(JoinUi::Live(self.reader(key, changes)))
+    }
+
+    fn reader(self: &Arc<Self>, key: SubKey, changes: Arc<AtomicU64>) -> Reader {
+        Reader {
             stream: self.clone(),
             key,
             changes,
@@ -116,8 +163,23 @@ impl LiveStream {
             armed: None,
             taken: VecDeque::new(),
             done: false,
-        })
+        }
     }
+}
+
+/// The stream's message as it stood at `d` (its whole text is held: the caller checked).
+fn message_at(st: &State, d: u64) -> Message {
+    let units = |f: u64, t: u64| Text::from_slice(&st.text.range(f, t));
+    match &st.shape {
+        None => Message::from_text(units(0, d)),
+        Some(shape) => shape.message_at(d, &mut |f, t| units(f, t)),
+    }
+}
+
+/// What a UI join gives: its whole answer (the stream ended), or a live reader.
+pub(crate) enum JoinUi {
+    Fixed(Bytes, UiOutcome),
+    Live(Reader),
 }
 
 /// A cursor on a hosted stream's shard, with what it took but has not handed out yet.
@@ -231,6 +293,11 @@ impl Reader {
             None if self.done => Poll::Ready(None),
             None => Poll::Pending,
         }
+    }
+
+    /// Where this reader got to, when it reads UI events.
+    pub fn ui_outcome(&self) -> Option<UiOutcome> {
+        self.stream.shards.ui_outcome(self.key)
     }
 
     /// Hand this reader's events to `sink` (see `Subscription::deliver_to`): only when it owes

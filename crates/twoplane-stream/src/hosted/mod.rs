@@ -44,7 +44,7 @@ mod text;
 mod waiters;
 mod writers;
 
-pub(crate) use join::{Join, Reader};
+pub(crate) use join::{Join, JoinUi, Reader};
 pub(crate) use lifecycle::{wait_seal, Seal};
 pub(crate) use stream::LiveStream;
 pub(crate) use waiters::FlushWait;

@@ -194,8 +194,9 @@ impl LiveStream {
     fn publish_now(&self, st: &mut State, frame: Arc<MessageFrame>, fx: &mut Effects) {
         let (floor, durable) = (st.text.floor(), st.durable.seq());
         let stale = || MessageFrame::Stale { floor_seq: floor, durable_seq: durable };
-        self.shards
-            .publish(&mut st.shards, frame, |fan, frame, sse| fan.publish_encoded(frame, sse, stale, &mut fx.wake));
+        self.shards.publish(&mut st.shards, frame, |fan, frame, sse, ui| {
+            fan.publish_encoded(frame, sse, ui, stale, &mut fx.wake)
+        });
     }
 
     /// Publish the frames held for the display-rate write, in order (before anything that must
@@ -224,7 +225,7 @@ impl LiveStream {
     pub(super) fn finish_subscribers(&self, st: &mut State, end: Arc<MessageFrame>, fx: &mut Effects) {
         self.flush_held(st, fx);
         let wake = &mut fx.wake;
-        self.shards.publish(&mut st.shards, end, |fan, frame, sse| fan.finish_encoded(frame, sse, wake));
+        self.shards.publish(&mut st.shards, end, |fan, frame, sse, ui| fan.finish_encoded(frame, sse, ui, wake));
     }
 
     pub(super) fn publish_relay(&self, frame: &MessageFrame) -> Option<RelayError> {

@@ -26,6 +26,7 @@ use twoplane_core::message::MessageFrame;
 use crate::fanout::{Drained, FanOut, SseDrained};
 use crate::replay::Replay;
 use crate::sse::encode;
+use crate::ui_log::{UiLog, UiOutcome};
 
 /// Fan-out shards per stream, at most. One lock for every subscriber made the readers of a
 /// stream queue on each other whenever two runtime workers ran them at once: `bench_fanout` at
@@ -50,11 +51,13 @@ pub(crate) struct ShardUse {
     attached: usize,
     /// Reused for encoding published frames, so each is one exact-size allocation.
     scratch: String,
+    /// The stream's UI encoder while it has UI readers (`ui_log.rs`), in step with the log.
+    pub ui: Option<UiLog>,
 }
 
 impl ShardUse {
     pub fn new() -> ShardUse {
-        ShardUse { used: 0, attached: 0, scratch: String::new() }
+        ShardUse { used: 0, attached: 0, scratch: String::new(), ui: None }
     }
 }
 
@@ -66,11 +69,18 @@ pub(crate) struct Shards {
     readers: AtomicUsize,
     /// Those of them that read SSE bytes: while there is one, a published frame is encoded.
     sse_readers: AtomicUsize,
+    /// Attached UI readers: while there is one, a published frame is encoded as UI events too.
+    ui_readers: AtomicUsize,
 }
 
 impl Shards {
     pub fn new() -> Shards {
-        Shards { fans: Default::default(), readers: AtomicUsize::new(0), sse_readers: AtomicUsize::new(0) }
+        Shards {
+            fans: Default::default(),
+            readers: AtomicUsize::new(0),
+            sse_readers: AtomicUsize::new(0),
+            ui_readers: AtomicUsize::new(0),
+        }
     }
 
     /// Run `f` on shard `shard` under its lock, keeping the stream's reader totals; `None` when
@@ -87,6 +97,9 @@ impl Shards {
         if after.1 != before.1 {
             self.sse_readers.fetch_add(after.1.wrapping_sub(before.1), Ordering::Relaxed);
         }
+        if after.2 != before.2 {
+            self.ui_readers.fetch_add(after.2.wrapping_sub(before.2), Ordering::Relaxed);
+        }
         Some(out)
     }
 
@@ -101,11 +114,18 @@ impl Shards {
         &self,
         used: &mut ShardUse,
         frame: Arc<MessageFrame>,
-        mut put: impl FnMut(&mut FanOut, Arc<MessageFrame>, Option<Bytes>),
+        mut put: impl FnMut(&mut FanOut, Arc<MessageFrame>, Option<Bytes>, Option<Bytes>),
     ) {
         let sse = (self.sse_readers.load(Ordering::Relaxed) > 0).then(|| encode(&mut used.scratch, &frame));
+        let ui = if self.ui_readers.load(Ordering::Relaxed) > 0 {
+            used.ui.as_mut().map(|log| log.encode(&frame))
+        } else {
+            // No UI reader left: the encoder goes (a later UI join makes one from the message).
+            used.ui = None;
+            None
+        };
         for shard in 0..used.used {
-            self.on(shard, |fan| put(fan, frame.clone(), sse.clone()));
+            self.on(shard, |fan| put(fan, frame.clone(), sse.clone(), ui.clone()));
         }
     }
 
@@ -113,12 +133,32 @@ impl Shards {
     /// here if it is new, with a queue bound of `cap`). Returns its key and its shard's change
     /// counter. Under the stream's lock.
     pub fn attach(&self, used: &mut ShardUse, cap: usize, replay: Replay) -> (SubKey, Arc<AtomicU64>) {
+        self.attach_with(used, cap, |fan| fan.attach(replay))
+    }
+
+    /// [`Shards::attach`] for a UI reader (`ui_log.rs`): its replay's events, and the message
+    /// length they bring it to.
+    pub fn attach_ui(&self, used: &mut ShardUse, cap: usize, prefix: Bytes, at: u64) -> (SubKey, Arc<AtomicU64>) {
+        self.attach_with(used, cap, |fan| fan.attach_ui(prefix, at))
+    }
+
+    fn attach_with(
+        &self,
+        used: &mut ShardUse,
+        cap: usize,
+        attach: impl FnOnce(&mut FanOut) -> usize,
+    ) -> (SubKey, Arc<AtomicU64>) {
         let shard = used.attached % SHARDS;
         used.attached += 1;
         used.used = used.used.max(shard + 1);
         self.fans[shard].get_or_init(|| Box::new(Mutex::new(FanOut::new(cap, shard))));
-        let (slot, changes) = self.on(shard, |fan| (fan.attach(replay), fan.changes())).expect("created above");
+        let (slot, changes) = self.on(shard, |fan| (attach(fan), fan.changes())).expect("created above");
         (SubKey { shard, slot }, changes)
+    }
+
+    /// Where a UI reader got to (`None`: not one).
+    pub fn ui_outcome(&self, key: SubKey) -> Option<UiOutcome> {
+        self.on(key.shard, |fan| fan.ui_outcome(key.slot)).flatten()
     }
 
     /// Hand up to `max` of a subscriber's frames to `out` and park it on `park` (one lock).
