@@ -1030,3 +1030,75 @@ mod display_schedules {
         }
     }
 }
+
+// ---------------------------------------------------------------- UI readers
+
+fn ui_now(sub: &mut Subscription) -> Option<SseBatch> {
+    sse_now(sub)
+}
+
+#[tokio::test(start_paused = true)]
+async fn ui_readers_share_one_encoding_of_each_frame_and_end_with_done() {
+    let plane = plane_with(memory(), |o| o.chars = 1_000_000);
+    let h = plane.open(ID).await.unwrap();
+    h.push("Hello").unwrap();
+    // Two readers over different shards: one holding nothing, one holding "Hel".
+    let mut fresh = plane.subscribe_ui(&(), ID, 0, true).await.unwrap();
+    let mut held = plane.subscribe_ui(&(), ID, 3, true).await.unwrap();
+    let first = String::from_utf8(ui_now(&mut fresh).unwrap().bytes.to_vec()).unwrap();
+    assert!(first.starts_with("id: 0\ndata: {\"type\":\"start\",\"messageId\":\"m1\"}\n\n"), "{first}");
+    assert!(
+        first.ends_with("id: 5\ndata: {\"type\":\"text-delta\",\"id\":\"text-0\",\"delta\":\"Hello\"}\n\n"),
+        "{first}"
+    );
+    let second = String::from_utf8(ui_now(&mut held).unwrap().bytes.to_vec()).unwrap();
+    assert!(
+        second.contains("\"delta\":\"Hel\"}\n\n")
+            && second.ends_with("id: 5\ndata: {\"type\":\"text-delta\",\"id\":\"text-0\",\"delta\":\"lo\"}\n\n"),
+        "{second}"
+    );
+    // A live delta: one encoding, shared.
+    h.push(" world").unwrap();
+    let (a, b) = (ui_now(&mut fresh).unwrap(), ui_now(&mut held).unwrap());
+    assert_eq!(a.bytes, b.bytes);
+    assert_eq!(a.bytes.as_ptr(), b.bytes.as_ptr(), "one encoding for every UI reader");
+    assert_eq!(&a.bytes[..], b"id: 11\ndata: {\"type\":\"text-delta\",\"id\":\"text-0\",\"delta\":\" world\"}\n\n");
+    h.close().await.unwrap();
+    settle().await;
+    let end = ui_now(&mut fresh).unwrap();
+    assert!(end.terminal);
+    assert!(end.bytes.ends_with(b"data: [DONE]\n\n"), "{:?}", end.bytes);
+    assert_eq!(fresh.ui_outcome(), Some(UiOutcome { at: 11, ended: true, started: true }));
+    // A UI join after the end is the whole answer at once.
+    let mut late = plane.subscribe_ui(&(), ID, 11, true).await.unwrap();
+    let all = ui_now(&mut late).unwrap();
+    assert!(all.terminal && all.bytes.ends_with(b"data: [DONE]\n\n"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ui_reader_that_overflows_ends_without_done_and_says_where_it_got_to() {
+    let plane = plane_with(memory(), |o| {
+        o.chars = 1_000_000;
+        o.max_queued_frames = 8;
+    });
+    let h = plane.open(ID).await.unwrap();
+    let mut slow = plane.subscribe_ui(&(), ID, 0, true).await.unwrap();
+    assert!(ui_now(&mut slow).is_some(), "the replay");
+    h.push("a").unwrap();
+    assert!(ui_now(&mut slow).is_some());
+    for _ in 0..20 {
+        h.push("b").unwrap();
+    }
+    let mut last = None;
+    while let Some(batch) = ui_now(&mut slow) {
+        last = Some(batch);
+    }
+    assert!(!last.is_some_and(|b| b.bytes.ends_with(b"[DONE]\n\n")), "no [DONE] after an overflow");
+    let outcome = slow.ui_outcome().unwrap();
+    assert!(!outcome.ended && outcome.at >= 1, "{outcome:?}");
+    // Continued from there, without a second `start`, it reads on to the end.
+    let mut on = plane.subscribe_ui(&(), ID, outcome.at, false).await.unwrap();
+    let rest = String::from_utf8(ui_now(&mut on).unwrap().bytes.to_vec()).unwrap();
+    assert!(!rest.contains("\"start\""), "{rest}");
+    assert!(rest.contains("id: 21\n"), "brought to the stream's length: {rest}");
+}
