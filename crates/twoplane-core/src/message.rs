@@ -32,6 +32,7 @@ pub mod rows;
 pub mod rules;
 pub mod shape;
 pub mod sse;
+pub mod stored;
 
 pub use codec::{
     decode_message_frame, decode_message_frame_units, encode_message_frame, encode_message_frame_into,
@@ -50,3 +51,4 @@ pub use rows::{assemble_durable_message, assemble_durable_message_at, MessageChu
 pub use rules::{Breach, Decision, Tally};
 pub use shape::{Item, MessageShape};
 pub use sse::{encode_message_event, encode_message_event_into};
+pub use stored::stored_frames;

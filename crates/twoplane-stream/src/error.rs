@@ -28,6 +28,10 @@ pub enum PlaneErrorKind {
     NotDurable,
     /// The durable target failed (a database error, an injected fault, a callback error).
     Store,
+    /// A producer going on with a stream from an offset that is not where the stream stands
+    /// (its durable end in the store, or its end here). Nothing changed; the error says where it
+    /// stands. Never retried.
+    WrongOffset,
     /// A relay adapter failed; reported through the relay hook, never to a producer.
     Relay,
     /// An argument the plane cannot accept (an offset past 2^53 - 1, text a table cannot hold).
@@ -55,6 +59,7 @@ impl PlaneErrorKind {
             PlaneErrorKind::StreamClosed => "stream_closed",
             PlaneErrorKind::NotDurable => "not_durable",
             PlaneErrorKind::Store => "store",
+            PlaneErrorKind::WrongOffset => "wrong_offset",
             PlaneErrorKind::Relay => "relay",
             PlaneErrorKind::InvalidArgument => "invalid_argument",
             PlaneErrorKind::Shutdown => "shutdown",

@@ -121,7 +121,10 @@ pub use sweeper::{
     Sweeper, SweeperHandle, SweeperOptions, SweptHook, DEFAULT_HOST_LEASE_TABLE, DEFAULT_LEASE_RETENTION_MS,
     DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS,
 };
-pub use target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
+pub use target::{
+    AppendAck, AppendRequest, CloseRequest, DurableTarget, ExpandRow, OpenRequest, ReopenRequest, StoredMessage,
+    TargetCaps, TargetMode,
+};
 pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 pub use twoplane_runtime::Backoff;
 pub use ui_log::UiOutcome;

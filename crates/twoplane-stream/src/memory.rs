@@ -17,7 +17,10 @@ use twoplane_core::message::{assemble_durable_message, Message, MessageChunkRow}
 use twoplane_core::{Text, STREAM_STATUS_STREAMING};
 
 use crate::error::PlaneError;
-use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps, TargetMode};
+use crate::target::{
+    AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, ReopenRequest, StoredMessage, TargetCaps,
+    TargetMode,
+};
 
 /// One message row and its chunk rows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -283,5 +286,53 @@ impl DurableTarget for MemoryTarget {
         let st = self.lock();
         let row = st.rows.get(stream_id).ok_or_else(|| Self::missing(stream_id))?;
         Ok(Some(row.seq))
+    }
+
+    async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
+        let st = self.lock();
+        let Some(row) = st.rows.get(stream_id) else { return Ok(None) };
+        let mut chunks: Vec<MessageChunkRow> = row
+            .chunks
+            .iter()
+            .map(|(&seq, text)| MessageChunkRow { seq, text: Some(Text::from_slice(text)), parts: None })
+            .collect();
+        chunks.extend(row.parts.iter().map(|(&seq, json)| MessageChunkRow {
+            seq,
+            text: Some(Text::new()),
+            parts: Some(Text::from(json.as_str())),
+        }));
+        chunks.sort_by_key(|c| c.seq);
+        Ok(Some(StoredMessage {
+            seq: row.seq,
+            status: row.status.clone(),
+            body: Some(String::from_utf16_lossy(&row.body)),
+            document: row.document.clone(),
+            chunks,
+        }))
+    }
+
+    async fn reopen(&self, request: ReopenRequest<'_>) -> Result<(), PlaneError> {
+        let mut st = self.lock();
+        let has_host = self.caps.has_host;
+        let Some(row) = st.rows.get_mut(request.stream_id) else {
+            return crate::verdict::reopened(request.stream_id, request.at, None, request.host_token, has_host);
+        };
+        if row.seq == request.at && row.status.as_deref() != Some(STREAM_STATUS_STREAMING) {
+            row.status = Some(STREAM_STATUS_STREAMING.to_owned());
+            row.cancel = false;
+            if has_host {
+                row.host = Some(request.host_token.to_owned());
+            }
+            if let Some(expand) = request.expand {
+                row.body.clear();
+                row.document = None;
+                match expand.parts {
+                    None => drop(row.chunks.insert(request.at, expand.text.encode_utf16().collect())),
+                    Some(parts) => drop(row.parts.insert(request.at, parts.to_owned())),
+                }
+            }
+        }
+        let seen = (Some(row.seq as i64), row.status.clone(), row.host.clone());
+        crate::verdict::reopened(request.stream_id, request.at, Some(seen), request.host_token, has_host)
     }
 }

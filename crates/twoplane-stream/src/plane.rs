@@ -33,7 +33,7 @@ use crate::hosted::{wait_seal, LiveStream, Seal};
 use crate::options::{Config, PlaneOptions};
 use crate::relay_leg;
 use crate::subscription::Subscription;
-use crate::target::{DurableTarget, OpenRequest, TargetCaps};
+use crate::target::{DurableTarget, ExpandRow, OpenRequest, ReopenRequest, TargetCaps};
 
 /// A cheaply cloneable handle on one plane.
 #[derive(Clone)]
@@ -169,23 +169,95 @@ impl Plane {
     /// stream's checkpoint driver is spawned on it).
     pub async fn open(&self, stream_id: &str) -> Result<StreamHandle, PlaneError> {
         let shared = &self.shared;
+        let _reservation = self.reserve(stream_id)?;
+        self.open_in_store(stream_id).await?;
+        self.host(LiveStream::new(stream_id, shared.cfg.clone())).await
+    }
+
+    /// Go on with a stream from `at`, the durable end of the message it made (docs/contract.md
+    /// §9): after it ended (`complete`, `interrupted`, `cancelled`, `error`, or a seal that came
+    /// up short), or after its producer died. The stream's row goes back to `streaming` for this
+    /// producer, the same coordinate goes on from `at` (readers resuming from their offset get
+    /// what follows), and the next seal compacts the whole message at its new end.
+    ///
+    /// Refused, changing nothing: `open_refused` without a row or while a producer holds it (of
+    /// two producers going on at once, one wins), `wrong_offset` when the row does not stand at
+    /// `at`, `already_open` while this plane streams it, and `invalid_argument` when the store
+    /// cannot give the message back exactly (a callback target; a message with parts compacted
+    /// with a document that keeps no order of its events).
+    pub async fn reopen(&self, stream_id: &str, at: u64) -> Result<StreamHandle, PlaneError> {
+        let _reservation = self.reserve(stream_id)?;
+        let cfg = &self.shared.cfg;
+        let stored = self
+            .with_retries(|| cfg.target.load(stream_id))
+            .await?
+            .ok_or_else(|| PlaneError::open_refused(format!("stream {stream_id}: no message row to go on with")))?;
+        if stored.seq != at {
+            return Err(crate::verdict::wrong_offset(stream_id, at, stored.seq));
+        }
+        if stored.status.as_deref() == Some(twoplane_core::STREAM_STATUS_STREAMING) {
+            return Err(PlaneError::open_refused(format!(
+                "stream {stream_id}: a producer holds the row (if it died, the sweeper releases it once its lease ends)"
+            )));
+        }
+        // The message: exactly as the ended stream still hosted here made it, else as the store
+        // gives it back.
+        let lingering = self.shared.live().get(stream_id).cloned();
+        let frames = match lingering.and_then(|s| s.frames_until(at)) {
+            Some(frames) => frames,
+            None => {
+                let text = |s: &Option<String>| s.as_deref().map(Text::from);
+                twoplane_core::message::stored_frames(
+                    text(&stored.body).as_ref(),
+                    text(&stored.document).as_ref(),
+                    &stored.chunks,
+                )
+                .map_err(|e| PlaneError::store(format!("stream {stream_id}: its stored rows do not read back: {}", e.message())))?
+                .ok_or_else(|| {
+                    PlaneError::new(
+                        PlaneErrorKind::InvalidArgument,
+                        format!(
+                            "stream {stream_id}: its message was compacted without the order of its parts' events, so it \
+                             cannot go on exactly"
+                        ),
+                    )
+                })?
+            }
+        };
+        let stream = LiveStream::new(stream_id, cfg.clone());
+        stream.seed(&frames, at)?;
+        // A compacted row goes back to chunk rows in the same claim; one with its chunk rows
+        // (a producer that died) keeps them.
+        let expanded = if stored.chunks.is_empty() && at > 0 { Some(stream.expanded_row()?) } else { None };
+        let expand = expanded.as_ref().map(|(text, parts)| ExpandRow { text, parts: parts.as_deref() });
+        let request = ReopenRequest { stream_id, host_token: &cfg.host_token, at, expand };
+        self.with_retries(|| cfg.target.reopen(request)).await?;
+        self.host(stream).await
+    }
+
+    /// Reserve `stream_id` for an open (refused while it streams here or another open runs).
+    fn reserve(&self, stream_id: &str) -> Result<OpeningGuard<'_>, PlaneError> {
+        let shared = &self.shared;
         if shared.draining.load(Ordering::SeqCst) {
             return Err(draining());
         }
-        {
-            let live = shared.live();
-            if live.get(stream_id).is_some_and(|s| !s.is_ended()) {
-                return Err(already_open(stream_id));
-            }
-            let mut opening = twoplane_runtime::lock(&shared.opening);
-            if !opening.insert(stream_id.to_owned()) {
-                return Err(already_open(stream_id));
-            }
+        let live = shared.live();
+        if live.get(stream_id).is_some_and(|s| !s.is_ended()) {
+            return Err(already_open(stream_id));
         }
-        let _reservation = OpeningGuard { shared, id: stream_id.to_owned() };
-        self.open_in_store(stream_id).await?;
-        let stream = LiveStream::new(stream_id, shared.cfg.clone());
-        shared.live().insert(stream_id.to_owned(), stream.clone());
+        let mut opening = twoplane_runtime::lock(&shared.opening);
+        if !opening.insert(stream_id.to_owned()) {
+            return Err(already_open(stream_id));
+        }
+        Ok(OpeningGuard { shared, id: stream_id.to_owned() })
+    }
+
+    /// Host `stream`, whose row this plane just claimed: in the map (in place of an ended one),
+    /// its checkpoint driver started, a handle for its producer.
+    async fn host(&self, stream: Arc<LiveStream>) -> Result<StreamHandle, PlaneError> {
+        let shared = &self.shared;
+        let stream_id = stream.id.clone();
+        shared.live().insert(stream_id.clone(), stream.clone());
         // The driver returns when the stream is to leave the map; a plane already dropped has
         // no map to leave.
         let plane = Arc::downgrade(shared);

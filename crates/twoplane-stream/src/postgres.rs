@@ -17,7 +17,9 @@ use crate::error::PlaneError;
 use crate::exec::{pg_cell, pg_int, prepare_all, PgExec};
 use crate::pg_client::{PgClient, PgSession};
 use crate::schema::migrate_postgres;
-use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps};
+use crate::target::{
+    AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, ReopenRequest, StoredMessage, TargetCaps,
+};
 use crate::verdict;
 
 pub struct PostgresTarget {
@@ -66,6 +68,11 @@ impl PgConn<'_> {
         tx.run(&p2, &second.params).await.map_err(db_err(context))?;
         tx.commit().await.map_err(db_err(context))?;
         Ok(true)
+    }
+
+    async fn query(&mut self, sql: &str, id: &str, context: &str) -> Result<Vec<Row>, PlaneError> {
+        let statement = self.0.prepare_cached(sql).await.map_err(db_err("preparing a statement"))?;
+        self.0.client().query(&statement, &[&id]).await.map_err(db_err(context))
     }
 
     async fn query_opt(&mut self, sql: &str, id: &str, context: &str) -> Result<Option<Row>, PlaneError> {
@@ -206,5 +213,44 @@ impl DurableTarget for PostgresTarget {
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         let mut conn = PgConn(&mut session);
         conn.read_state(&self.sql, stream_id).await.map(|ack| Some(ack.durable_seq))
+    }
+
+    async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
+        let mut conn = PgConn(&mut session);
+        let has_parts = self.sql.has_parts();
+        let Some(r) = conn.query_opt(&self.sql.load_row(), stream_id, "reading the message back").await? else {
+            return Ok(None);
+        };
+        let seq = pg_int(&r, 0).map_err(db_err("reading the length column"))?;
+        let seq = verdict::durable_len(stream_id, Some(seq))?;
+        let status = r.try_get::<_, Option<String>>(1).map_err(db_err("reading the status column"))?;
+        let body = r.try_get::<_, Option<String>>(2).map_err(db_err("reading the body column"))?;
+        let document = if has_parts {
+            r.try_get::<_, Option<String>>(3).map_err(db_err("reading the parts column"))?
+        } else {
+            None
+        };
+        let mut chunks = Vec::new();
+        for r in conn.query(&self.sql.load_chunks(), stream_id, "reading the chunk rows").await? {
+            let seq = pg_int(&r, 0).map_err(db_err("reading a chunk row's seq"))?.unwrap_or(-1);
+            let text = r.try_get::<_, Option<String>>(1).map_err(db_err("reading a chunk row's text"))?;
+            let parts = if has_parts {
+                r.try_get::<_, Option<String>>(2).map_err(db_err("reading a chunk row's parts"))?
+            } else {
+                None
+            };
+            chunks.push(verdict::chunk_row(stream_id, seq, text, parts)?);
+        }
+        Ok(Some(StoredMessage { seq, status, body, document, chunks }))
+    }
+
+    async fn reopen(&self, request: ReopenRequest<'_>) -> Result<(), PlaneError> {
+        let statements = verdict::reopen_statements(&self.sql, &request)?;
+        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
+        let mut conn = PgConn(&mut session);
+        conn.transact(&statements, "claiming the row again").await?;
+        let (_, row) = conn.read_back(&self.sql, request.stream_id).await?;
+        verdict::reopened(request.stream_id, request.at, row, request.host_token, self.sql.has_host())
     }
 }

@@ -19,7 +19,9 @@ use twoplane_core::sql::{stream_schema, Dialect, MappedSql, Statement, StreamTab
 use crate::error::PlaneError;
 use crate::exec::{sqlite_execute, Cell, SqliteShared};
 use crate::schema::migrate_sqlite;
-use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps};
+use crate::target::{
+    AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, ReopenRequest, StoredMessage, TargetCaps,
+};
 use crate::verdict;
 
 pub struct SqliteTarget {
@@ -212,5 +214,54 @@ impl DurableTarget for SqliteTarget {
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {
         let (sql, id) = (self.sql(), stream_id.to_owned());
         self.with_connection(move |conn| read_state(conn, &sql, &id).map(|ack| Some(ack.durable_seq))).await
+    }
+
+    async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
+        let (sql, id) = (self.sql(), stream_id.to_owned());
+        self.with_connection(move |conn| {
+            let has_parts = sql.has_parts();
+            let row = conn
+                .query_row(&sql.load_row(), [&id], |r| {
+                    Ok((
+                        r.get::<_, Option<i64>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        if has_parts { r.get::<_, Option<String>>(3)? } else { None },
+                    ))
+                })
+                .optional()
+                .map_err(db_err("reading the message back"))?;
+            let Some((seq, status, body, document)) = row else { return Ok(None) };
+            let seq = verdict::durable_len(&id, Some(seq))?;
+            let mut statement = conn.prepare(&sql.load_chunks()).map_err(db_err("reading the chunk rows"))?;
+            let rows = statement
+                .query_map([&id], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        if has_parts { r.get::<_, Option<String>>(2)? } else { None },
+                    ))
+                })
+                .map_err(db_err("reading the chunk rows"))?;
+            let mut chunks = Vec::new();
+            for row in rows {
+                let (seq, text, parts) = row.map_err(db_err("reading the chunk rows"))?;
+                chunks.push(verdict::chunk_row(&id, seq, text, parts)?);
+            }
+            Ok(Some(StoredMessage { seq, status, body, document, chunks }))
+        })
+        .await
+    }
+
+    async fn reopen(&self, request: ReopenRequest<'_>) -> Result<(), PlaneError> {
+        let statements = verdict::reopen_statements(&self.sql, &request)?;
+        let (sql, id, token, at) =
+            (self.sql(), request.stream_id.to_owned(), request.host_token.to_owned(), request.at);
+        self.with_connection(move |conn| {
+            transact(conn, &statements, "claiming the row again")?;
+            let row = read_back(conn, &sql, &id)?.map(|r| (r.seq, r.status, r.host));
+            verdict::reopened(&id, at, row, &token, sql.has_host())
+        })
+        .await
     }
 }

@@ -119,6 +119,61 @@ pub trait DurableTarget: Send + Sync + 'static {
     /// have landed with its acknowledgement lost). `Ok(None)`: this target has no readable
     /// authority.
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError>;
+
+    /// The stored message, read back for a producer that goes on with it (docs/contract.md §9):
+    /// `None` when there is no row. The default: this target cannot read its messages back, so
+    /// its streams cannot go on.
+    async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
+        let _ = stream_id;
+        Err(cannot_go_on())
+    }
+
+    /// Claim the row again at its durable end `at` (docs/contract.md §9): back to `streaming`
+    /// for this producer, only where the row stands at `at` and no producer holds it; a
+    /// compacted row is expanded back into the chunk row `request.expand` holds. Retried, so it
+    /// must be idempotent for the same token; the read-back decides (another producer holds it,
+    /// or the row is elsewhere: [`crate::PlaneErrorKind::WrongOffset`]).
+    async fn reopen(&self, request: ReopenRequest<'_>) -> Result<(), PlaneError> {
+        let _ = request;
+        Err(cannot_go_on())
+    }
+}
+
+fn cannot_go_on() -> PlaneError {
+    PlaneError::new(
+        crate::PlaneErrorKind::InvalidArgument,
+        "this plane's store cannot read its messages back, so a stream cannot go on (use a table target)",
+    )
+}
+
+/// A message row and its chunk rows as the store holds them (see [`DurableTarget::load`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// The durable length.
+    pub seq: u64,
+    pub status: Option<String>,
+    pub body: Option<String>,
+    /// The document of a compacted message with parts.
+    pub document: Option<String>,
+    pub chunks: Vec<twoplane_core::message::MessageChunkRow>,
+}
+
+/// A producer's claim of a row that goes on from `at` (see [`DurableTarget::reopen`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ReopenRequest<'a> {
+    pub stream_id: &'a str,
+    pub host_token: &'a str,
+    pub at: u64,
+    /// For a compacted row: the message up to `at` as one chunk row (part 0 `text`, or `parts`
+    /// JSON), which replaces the row's body and document.
+    pub expand: Option<ExpandRow<'a>>,
+}
+
+/// The chunk row a compacted message goes back to (see [`ReopenRequest::expand`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ExpandRow<'a> {
+    pub text: &'a str,
+    pub parts: Option<&'a str>,
 }
 
 /// Convert a slice to UTF-8 for a table, refusing a lone surrogate (databases reject or mangle

@@ -35,6 +35,36 @@ pub(crate) fn append_statements(sql: &MappedSql, r: &AppendRequest<'_>) -> Resul
     }
 }
 
+/// A chunk row read back (`DurableTarget::load`).
+pub(crate) fn chunk_row(
+    stream_id: &str,
+    seq: i64,
+    text: Option<String>,
+    parts: Option<String>,
+) -> Result<twoplane_core::message::MessageChunkRow, PlaneError> {
+    let seq = u64::try_from(seq)
+        .map_err(|_| PlaneError::store(format!("stream {stream_id}: a chunk row's seq {seq} is negative")))?;
+    Ok(twoplane_core::message::MessageChunkRow {
+        seq,
+        text: text.as_deref().map(twoplane_core::Text::from),
+        parts: parts.as_deref().map(twoplane_core::Text::from),
+    })
+}
+
+/// A continuation's claim (`DurableTarget::reopen`), then the chunk row a compacted row goes back
+/// to, in one transaction.
+pub(crate) fn reopen_statements(
+    sql: &MappedSql,
+    r: &crate::target::ReopenRequest<'_>,
+) -> Result<Vec<Statement>, PlaneError> {
+    let mut statements = vec![sql.reopen(r.stream_id, r.host_token, r.at, r.expand.is_some())];
+    if let Some(row) = r.expand {
+        statements
+            .push(sql.reopen_chunk(r.stream_id, r.host_token, r.at, row.text, row.parts).ok_or_else(no_parts_columns)?);
+    }
+    Ok(statements)
+}
+
 /// A seal's two statements (the fenced compaction, then the chunk delete) and the length it
 /// writes into the row.
 pub(crate) fn seal_statements(sql: &MappedSql, r: &CloseRequest<'_>) -> Result<([Statement; 2], u64), PlaneError> {
@@ -96,6 +126,43 @@ pub(crate) fn openable(stream_id: &str, row: Option<(Option<i64>, Option<String>
         )));
     }
     Ok(())
+}
+
+/// The read-back after a producer's claim of a row that goes on from `at`
+/// (`DurableTarget::reopen`): the row's `seq`, `status` and `host` (`None` without a host
+/// column, whose status alone is the claim).
+pub(crate) fn reopened(
+    stream_id: &str,
+    at: u64,
+    row: Option<(Option<i64>, Option<String>, Option<String>)>,
+    token: &str,
+    has_host: bool,
+) -> Result<(), PlaneError> {
+    let Some((seq, status, host)) = row else {
+        return Err(PlaneError::open_refused(format!("stream {stream_id}: no message row to go on with")));
+    };
+    let seq = durable_len(stream_id, Some(seq))?;
+    if seq != at {
+        return Err(wrong_offset(stream_id, at, seq));
+    }
+    let streaming = status.as_deref() == Some(STREAM_STATUS_STREAMING);
+    if streaming && (!has_host || host.as_deref() == Some(token)) {
+        return Ok(());
+    }
+    if streaming {
+        return Err(PlaneError::open_refused(format!(
+            "stream {stream_id}: a producer on host {host:?} holds the row; this one stands down"
+        )));
+    }
+    Err(PlaneError::store(format!("stream {stream_id}: the claim of the row did not land (its status is {status:?})")))
+}
+
+/// A producer going on from `at` where the stream stands at `seq`.
+pub(crate) fn wrong_offset(stream_id: &str, at: u64, seq: u64) -> PlaneError {
+    PlaneError::new(
+        crate::PlaneErrorKind::WrongOffset,
+        format!("stream {stream_id}: it stands at {seq}, not {at}; go on from {seq}, its durable end"),
+    )
 }
 
 /// The host read-back after the open compare-and-swap.

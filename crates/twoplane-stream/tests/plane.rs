@@ -1102,3 +1102,137 @@ async fn a_ui_reader_that_overflows_ends_without_done_and_says_where_it_got_to()
     assert!(!rest.contains("\"start\""), "{rest}");
     assert!(rest.contains("id: 21\n"), "brought to the stream's length: {rest}");
 }
+
+// ---------------------------------------------------------------- a stream that goes on
+
+#[tokio::test(start_paused = true)]
+async fn an_ended_stream_goes_on_from_its_durable_end_on_the_same_coordinate() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.chars = 1_000_000);
+    let h = plane.open(ID).await.unwrap();
+    h.push("Hello").unwrap();
+    h.close().await.unwrap();
+    // A reader that reached the end, and resumes from its offset later.
+    let mut ended = reader(&plane, 0, &[]).await;
+    ended.read_to_end().await;
+    assert!(matches!(ended.terminal(), Some(Frame::End { seq: 5, .. })));
+
+    // Wrong offsets change nothing; the right one goes on.
+    for wrong in [0, 4, 6] {
+        let e = plane.reopen(ID, wrong).await.unwrap_err();
+        assert_eq!(e.kind(), PlaneErrorKind::WrongOffset, "{e}");
+    }
+    assert_eq!(m.row(ID).unwrap().status.as_deref(), Some("complete"));
+    let h = plane.reopen(ID, 5).await.unwrap();
+    assert_eq!((h.seq(), h.durable_seq()), (5, 5), "the coordinate goes on from the end");
+    assert_eq!(plane.reopen(ID, 5).await.unwrap_err().kind(), PlaneErrorKind::AlreadyOpen);
+    let row = m.row(ID).unwrap();
+    assert_eq!(row.status.as_deref(), Some("streaming"));
+    assert_eq!(row.durable_text(), units("Hello"), "the compacted row went back to chunk rows, whole");
+    let mut on = reader(&plane, 5, &units("Hello")).await;
+    h.push(" world").unwrap();
+    h.close().await.unwrap();
+    on.read_to_end().await;
+    assert_eq!(on.acc, units("Hello world"));
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.status.as_deref(), row.seq, row.body.clone()), (Some("complete"), 11, units("Hello world")));
+    assert!(row.chunks.is_empty(), "compacted again at its new end");
+    // A reader joining from 0 now sees one message.
+    let mut all = reader(&plane, 0, &[]).await;
+    all.read_to_end().await;
+    assert_eq!(all.acc, units("Hello world"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_goes_on_from_the_store_after_its_host_forgot_it() {
+    // A message with parts, interrupted with its chunk rows in place (a producer that died),
+    // then a message compacted as text: both go on, on a plane that never hosted them.
+    let m = memory();
+    m.insert_message("text");
+    let dead = m.clone();
+    // The producer's process dies: its runtime goes, nothing of it seals anything.
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        rt.block_on(async {
+            let plane = plane_with(dead, |o| o.chars = 1);
+            let h = plane.open(ID).await.unwrap();
+            h.push("think").unwrap();
+            let p = h.start_part("reasoning", vec![]).unwrap();
+            h.push_part(p, "hmm").unwrap();
+            h.flush().await.unwrap();
+            let t = plane.open("text").await.unwrap();
+            t.push("plain").unwrap();
+            t.close().await.unwrap();
+            std::mem::forget(h);
+            std::mem::forget(plane);
+        });
+    })
+    .join()
+    .unwrap();
+    // The sweep releases the dead producer's row; its chunk rows stay.
+    assert!(m.sweep(ID));
+    let before = m.row(ID).unwrap();
+    assert!(!before.parts.is_empty() || !before.chunks.is_empty());
+    let plane = plane_with(m.clone(), |o| o.chars = 1_000_000);
+    let h = plane.reopen(ID, before.seq).await.unwrap();
+    assert_eq!(h.part_count(), 2, "the parts came back from the rows");
+    h.push_part(1, "!").unwrap();
+    h.close().await.unwrap();
+    let message = m.row(ID).unwrap().durable_message().unwrap();
+    assert_eq!(message.parts()[0].body, "think");
+    assert_eq!(message.parts()[1].body, "hmm!");
+    let t = plane.reopen("text", 5).await.unwrap();
+    t.push(" text").unwrap();
+    t.close().await.unwrap();
+    assert_eq!(m.row("text").unwrap().body, units("plain text"));
+    // No row: refused.
+    assert_eq!(plane.reopen("nothing", 0).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+}
+
+mod goes_on_schedules {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        /// Any number of continuations, each after a seal (sometimes one whose host then forgets
+        /// the stream): the row ends as the concatenation of every push, and a reader joining
+        /// each turn from any offset of what came before folds exactly that (S and P across
+        /// continuations).
+        #[test]
+        fn continuations_keep_one_coordinate(
+            turns in proptest::collection::vec((proptest::collection::vec("[a-zé😀]{1,4}", 1..5), any::<bool>()), 1..5),
+            from_seed in any::<u64>(),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+            rt.block_on(async {
+                let m = memory();
+                let mut plane = plane_with(m.clone(), |o| o.chars = 1_000_000);
+                let mut produced: Vec<u16> = Vec::new();
+                for (i, (pushes, forget)) in turns.iter().enumerate() {
+                    let h = if i == 0 {
+                        plane.open(ID).await.unwrap()
+                    } else {
+                        plane.reopen(ID, produced.len() as u64).await.unwrap()
+                    };
+                    assert_eq!(h.seq(), produced.len() as u64);
+                    // A reader resuming from any offset of what the turns before made.
+                    let from = from_seed % (produced.len() as u64 + 1);
+                    let mut r = reader(&plane, from, &produced).await;
+                    for p in pushes {
+                        h.push(p).unwrap();
+                        produced.extend(units(p));
+                    }
+                    h.close().await.unwrap();
+                    r.read_to_end().await;
+                    assert_eq!(r.acc, produced, "turn {i}, from {from}");
+                    assert_eq!(m.row(ID).unwrap().body, produced);
+                    if *forget {
+                        plane = plane_with(m.clone(), |o| o.chars = 1_000_000);
+                    }
+                }
+            });
+        }
+    }
+}

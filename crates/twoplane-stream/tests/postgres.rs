@@ -141,3 +141,9 @@ async fn postgres_concurrent_chunk_table_creation() {
         db.exec(&format!("DROP TABLE IF EXISTS \"{name}_c\"")).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_goes_on() {
+    let Some(db) = connect().await else { return };
+    sql::goes_on(&db).await;
+}

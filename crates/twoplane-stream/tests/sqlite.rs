@@ -97,3 +97,8 @@ async fn sqlite_lone_surrogate_is_refused() {
 async fn sqlite_schema_matches_the_description() {
     sql::schema_matches_the_description(&Sqlite::new("schema")).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_goes_on() {
+    sql::goes_on(&Sqlite::new("goes-on")).await;
+}

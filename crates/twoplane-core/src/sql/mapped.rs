@@ -9,6 +9,7 @@
 //! the old producer's writes; nothing but a new open can make the row `streaming` again.
 
 use super::names::{quote_ident, Dialect, ResolvedColumns, StreamTables};
+use super::reopen::{Names, ReopenSql};
 use super::statement::{int, text, SqlValue, Statement};
 use crate::error::Result;
 use crate::frame::{StreamStatus, STREAM_STATUS_STREAMING};
@@ -34,6 +35,8 @@ pub struct MappedSql {
     sweep: Option<String>,
     /// The parts row insert and the message compaction, when both parts columns are named.
     parts: Option<PartsSql>,
+    /// A stream that goes on (`reopen.rs`).
+    reopen: ReopenSql,
 }
 
 /// The statements of messages with parts (docs/contract.md §8).
@@ -161,6 +164,25 @@ impl MappedSql {
         }
         let probe_state = format!("SELECT {probe_cols} FROM {message} WHERE {key} = {}", p(1));
 
+        let reopen = ReopenSql::new(
+            &Names {
+                message: &message,
+                chunks: &chunks,
+                key: &key,
+                body: &body,
+                status: &status,
+                seq: &seq,
+                cancel: cancel.as_deref(),
+                host: host.as_deref(),
+                document: doc_column.as_deref(),
+                chunk_stream: &chunk_stream,
+                chunk_seq: &chunk_seq,
+                chunk_text: &chunk_text,
+                chunk_parts: chunk_parts.as_deref(),
+            },
+            dialect,
+        );
+
         let sweep = host
             .as_ref()
             .map(|h| format!("UPDATE {message} SET {status} = {} WHERE {h} = {} AND {status} = {}", p(1), p(2), p(3)));
@@ -179,7 +201,44 @@ impl MappedSql {
             probe_state,
             sweep,
             parts,
+            reopen,
         })
+    }
+
+    /// The stored row, one parameter (the stream id): `seq`, `status`, `body`, and `document`
+    /// when the parts columns are named (a stream that goes on, `reopen.rs`).
+    pub fn load_row(&self) -> String {
+        self.reopen.load_row.clone()
+    }
+
+    /// The stream's chunk rows in `seq` order, one parameter (the stream id): `seq`, `text`, and
+    /// `parts` when the parts columns are named.
+    pub fn load_chunks(&self) -> String {
+        self.reopen.load_chunks.clone()
+    }
+
+    /// The claim of a row that goes on from `at` (`reopen.rs`); with `expand`, the row was
+    /// compacted and is emptied for the chunk row [`MappedSql::reopen_chunk`] writes.
+    pub fn reopen(&self, stream_id: &str, host_token: &str, at: u64, expand: bool) -> Statement {
+        self.reopen.claim(stream_id, self.has_host().then_some(host_token), at, expand)
+    }
+
+    /// The chunk row that holds a compacted message up to `at` once its row was claimed again:
+    /// part 0 text (`parts` `None`), or a parts row. It lands only where the claim did (the row
+    /// at `at`, `streaming`, naming this host). `None` for a parts row without parts columns.
+    pub fn reopen_chunk(
+        &self,
+        stream_id: &str,
+        host_token: &str,
+        at: u64,
+        chunk_text: &str,
+        parts: Option<&str>,
+    ) -> Option<Statement> {
+        let [_, insert] = match parts {
+            None => self.append(stream_id, host_token, at, at, chunk_text),
+            Some(parts) => self.append_parts(stream_id, host_token, at, at, parts)?,
+        };
+        Some(insert)
     }
 
     pub fn dialect(&self) -> Dialect {

@@ -6,6 +6,8 @@
 //!   columns the plane adds to the application's message table, the message table of a store
 //!   twoplane owns, and the host lease table;
 //! - `mapped.rs`: the statements on the mapped tables ([`MappedSql`]);
+//! - `reopen.rs`: the statements of a stream that goes on (its stored message read back, its row
+//!   claimed again at its durable end), as more of [`MappedSql`];
 //! - `host_lease.rs`: the statements of the host lease ([`HostLeaseSql`]).
 //!
 //! Guarantees:
@@ -29,6 +31,7 @@ mod fixtures;
 mod host_lease;
 mod mapped;
 mod names;
+mod reopen;
 mod schema;
 mod statement;
 

@@ -17,6 +17,7 @@
 //! - `produce.rs`: push, fan-out, durable advance, flush registration.
 //! - `checkpoint.rs`: the driver task that moves the durable position and seals.
 //! - `join.rs`: the atomic join, returning a [`Join`] (a fixed replay or a [`Reader`]).
+//! - `goes_on.rs`: a new stream seeded with the message an earlier one made (a continuation).
 //!
 //! What holds across them (each file states its own part):
 //! - Everything that changes the stream happens under its one lock, so each step is atomic;
@@ -33,6 +34,7 @@
 mod backlog;
 mod checkpoint;
 mod display;
+mod goes_on;
 mod join;
 mod lifecycle;
 mod policy;

@@ -276,7 +276,7 @@ impl LiveStream {
 
 /// The unit an event occupies in the text (never read: a replay and a row take events from the
 /// shape, and text only from runs).
-const EVENT_PLACEHOLDER: u16 = 0;
+pub(super) const EVENT_PLACEHOLDER: u16 = 0;
 
 fn unknown_part(id: &str, part: u32) -> PlaneError {
     PlaneError::new(PlaneErrorKind::InvalidArgument, format!("stream {id}: part {part} has not started"))

@@ -226,6 +226,54 @@ pub async fn open_rules(db: &dyn Db) {
     t.drop_all(db).await;
 }
 
+/// A stream goes on (docs/contract.md §9): a compacted row is claimed again at its durable end,
+/// of two producers going on at once one wins, a wrong offset changes nothing, a cancel flag is
+/// cleared, and the next seal compacts the whole message.
+pub async fn goes_on(db: &dyn Db) {
+    let t = Tables::create(db, true).await;
+    let target = db.target(&t.tables).await;
+    let a = plane_with(target.clone(), |o| {
+        fast(o);
+        o.host_id = Some("a".into());
+    });
+    let b = plane_with(target.clone(), |o| {
+        fast(o);
+        o.host_id = Some("b".into());
+    });
+    t.insert(db, "on").await;
+    let h = a.open("on").await.unwrap();
+    h.push("Hello").unwrap();
+    h.close().await.unwrap();
+    t.request_cancel(db, "on").await;
+    assert_eq!(b.reopen("on", 4).await.unwrap_err().kind(), PlaneErrorKind::WrongOffset);
+    assert_eq!(b.reopen("missing", 0).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+    let row = db.message(t.message(), "on").await.unwrap();
+    assert_eq!((row.status.as_deref(), row.seq, row.body.as_str()), (Some("complete"), 5, "Hello"));
+    // Two producers go on at once: one wins, the other changes nothing.
+    let (ra, rb) = tokio::join!(a.reopen("on", 5), b.reopen("on", 5));
+    assert_eq!(
+        [ra.is_ok(), rb.is_ok()].iter().filter(|w| **w).count(),
+        1,
+        "{:?} / {:?}",
+        ra.as_ref().err(),
+        rb.as_ref().err()
+    );
+    let loser = ra.as_ref().err().or(rb.as_ref().err()).unwrap();
+    assert_eq!(loser.kind(), PlaneErrorKind::OpenRefused, "{loser}");
+    let h = ra.or(rb).unwrap();
+    let row = db.message(t.message(), "on").await.unwrap();
+    assert_eq!((row.status.as_deref(), row.body.as_str(), row.cancel), (Some("streaming"), "", false));
+    assert_eq!(db.chunks(&t.tables.chunks, "on").await, vec![(5, "Hello".to_owned())], "back to chunk rows");
+    h.push(", world").unwrap();
+    h.flush().await.unwrap();
+    assert_eq!(db.message(t.message(), "on").await.unwrap().seq, 12);
+    h.close().await.unwrap();
+    let row = db.message(t.message(), "on").await.unwrap();
+    assert_eq!((row.status.as_deref(), row.seq, row.body.as_str()), (Some("complete"), 12, "Hello, world"));
+    assert!(db.chunks(&t.tables.chunks, "on").await.is_empty(), "compacted again");
+    t.drop_all(db).await;
+}
+
 /// The cancel column stops the producer; fail records the error.
 pub async fn cancel_and_fail(db: &dyn Db) {
     let t = Tables::create(db, true).await;
