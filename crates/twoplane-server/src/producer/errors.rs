@@ -94,6 +94,8 @@ impl ApiError {
             PlaneErrorKind::StreamClosed => ApiError { seq: None, ..ApiError::closed(id, 0) },
             PlaneErrorKind::AlreadyOpen => ApiError::new(StatusCode::CONFLICT, "already_open", e.message()),
             PlaneErrorKind::OpenRefused => ApiError::new(StatusCode::CONFLICT, "open_refused", e.message()),
+            // A stream going on from where it does not stand: the caller adds where it does.
+            PlaneErrorKind::WrongOffset => ApiError::new(StatusCode::CONFLICT, "wrong_offset", e.message()),
             // Another instance released the row (this one's lease lapsed): the row is the truth.
             PlaneErrorKind::Fenced => ApiError::new(StatusCode::CONFLICT, "fenced", e.message()),
             PlaneErrorKind::Draining => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "draining", e.message()),

@@ -66,6 +66,9 @@ struct OpenOptions {
     /// Insert an empty assistant row first when none has this id.
     #[serde(default)]
     create: bool,
+    /// Go on with a stream that ended (or whose producer died) from this offset, its durable end
+    /// (docs/server.md, "A stream that goes on"); absent: a new stream.
+    offset: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -114,16 +117,26 @@ async fn open(State(producers): State<Producers>, Path(id): Path<String>, body: 
         OpenOptions::default()
     } else {
         serde_json::from_slice(&body)
-            .map_err(|e| ApiError::bad_request("bad_request", format!("expected {{\"create\": true|false}}: {e}")))?
+            .map_err(|e| ApiError::bad_request("bad_request", format!("expected {{\"create\": true|false, \"offset\": <the durable end, to go on with an ended stream>}}: {e}")))?
     };
     if options.create {
         rows::create_if_missing(&producers.db, &id).await.map_err(|e| ApiError::store(&e))?;
     }
-    match producers.plane.open(&id).await {
+    let opened = match options.offset {
+        None => producers.plane.open(&id).await,
+        Some(at) => producers.plane.reopen(&id, at).await,
+    };
+    match opened {
         Ok(handle) => {
+            let seq = handle.seq();
             let p = producers.adopt(handle);
-            tracing::info!(stream_id = ?p.id, "producer opened a stream");
-            Ok(Json(json!({ "streamId": p.id, "seq": 0 })).into_response())
+            tracing::info!(stream_id = ?p.id, seq, "producer opened a stream");
+            Ok(Json(json!({ "streamId": p.id, "seq": seq })).into_response())
+        }
+        Err(e) if e.kind() == twoplane_stream::PlaneErrorKind::WrongOffset => {
+            let stands =
+                crate::store::messages::one(&producers.db, &id).await.ok().flatten().map(|v| v.seq.max(0) as u64);
+            Err(ApiError { durable_seq: stands, ..ApiError::from_plane(&e, &id) })
         }
         Err(e) if e.kind() == twoplane_stream::PlaneErrorKind::OpenRefused => {
             match rows::exists(&producers.db, &id).await {
