@@ -42,6 +42,14 @@ for m in $majors; do
     node --import ./lib/ai-alias.mjs --test --test-concurrency=1 twoplane.test.mjs browser.test.mjs)
 done
 
+# A message that goes on (client tools, tool approvals), against the SDK's own Chat and
+# DefaultChatTransport, in every major (tool approvals from ai 6 on).
+for m in 5 6 7; do
+  say "aisdk: continuations with ai $m: a client tool and a tool approval go on with the same message"
+  (cd tests/ai-sdk && TWOPLANE_AI=$m TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" \
+    node --import ./lib/ai-alias.mjs --test --test-concurrency=1 continue.test.mjs)
+done
+
 # The AI SDK example (examples/ai-sdk-chat, issue #24), started exactly as its README says
 # (scripts/example-ai-sdk.sh, which installs and builds what it needs) and driven in Chromium with
 # tests/browser's helper and its playwright-core: reloaded mid-answer it renders what an

@@ -120,6 +120,11 @@ impl StreamHandle {
     }
 
     /// How many parts have started (part 0 included).
+    /// The message this stream made so far (`None` when a callback plane trimmed its text).
+    pub fn message(&self) -> Option<twoplane_core::message::Message> {
+        self.stream.message()
+    }
+
     pub fn part_count(&self) -> usize {
         self.stream.part_count()
     }

@@ -65,6 +65,10 @@ export interface ResponseOptionsInit {
   headers?: Record<string, string>;
   /** Called with the outcome once the stream ended. */
   onEnd?: (outcome: ProduceOutcome) => void;
+  /** The turn's messages, as given to `toUIMessageStreamResponse`: when they end in an assistant
+   *  message (a client tool's output or a tool approval sent back), the turn goes on with that
+   *  message's stream, under its id, from its durable end. */
+  originalMessages?: ReadonlyArray<{ id: string; role: string }>;
 }
 
 /** The options `responseOptions` gives `toUIMessageStreamResponse` / `createUIMessageStreamResponse`. */
@@ -82,7 +86,7 @@ export interface TwoplaneResponseOptions {
 export interface TwoplaneProducer {
   readonly url: string;
   /** Open the stream (its row created when missing) so that readers find it at once. */
-  open(streamId: string): Promise<void>;
+  open(streamId: string, init?: { offset?: number }): Promise<void>;
   produce(streamId: string, stream: UIMessageStreamSource, options?: { signal?: AbortSignal; headers?: Record<string, string> }): Promise<ProduceOutcome>;
   /** A read token for the page (undefined without `readTokenSecret`). */
   readToken(streamId: string, options?: { userId?: string; ttlSeconds?: number }): string | undefined;

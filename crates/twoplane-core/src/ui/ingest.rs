@@ -18,10 +18,10 @@
 
 use std::collections::HashMap;
 
-use super::vocab::{Obj, HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
+use super::vocab::{is_data, Obj, HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
 use crate::error::{Error, ErrorKind, Result};
 use crate::json::JsonValue;
-use crate::message::{Attrs, Event};
+use crate::message::{Attrs, Event, Message};
 use crate::text::Text;
 
 /// What one chunk asks of the stream.
@@ -60,6 +60,35 @@ impl UiIngest {
     /// The ingest for the message `stream_id`, whose next part is `next_part`.
     pub fn new(stream_id: Text, next_part: u32) -> Self {
         UiIngest { stream_id, next_part, ..UiIngest::default() }
+    }
+
+    /// The ingest of a message that goes on (docs/contract.md §9: the SDK's continuation after a
+    /// client tool's output or a tool approval), `message` as it stands: the next part after its
+    /// parts, and what later chunks name its parts by (each tool call's `toolCallId`, each
+    /// approval's id, each data part's type and id) and its metadata, so that a continuation's
+    /// `tool-output-available` or `data-*` update reaches the part the first turn made. Text and
+    /// reasoning ids are a turn's own, and start afresh.
+    pub fn going_on(stream_id: Text, message: &Message) -> Self {
+        let mut ui = UiIngest::new(stream_id, u32::try_from(message.parts().len()).unwrap_or(u32::MAX));
+        for (i, p) in message.parts().iter().enumerate() {
+            let i = i as u32;
+            let attr = |k: &str| p.attrs.iter().rev().find(|(key, _)| *key == k).map(|(_, v)| v);
+            if let Some(call) = attr("toolCallId").and_then(JsonValue::as_text) {
+                ui.tool_ids.insert(call.units().to_vec(), i);
+            }
+            if let Some(id) = attr("approval").and_then(|a| a.get("id")).and_then(JsonValue::as_text) {
+                ui.approval_ids.insert(id.units().to_vec(), i);
+            }
+            if is_data(&p.kind) {
+                if let Some(id) = attr("id").and_then(JsonValue::as_text) {
+                    ui.data_ids.insert((p.kind.units().to_vec(), id.units().to_vec()), i);
+                }
+            }
+        }
+        if !message.metadata().is_empty() {
+            ui.metadata = Some(JsonValue::Object(message.metadata().clone()));
+        }
+        ui
     }
 
     /// The events of one chunk (see the module guarantees). On an error nothing changed.

@@ -38,7 +38,11 @@ pub(super) async fn ingest(
 ) -> Result<Response, ApiError> {
     let p = open(&producers, &id).await?;
     let guard = start_streaming_body(&p, None)?;
-    let mut ui = UiIngest::new(Text::from(id.as_str()), u32::try_from(p.handle.part_count()).unwrap_or(u32::MAX));
+    // A stream that goes on (the SDK's continuation of a message) is ingested as it stands.
+    let mut ui = match p.handle.message().filter(|m| !m.is_empty()) {
+        Some(message) => UiIngest::going_on(Text::from(id.as_str()), &message),
+        None => UiIngest::new(Text::from(id.as_str()), u32::try_from(p.handle.part_count()).unwrap_or(u32::MAX)),
+    };
     let mut body = TextBody::new(request, producers.limits.max_body_bytes);
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();

@@ -29,6 +29,17 @@ impl LiveStream {
         })
     }
 
+    /// The message this stream made so far, when it still holds all of it.
+    pub fn message(&self) -> Option<twoplane_core::message::Message> {
+        let frames = self.frames_until(self.seq())?;
+        let mut message = twoplane_core::message::Message::new();
+        for frame in &frames {
+            // Every frame was checked by the part rules when it was produced.
+            let _ = message.apply(frame);
+        }
+        Some(message)
+    }
+
     /// Seed a new stream with `frames` (see the module guarantees); they end at `at`, which the
     /// store holds.
     pub fn seed(&self, frames: &[MessageFrame], at: u64) -> Result<(), PlaneError> {

@@ -12,6 +12,10 @@
 //   id, the SSE copy goes to twoplane, and the page learns the stream and its read token from the
 //   `x-twoplane-stream` and `x-twoplane-token` response headers. A read token is minted only with a
 //   `signToken` (the Node entry, ai-sdk.node.js, passes node:crypto's).
+// - A continuation (the SDK's client tools and tool approvals: `originalMessages` ending in an
+//   assistant message, which the SDK goes on with under its own id) goes on with that message's
+//   stream: the stream id is the message id, re-opened at its durable end (`{"offset": N}`), so
+//   the same coordinate goes on and the page keeps one assistant message.
 
 import { TwoplaneError } from '../errors.js';
 import { bearer, segment, trimSlash } from './http.js';
@@ -136,16 +140,28 @@ export function createTwoplaneProducer({
     return signToken({ secret: readTokenSecret, streamId, ttlSeconds: ttlSeconds ?? readTokenTtlSeconds, userId });
   }
 
-  async function open(streamId) {
+  /** Open `streamId` (creating its row), or with `{ offset }` go on with it from its durable end. */
+  async function open(streamId, { offset } = {}) {
     const res = await doFetch(`${base}/v1/streams/${segment(streamId)}/open`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...auth },
-      body: '{"create":true}',
+      body: JSON.stringify(offset === undefined ? { create: true } : { offset }),
     });
     if (res.ok) return;
     const answer = await answerOf(res);
     if (res.status === 409 && answer.kind === 'already_open') return;
     throw new TwoplaneError(answer.kind ?? 'http', `twoplane: open ${streamId}: ${res.status} ${answer.message ?? ''}`.trim());
+  }
+
+  /** Go on with the stream `streamId` from where its store stands (a continuation), once the
+   *  turn this producer is still copying into it has ended (the page can read a turn's end, and
+   *  send its continuation, before the copy's seal). */
+  async function goOn(streamId) {
+    await running.get(streamId);
+    const state = await streamState(doFetch, base, streamId, producerToken);
+    const offset = state?.durableSeq ?? 0;
+    await open(streamId, state ? { offset } : {});
+    return offset;
   }
 
   const controllers = new Map(); // streamId -> AbortController of `signal(streamId)`
@@ -160,16 +176,29 @@ export function createTwoplaneProducer({
     return c.signal;
   }
 
+  const running = new Map(); // streamId -> the produce under way into it
+
   async function produce(streamId, stream, options = {}) {
-    const outcome = await produceUIMessageStream({ url: base, streamId, stream, producerToken, fetch: fetchFn, ...options });
+    const run = produceUIMessageStream({ url: base, streamId, stream, producerToken, fetch: fetchFn, ...options });
+    running.set(streamId, run);
+    const outcome = await run;
+    if (running.get(streamId) === run) running.delete(streamId);
     const c = controllers.get(streamId);
     controllers.delete(streamId);
     if (outcome.readerCancelled) c?.abort(new TwoplaneError('cancelled', `a reader cancelled stream ${streamId}`));
     return outcome;
   }
 
-  async function responseOptions(streamId, { userId, ttlSeconds, headers, onEnd } = {}) {
-    await open(streamId);
+  async function responseOptions(streamId, { userId, ttlSeconds, headers, onEnd, originalMessages } = {}) {
+    // A continuation goes on with the message it continues, under that message's id.
+    const last = Array.isArray(originalMessages) ? originalMessages.at(-1) : undefined;
+    let from = 0;
+    if (last?.role === 'assistant' && typeof last.id === 'string' && last.id !== '') {
+      streamId = last.id;
+      from = await goOn(streamId);
+    } else {
+      await open(streamId);
+    }
     const token = readToken(streamId, { userId, ttlSeconds });
     let settle;
     const done = new Promise((r) => (settle = r));
@@ -184,6 +213,8 @@ export function createTwoplaneProducer({
       headers: {
         ...headers,
         'x-twoplane-stream': streamId,
+        // Where this turn starts in the stream: the page holds the message up to it.
+        ...(from > 0 ? { 'x-twoplane-from': String(from) } : {}),
         ...(token ? { 'x-twoplane-token': token } : {}),
       },
       done,

@@ -211,10 +211,14 @@ export class TwoplaneChatTransport {
     if (streamId === null) return stream; // a route that does not produce into twoplane
     stream.cancel().catch(() => {});
     const token = headers.get('x-twoplane-token') ?? undefined;
-    const record = { streamId, ...(token ? { token } : {}), offset: 0, toolCalls: [] };
+    // A continuation (a client tool's output or an approval sent back) goes on with the message
+    // the page holds: its stream is followed from where the turn starts, and the SDK, which goes
+    // on from the state it has, is handed only what follows.
+    const from = Number.parseInt(headers.get('x-twoplane-from') ?? '0', 10) || 0;
+    const record = { streamId, ...(token ? { token } : {}), offset: from, toolCalls: [] };
     this.#save(chatId, record);
     const target = (await this.#resolve(chatId, { streamId, token })) ?? this.#target(chatId, streamId, token);
-    const follow = this.#follow(m, chatId, target, { from: 0, skip: false, record, signal, wait204: 10_000 });
+    const follow = this.#follow(m, chatId, target, { from, skip: from > 0, record, signal, wait204: 10_000 });
     if ((await follow.start()) === 'none') {
       follow.stop();
       throw new Error(`twoplane: stream ${streamId} did not open`);
