@@ -18,7 +18,7 @@ const ROUTES = {
   twoplane: {
     produce: (id) => `/v1/streams/${encodeURIComponent(id)}/ui-message-stream`,
     read: (id, held) =>
-      `/v1/streams/${encodeURIComponent(id)}/ui-message-stream${held?.from != null ? `?from=${held.from}` : ''}`,
+      `/v1/streams/${encodeURIComponent(id)}/ui-message-stream${held?.from != null ? `?from=${held.from}${held.tail ? '&tail=1' : ''}` : ''}`,
   },
   peer: {
     produce: (id) => `/api/chat/${encodeURIComponent(id)}`,
@@ -124,7 +124,18 @@ function heldAt(leg, offset) {
   const whole = wholeChars(buf);
   const { events, rest } = splitEvents(buf.subarray(0, whole.bytes));
   const held = { buf: buf.subarray(0, whole.bytes), events, rest };
-  if (offset === 'from') held.from = Number([...events].reverse().find((e) => e.id !== null)?.id ?? 0);
+  if (offset === 'from' || offset === 'tail') {
+    const last = [...events].reverse().find((e) => e.id !== null);
+    held.from = Number(last?.id ?? 0);
+    // With `tail`, the page replays from its own snapshot the whole groups it holds (the bytes up
+    // to its last id), and asks the server for what follows only.
+    if (offset === 'tail' && held.from > 0) {
+      held.tail = true;
+      held.buf = held.buf.subarray(0, last.end);
+      held.events = events.filter((e) => e.end <= last.end);
+      held.rest = last.end;
+    }
+  }
   if (offset === 'skip') held.skip = whole.chars;
   return held;
 }
@@ -153,6 +164,7 @@ async function runPhase(run) {
       r.held = heldAt(r.join, offset);
       await sleep(gapMs);
       const prefix = offset === 'skip' ? r.held.buf.subarray(r.held.rest) : Buffer.alloc(0);
+      // (`tail` holds whole groups only: nothing of a partial event is carried into the resume.)
       r.resume = openLeg(base, routes.read(streamId, r.held), prefix);
       return r.resume.finished;
     })();
@@ -210,7 +222,7 @@ async function analyse(run, phase) {
       if (leg.status !== 200 || !leg.ended || leg.error) {
         problems.push(`reader ${r.i}: resume ${leg.status} ${leg.error ?? ''} ${leg.ended ? '' : '(did not end)'}`);
       }
-      const continues = offset === 'skip';
+      const continues = offset === 'skip' || (offset === 'tail' && r.held.tail === true);
       const whole = continues ? Buffer.concat([r.held.buf, legBuf]) : legBuf;
       const clip = continues ? r.held.buf.length : 0;
       const { events } = splitEvents(whole, continues ? r.held.rest : 0);

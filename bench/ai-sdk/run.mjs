@@ -60,7 +60,8 @@ const SCHEDULE = { joinAtMs: 200, dropFromMs: 1000, dropToMs: 9000, gapMs: 250 }
 const MODES = [
   { key: 'tp', side: 'twoplane', offset: 'none', label: 'twoplane: GET (useChat default resume)' },
   { key: 'rs', side: 'peer', offset: 'none', label: 'resumable-stream: resumeExistingStream (useChat default)' },
-  { key: 'tp-from', side: 'twoplane', offset: 'from', label: 'twoplane: GET ?from=<last id> (its transport)' },
+  { key: 'tp-from', side: 'twoplane', offset: 'from', label: 'twoplane: GET ?from=<last id> (its transport, no snapshot)' },
+  { key: 'tp-tail', side: 'twoplane', offset: 'tail', label: 'twoplane: GET ?from=<last id>&tail=1 (its transport, snapshot held)' },
   { key: 'rs-skip', side: 'peer', offset: 'skip', label: 'resumable-stream: skipCharacters=<chars held>' },
   { key: 'tp-0', side: 'twoplane', offset: 'none', readers: 0, label: 'twoplane: producer only, no reader' },
   { key: 'rs-0', side: 'peer', offset: 'none', readers: 0, label: 'resumable-stream: producer only, no reader' },

@@ -84,6 +84,10 @@ struct UiState {
 #[derive(Deserialize)]
 struct FromQuery {
     from: Option<u64>,
+    /// The reader replays what it holds itself (its transport kept a snapshot): send only what
+    /// follows `from`, without `start` and the message there.
+    #[serde(default)]
+    tail: Option<u8>,
 }
 
 /// The route's path, `/v1/streams/{id}/ui-message-stream`, with its `{id}` segment.
@@ -122,6 +126,7 @@ async fn resume(
         return refuse(StatusCode::BAD_REQUEST, "invalid_from", "?from= must be a whole number of code units");
     };
     let from = query.from.unwrap_or(0);
+    let tail = query.tail.is_some_and(|t| t != 0) && from > 0;
     let view = match read_row(&state.db, &id).await {
         Ok(view) => view,
         Err(e) => {
@@ -144,10 +149,13 @@ async fn resume(
     let subscription = if sealed && !state.plane.is_hosted(&id) {
         let mut out = String::new();
         let mut egress = UiEgress::new();
-        from_store(&Text::from(id.as_str()), &view, from, None, &mut egress, &mut out);
+        // A tail only where the rows can say what the message was at `from`; otherwise the whole
+        // replay (with its `start`, which the SDK rebuilds from).
+        let held = (tail && held_at(&view, from).is_some()).then_some(from);
+        from_store(&Text::from(id.as_str()), &view, from, held, &mut egress, &mut out);
         Subscription::ui_fixed(Bytes::from(out))
     } else {
-        match state.plane.subscribe_ui(&caller, &id, from, true).await {
+        match state.plane.subscribe_ui(&caller, &id, from, !tail).await {
             Ok(sub) => sub,
             Err(e) if e.kind() == PlaneErrorKind::Forbidden => return crate::http::forbidden(),
             Err(e) => {
@@ -161,7 +169,7 @@ async fn resume(
         db: state.db.clone(),
         caller,
         id: id.clone(),
-        started: false,
+        started: tail,
         idle: 0,
         last: None,
     };

@@ -13,6 +13,10 @@
 // - The offset the page has *processed* (a chunk counts once the SDK asks for the next one) is
 //   reported to the transport (`confirm`), which records it in the page's `held` store.
 // - A stop closes the connection and cancels any pending wait at once.
+// - The chunks the page processed, group by group, are handed to the transport with the offset
+//   they bring it to (`confirm`), which keeps them compacted (`compactChunks`) as the page's
+//   snapshot of the message. A stream resumed from a snapshot (`prelude`) hands the SDK that
+//   replay locally, and asks the server only for what follows (`&tail=1`).
 
 import { Backoff } from '../backoff.js';
 import { SseDecoder } from '../sse.js';
@@ -45,6 +49,29 @@ const sleep = (ms, signal) =>
     }
     signal?.addEventListener('abort', done, { once: true });
   });
+
+/**
+ * `chunks` with adjacent deltas of one part merged (text, reasoning, a tool's input) and transient
+ * data parts left out: a replay the SDK folds to the same message, in as few chunks as it takes.
+ */
+export function compactChunks(chunks) {
+  const out = [];
+  const field = { 'text-delta': 'delta', 'reasoning-delta': 'delta', 'tool-input-delta': 'inputTextDelta' };
+  const key = { 'text-delta': 'id', 'reasoning-delta': 'id', 'tool-input-delta': 'toolCallId' };
+  const plain = (c) => Object.keys(c).every((k) => k === 'type' || k === key[c.type] || k === field[c.type]);
+  for (const c of chunks) {
+    if (c === null || typeof c !== 'object') continue;
+    if (typeof c.type === 'string' && c.type.startsWith('data-') && c.transient === true) continue;
+    const last = out[out.length - 1];
+    const f = field[c.type];
+    if (f && last && last.type === c.type && last[key[c.type]] === c[key[c.type]] && plain(last) && plain(c)) {
+      out[out.length - 1] = { ...last, [f]: `${last[f]}${c[f]}` };
+      continue;
+    }
+    out.push(c);
+  }
+  return out;
+}
 
 /** The events of an SSE body, by the package's decoder (sse.js): `{ id, data }`, `id` undefined
  *  when the event has no `id:` of its own (only the last event of a group has one). */
@@ -85,11 +112,23 @@ export class Follow {
     this.target = o.target;
     this.record = o.record; // the held record this stream advances (or null)
     this.expectId = o.target.streamId ?? o.record?.streamId;
-    this.conn = { from: o.from, skip: o.skip, first: true };
+    this.conn = { from: o.from, skip: o.skip, first: true, tail: Array.isArray(o.prelude) };
     this.wait204 = o.wait204 ?? 0;
     this.received = o.from; // the offset of the last complete batch received
     this.enqueuedEnd = o.skip ? o.from : undefined; // the offset the reader stands at
     this.buffer = [];
+    // A replay the page's snapshot holds, handed the SDK before anything the server sends.
+    if (Array.isArray(o.prelude) && o.prelude.length > 0) {
+      for (const chunk of o.prelude) {
+        REPLAYED.add(chunk);
+        OWNER.set(chunk, { t: this.t, chatId: this.chatId });
+        this.buffer.push({ chunk, local: true });
+      }
+      this.buffer[this.buffer.length - 1].end = o.from;
+    }
+    // The chunks handed the SDK since the last confirm, and how many of them end a group.
+    this.handed = [];
+    this.handedWhole = 0;
     this.pending = [];
     this.done = false;
     this.failure = null;
@@ -135,7 +174,7 @@ export class Follow {
 
   async request(from) {
     const { url, token, headers, credentials } = this.target;
-    const u = `${url}${url.includes('?') ? '&' : '?'}from=${from}`;
+    const u = `${url}${url.includes('?') ? '&' : '?'}from=${from}${this.conn.tail && from > 0 ? '&tail=1' : ''}`;
     let res;
     try {
       res = await this.t.fetch(u, {
@@ -203,6 +242,8 @@ export class Follow {
         }
         this.expectId = chunk.messageId;
         this.t.adopt(this, chunk.messageId);
+        // A server that could not cut the tail sent the whole replay: the snapshot starts again.
+        if (c.tail) this.restart = true;
       }
     }
     if (at <= c.from && c.skip) return true; // the reader holds these
@@ -266,13 +307,22 @@ export class Follow {
 
   /** The SDK asks for the next chunk: everything handed it before is processed. */
   async pull(controller) {
-    if (this.enqueuedEnd !== undefined) this.t.confirm(this, this.enqueuedEnd);
+    if (this.enqueuedEnd !== undefined) {
+      this.t.confirm(this, this.enqueuedEnd, this.handed.splice(0, this.handedWhole), this.restart === true);
+      this.restart = false;
+    }
+    this.handedWhole = 0;
     while (this.buffer.length === 0 && !this.done && this.failure === null && !this.stopped) {
       await new Promise((r) => (this.wakeUp = r));
     }
     if (this.buffer.length > 0) {
       const item = this.buffer.shift();
-      if (item.end !== undefined) this.enqueuedEnd = item.end;
+      // What the page's snapshot already holds is not added to it again.
+      if (!item.local) this.handed.push(item.chunk);
+      if (item.end !== undefined) {
+        this.enqueuedEnd = item.end;
+        this.handedWhole = this.handed.length;
+      }
       controller.enqueue(item.chunk);
     } else if (this.failure !== null) {
       controller.error(this.failure);

@@ -16,7 +16,7 @@
 //   `cancelOnStop` is false.
 
 import { DefaultChatTransport } from 'ai';
-import { Follow, isReplayedChunk, ownerOf } from './follow.js';
+import { Follow, compactChunks, isReplayedChunk, ownerOf } from './follow.js';
 import { memoryHeld } from './held.js';
 import { bearer, segment, trimSlash } from './http.js';
 
@@ -125,15 +125,20 @@ export class TwoplaneChatTransport {
       const m = this.#mem(follow.chatId);
       if (follow.record === null || follow.record.streamId !== streamId) {
         const token = follow.target.token;
-        follow.record = { streamId, ...(token ? { token } : {}), offset: 0, toolCalls: [] };
+        follow.record = { streamId, ...(token ? { token } : {}), offset: 0, toolCalls: [], snapshot: [] };
         m.record = follow.record;
         this.#save(follow.chatId, follow.record);
       }
     },
-    confirm: (follow, offset) => {
+    confirm: (follow, offset, processed, restart) => {
       const r = follow.record;
-      if (r && r.streamId === follow.expectId && offset > r.offset) {
-        r.offset = offset;
+      if (!r || r.streamId !== follow.expectId) return;
+      // The snapshot is the message as the page processed it, group by group, compacted.
+      if (restart) r.snapshot = [];
+      const grew = processed.length > 0 && Array.isArray(r.snapshot);
+      if (grew) r.snapshot = compactChunks([...r.snapshot, ...processed]);
+      if (offset > r.offset || grew) {
+        r.offset = Math.max(r.offset, offset);
         this.#save(follow.chatId, r);
       }
     },
@@ -186,9 +191,9 @@ export class TwoplaneChatTransport {
     }, 0);
   }
 
-  #follow(m, chatId, target, { from, skip, record, signal, wait204 }) {
+  #follow(m, chatId, target, { from, skip, record, signal, wait204, prelude }) {
     this.#internals.reconnect = this.#reconnect;
-    const follow = new Follow(this.#internals, { chatId, target, from, skip, record, wait204 });
+    const follow = new Follow(this.#internals, { chatId, target, from, skip, record, wait204, prelude });
     m.follow = follow;
     m.disconnected = false;
     m.record = record;
@@ -215,7 +220,9 @@ export class TwoplaneChatTransport {
     // the page holds: its stream is followed from where the turn starts, and the SDK, which goes
     // on from the state it has, is handed only what follows.
     const from = Number.parseInt(headers.get('x-twoplane-from') ?? '0', 10) || 0;
-    const record = { streamId, ...(token ? { token } : {}), offset: from, toolCalls: [] };
+    // A new turn's snapshot starts empty; a continuation's page holds more than the stream says
+    // (a client tool's output), so it keeps none, and a resume gets the server's replay.
+    const record = { streamId, ...(token ? { token } : {}), offset: from, toolCalls: [], ...(from === 0 ? { snapshot: [] } : {}) };
     this.#save(chatId, record);
     const target = (await this.#resolve(chatId, { streamId, token })) ?? this.#target(chatId, streamId, token);
     const follow = this.#follow(m, chatId, target, { from, skip: from > 0, record, signal, wait204: 10_000 });
@@ -251,7 +258,11 @@ export class TwoplaneChatTransport {
       from = last.enqueuedEnd;
       skip = true;
     }
-    const follow = this.#follow(m, chatId, target, { from, skip, record, signal: abortSignal });
+    // A snapshot of what the page processed: replayed here, and only the tail asked for.
+    const snapshot = !skip && from > 0 && Array.isArray(record?.snapshot) && record.snapshot.length > 0 ? record.snapshot : undefined;
+    if (record && !skip && snapshot === undefined) record.snapshot = [];
+    const prelude = snapshot?.map((c) => structuredClone(c));
+    const follow = this.#follow(m, chatId, target, { from, skip, record, signal: abortSignal, prelude });
     if ((await follow.start()) === 'none') {
       follow.stop();
       return null;
