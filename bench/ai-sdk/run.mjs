@@ -391,6 +391,9 @@ async function main() {
         (m.side === 'peer' ? `, redis ${f(median(rs.map((r) => r.redisCpuMs)))})` : ')'),
       f(median(rs.map((r) => r.delivered))),
       f(median(rs.map((r) => ((r.serverCpuMs + r.redisCpuMs) * 1000) / r.delivered)), 1),
+      // The same work for every side: each producer chunk to each reader (a side that merges or
+      // compacts sends fewer chunks, so per chunk on the wire compares different work).
+      f(median(cpu) * 1000 / (TOTAL * READERS), 3),
       kb(mean(resumes.map((x) => x.resumeBytes))),
       kb(mean(resumes.map((x) => x.repeatedBytes))),
       `${f(pct(resumes.map((x) => x.resumeTtfbMs), 50), 1)} / ${f(pct(resumes.map((x) => x.resumeTtfbMs), 90), 1)} / ${f(pct(resumes.map((x) => x.resumeTtfbMs), 100), 1)}`,
@@ -403,7 +406,8 @@ async function main() {
     'side: resume request',
     'server CPU (its system time)',
     'chunks delivered',
-    'µs CPU/chunk',
+    'µs CPU/chunk on the wire',
+    'µs CPU per producer chunk per reader',
     'bytes/resume',
     'of them repeated',
     'first chunk ms p50/p90/max',
@@ -411,6 +415,16 @@ async function main() {
     'client CPU ms',
     'problems',
   ]);
+  console.log('');
+  // Ratios from this run: the peer's total server CPU (Redis included) over twoplane's, per resume
+  // mode, and bytes per resume against `skipCharacters`.
+  const total = (key) => median(results[key].map((r) => r.serverCpuMs + r.redisCpuMs));
+  const bytes = (key) => mean(results[key].flatMap((r) => r.readers.filter((x) => x.resumes)).map((x) => x.resumeBytes));
+  console.log(
+    `ratios: resumable-stream / twoplane server CPU: ${f(total('rs') / total('tp'), 2)}x (default resume), ` +
+      `${f(total('rs-skip') / total('tp-from'), 2)}x (skipCharacters / ?from=), ${f(total('rs-skip') / total('tp-tail'), 2)}x (skipCharacters / ?from=&tail=1); ` +
+      `bytes per resume, twoplane tail / skipCharacters: ${f(bytes('tp-tail') / bytes('rs-skip'), 2)}x`,
+  );
   console.log('');
   const base = MODES.filter((m) => m.readers === 0).map((m) => {
     const rs = results[m.key];
