@@ -10,7 +10,9 @@
 //!
 //! Guarantees (the stream calls this under its lock):
 //! - The first frame after a quiet interval is published at once, so a slow model sees no added
-//!   latency, and frames further apart than the interval are published exactly as without it.
+//!   latency, and frames further apart than the interval are published exactly as without it. A
+//!   `durable` frame published at once does not start an interval: the store's confirmations come
+//!   at their own pace, and a delta right after one must not wait for it.
 //! - Nothing is reordered or dropped: held frames are published in order, merged only where the
 //!   contract says the result reads the same, and anything that must see the stream's frames in
 //!   order (a join, a terminal frame) publishes what is held first ([`Display::take`]).
@@ -45,7 +47,9 @@ impl Display {
         let due = self.last.map(|last| last + interval);
         if due.is_none_or(|due| now >= due) {
             // Quiet for an interval (or a late flush): out now, with anything held before it.
-            self.last = Some(now);
+            if !matches!(frame, MessageFrame::Durable { .. }) || !self.held.is_empty() {
+                self.last = Some(now);
+            }
             return Offer::Now { flush: !self.held.is_empty() };
         }
         push_merged(&mut self.held, frame);
@@ -99,6 +103,14 @@ mod tests {
             d.offer(&chunk(3, "d"), MS16, t0 + MS16 + Duration::from_millis(1)),
             Offer::Held { arm: Some(t0 + MS16 + MS16) }
         );
+    }
+
+    #[test]
+    fn a_durable_frame_sent_at_once_does_not_hold_the_next_delta() {
+        let t0 = Instant::now();
+        let mut d = Display::default();
+        assert_eq!(d.offer(&MessageFrame::Durable { seq: 1 }, MS16, t0), Offer::Now { flush: false });
+        assert_eq!(d.offer(&chunk(1, "b"), MS16, t0 + Duration::from_millis(3)), Offer::Now { flush: false });
     }
 
     #[test]
