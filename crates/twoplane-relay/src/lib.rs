@@ -43,6 +43,6 @@ pub use names::{session_stream, BasinName, BasinNameError};
 pub use options::{RelayOptions, RelayStatus};
 pub use relay::Relay;
 pub use types::{
-    Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, Lsn, LsnParseError, RecordError, RecordReader,
-    RecordRow, SourceEvent, SourceLink,
+    Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, LogTarget, Lsn, LsnParseError, RecordError,
+    RecordReader, RecordRow, SessionRange, SourceEvent, SourceLink,
 };

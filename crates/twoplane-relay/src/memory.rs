@@ -25,8 +25,8 @@ use tokio::sync::mpsc;
 
 use crate::names::BasinName;
 use crate::types::{
-    Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, Lsn, RecordError, RecordReader, RecordRow,
-    SourceEvent, SourceLink,
+    Append, ChangeSource, CommittedTx, LogError, LogHead, LogStore, LogTarget, Lsn, RecordError, RecordReader,
+    RecordRow, SessionRange, SourceEvent, SourceLink,
 };
 use twoplane_runtime::lock;
 
@@ -423,13 +423,8 @@ impl MemoryRecord {
 
 #[async_trait]
 impl RecordReader for MemoryRecord {
-    async fn read_range(
-        &self,
-        tenant_id: &str,
-        session_id: &str,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<RecordRow>, RecordError> {
+    async fn read_range(&self, range: SessionRange<'_>) -> Result<Vec<RecordRow>, RecordError> {
+        let SessionRange { tenant_id, session_id, from, to } = range;
         let inner = lock(&self.inner);
         let Some(list) = inner.session(tenant_id, session_id) else { return Ok(Vec::new()) };
         let end = (to.min(list.len() as u64)) as usize;
@@ -655,13 +650,8 @@ impl MemoryLog {
 
 #[async_trait]
 impl LogStore for MemoryLog {
-    async fn append(
-        &self,
-        basin: &BasinName,
-        stream: &str,
-        match_seq: u64,
-        records: &[Arc<str>],
-    ) -> Result<Append, LogError> {
+    async fn append(&self, at: LogTarget<'_>, records: &[Arc<str>]) -> Result<Append, LogError> {
+        let LogTarget { basin, stream, match_seq } = at;
         self.delay().await;
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;

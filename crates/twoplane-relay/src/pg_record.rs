@@ -38,7 +38,7 @@ use tokio_postgres::Client;
 use twoplane_pg::PgEndpoint;
 
 pub use crate::schema::RecordTables;
-use crate::types::{LogHead, RecordError, RecordReader, RecordRow};
+use crate::types::{LogHead, RecordError, RecordReader, RecordRow, SessionRange};
 
 /// Reads the record back over a PostgreSQL connection.
 pub struct PgRecord {
@@ -149,13 +149,8 @@ fn as_i64(value: u64) -> i64 {
 
 #[async_trait]
 impl RecordReader for PgRecord {
-    async fn read_range(
-        &self,
-        tenant_id: &str,
-        session_id: &str,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<RecordRow>, RecordError> {
+    async fn read_range(&self, range: SessionRange<'_>) -> Result<Vec<RecordRow>, RecordError> {
+        let SessionRange { tenant_id, session_id, from, to } = range;
         if from >= to {
             return Ok(Vec::new());
         }

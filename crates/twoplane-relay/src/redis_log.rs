@@ -22,7 +22,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, RetryMethod, Script};
 
 use crate::names::BasinName;
-use crate::types::{Append, LogError, LogStore};
+use crate::types::{Append, LogError, LogStore, LogTarget};
 
 /// Checks the basin and the tail, then adds the records. KEYS: marker, stream. ARGV: match_seq,
 /// then the records. Returns {1, end} appended, {0, tail} on a mismatch, {-1, 0} without basin.
@@ -129,13 +129,8 @@ fn seq(n: i64) -> Result<u64, LogError> {
 
 #[async_trait]
 impl LogStore for RedisLog {
-    async fn append(
-        &self,
-        basin: &BasinName,
-        stream: &str,
-        match_seq: u64,
-        records: &[Arc<str>],
-    ) -> Result<Append, LogError> {
+    async fn append(&self, at: LogTarget<'_>, records: &[Arc<str>]) -> Result<Append, LogError> {
+        let LogTarget { basin, stream, match_seq } = at;
         let mut invocation = self.append.key(self.basin_key(basin));
         invocation.key(self.stream_key(basin, stream)).arg(match_seq);
         for record in records {

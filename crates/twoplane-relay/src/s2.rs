@@ -38,7 +38,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::names::BasinName;
-use crate::types::{Append, LogError, LogStore};
+use crate::types::{Append, LogError, LogStore, LogTarget};
 
 /// How long one request may take before it counts as unavailable.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -293,13 +293,8 @@ impl S2LogStore {
 
 #[async_trait]
 impl LogStore for S2LogStore {
-    async fn append(
-        &self,
-        basin: &BasinName,
-        stream: &str,
-        match_seq: u64,
-        records: &[Arc<str>],
-    ) -> Result<Append, LogError> {
+    async fn append(&self, at: LogTarget<'_>, records: &[Arc<str>]) -> Result<Append, LogError> {
+        let LogTarget { basin, stream, match_seq } = at;
         if records.is_empty() {
             return Err(LogError::Rejected("an append needs at least one record".into()));
         }

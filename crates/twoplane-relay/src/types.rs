@@ -179,17 +179,40 @@ pub struct LogHead {
     pub head: u64,
 }
 
+/// Rows `from..to` of one session of one tenant: what [`RecordReader::read_range`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionRange<'a> {
+    pub tenant_id: &'a str,
+    pub session_id: &'a str,
+    pub from: u64,
+    pub to: u64,
+}
+
+impl<'a> SessionRange<'a> {
+    pub fn new(tenant_id: &'a str, session_id: &'a str, from: u64, to: u64) -> SessionRange<'a> {
+        SessionRange { tenant_id, session_id, from, to }
+    }
+}
+
+/// Where [`LogStore::append`] lands: `stream` of `basin`, if and only if its tail is `match_seq`.
+#[derive(Clone, Copy, Debug)]
+pub struct LogTarget<'a> {
+    pub basin: &'a BasinName,
+    pub stream: &'a str,
+    pub match_seq: u64,
+}
+
+impl<'a> LogTarget<'a> {
+    pub fn new(basin: &'a BasinName, stream: &'a str, match_seq: u64) -> LogTarget<'a> {
+        LogTarget { basin, stream, match_seq }
+    }
+}
+
 /// Reads the record back (to fill gaps in a log, and to reconcile after a fresh start).
 #[async_trait]
 pub trait RecordReader: Send + Sync + 'static {
     /// Rows `from..to` of a session in seq order (fewer when the record no longer has some).
-    async fn read_range(
-        &self,
-        tenant_id: &str,
-        session_id: &str,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<RecordRow>, RecordError>;
+    async fn read_range(&self, range: SessionRange<'_>) -> Result<Vec<RecordRow>, RecordError>;
 
     /// Heads of the sessions with at least one row, strictly after `after` (a `(tenant_id,
     /// session_id)` pair) in byte-wise order of tenant id then session id (PostgreSQL: `COLLATE
@@ -229,13 +252,7 @@ pub enum LogError {
 pub trait LogStore: Send + Sync + 'static {
     /// Appends `records` (JSON texts, in order) to `stream` of `basin` if and only if the
     /// stream's tail is `match_seq`, atomically. A stream never written has tail 0.
-    async fn append(
-        &self,
-        basin: &BasinName,
-        stream: &str,
-        match_seq: u64,
-        records: &[Arc<str>],
-    ) -> Result<Append, LogError>;
+    async fn append(&self, at: LogTarget<'_>, records: &[Arc<str>]) -> Result<Append, LogError>;
 
     /// The stream's tail (the number of records it holds); 0 for a stream never written.
     async fn check_tail(&self, basin: &BasinName, stream: &str) -> Result<u64, LogError>;

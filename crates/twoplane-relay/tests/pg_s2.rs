@@ -13,7 +13,10 @@ use twoplane_relay::pg_record::{PgRecord, RecordTables};
 use twoplane_relay::pg_source::{PgSource, PgSourceConfig};
 use twoplane_relay::s2::S2LogStore;
 use twoplane_relay::schema::{state_table_ddl, RelayTable, EVENTS, STATE, TENANTS};
-use twoplane_relay::{Append, BasinName, ChangeSource, LogError, LogStore, Lsn, RecordReader, SourceEvent, SourceLink};
+use twoplane_relay::{
+    Append, BasinName, ChangeSource, LogError, LogStore, LogTarget, Lsn, RecordReader, SessionRange, SourceEvent,
+    SourceLink,
+};
 
 fn service(var: &str) -> Option<String> {
     match std::env::var(var) {
@@ -109,13 +112,13 @@ async fn the_record_reads_back_ranges_heads_and_generations() {
     .await;
     let record = PgRecord::new(&endpoint(&url), tables.clone());
 
-    let rows = record.read_range("a", "s1", 1, 10).await.unwrap();
+    let rows = record.read_range(SessionRange::new("a", "s1", 1, 10)).await.unwrap();
     assert_eq!(
         rows.iter().map(|r| (r.seq, r.generation, &*r.body)).collect::<Vec<_>>(),
         [(1, 3, r#"{"n": 1}"#), (2, 3, r#"{"n": [2]}"#)]
     );
-    assert!(record.read_range("a", "s1", 2, 2).await.unwrap().is_empty());
-    assert!(record.read_range("nobody", "s1", 0, 5).await.unwrap().is_empty());
+    assert!(record.read_range(SessionRange::new("a", "s1", 2, 2)).await.unwrap().is_empty());
+    assert!(record.read_range(SessionRange::new("nobody", "s1", 0, 5)).await.unwrap().is_empty());
 
     // Heads in byte order ('Z' < 'a'), paged.
     let first = record.heads(None, 2).await.unwrap();
@@ -240,20 +243,23 @@ async fn s2_appends_only_at_the_expected_tail() {
     let basin = BasinName::for_tenant(&unique("s2"), 1);
     let records = |texts: &[&str]| texts.iter().map(|t| Arc::<str>::from(*t)).collect::<Vec<_>>();
 
-    assert!(matches!(store.append(&basin, "sessions/a", 0, &records(&["{}"])).await, Err(LogError::BasinMissing(_))));
+    assert!(matches!(
+        store.append(LogTarget::new(&basin, "sessions/a", 0), &records(&["{}"])).await,
+        Err(LogError::BasinMissing(_))
+    ));
     store.ensure_basin(&basin).await.unwrap();
     store.ensure_basin(&basin).await.unwrap(); // already there: fine
     assert_eq!(store.check_tail(&basin, "sessions/a").await.unwrap(), 0);
     assert_eq!(
-        store.append(&basin, "sessions/a", 0, &records(&["{\"n\": 0}", "{\"n\": 1}"])).await.unwrap(),
+        store.append(LogTarget::new(&basin, "sessions/a", 0), &records(&["{\"n\": 0}", "{\"n\": 1}"])).await.unwrap(),
         Append::Appended { start: 0, end: 2 }
     );
     assert_eq!(
-        store.append(&basin, "sessions/a", 0, &records(&["x"])).await.unwrap(),
+        store.append(LogTarget::new(&basin, "sessions/a", 0), &records(&["x"])).await.unwrap(),
         Append::TailMismatch { tail: 2 }
     );
     assert_eq!(
-        store.append(&basin, "sessions/a", 5, &records(&["x"])).await.unwrap(),
+        store.append(LogTarget::new(&basin, "sessions/a", 5), &records(&["x"])).await.unwrap(),
         Append::TailMismatch { tail: 2 }
     );
     assert_eq!(store.check_tail(&basin, "sessions/a").await.unwrap(), 2);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use redis::AsyncCommands;
 use twoplane_relay::memory::{MemoryLog, MemoryRecord};
 use twoplane_relay::redis_log::{RedisLog, RedisLogOptions};
-use twoplane_relay::{session_stream, Append, BasinName, LogError, LogStore, Relay, RelayOptions};
+use twoplane_relay::{session_stream, Append, BasinName, LogError, LogStore, LogTarget, Relay, RelayOptions};
 
 /// The Redis under test; `None` (a skip, noted) when unset, unless services are required.
 fn redis_url() -> Option<String> {
@@ -46,18 +46,33 @@ fn records(texts: &[&str]) -> Vec<Arc<str>> {
 async fn contract(log: &dyn LogStore) {
     let basin = BasinName::for_tenant("tenant", 1);
     let stream = session_stream("s1");
-    assert_eq!(log.append(&basin, &stream, 0, &records(&["1"])).await, Err(LogError::BasinMissing(basin.to_string())));
+    assert_eq!(
+        log.append(LogTarget::new(&basin, &stream, 0), &records(&["1"])).await,
+        Err(LogError::BasinMissing(basin.to_string()))
+    );
     assert!(matches!(log.check_tail(&basin, &stream).await, Err(LogError::BasinMissing(_))));
     log.ensure_basin(&basin).await.unwrap();
     log.ensure_basin(&basin).await.unwrap(); // idempotent
     assert_eq!(log.check_tail(&basin, &stream).await, Ok(0), "a stream never written has tail 0");
-    assert_eq!(log.append(&basin, &stream, 1, &records(&["x"])).await, Ok(Append::TailMismatch { tail: 0 }));
+    assert_eq!(
+        log.append(LogTarget::new(&basin, &stream, 1), &records(&["x"])).await,
+        Ok(Append::TailMismatch { tail: 0 })
+    );
     assert_eq!(log.check_tail(&basin, &stream).await, Ok(0), "a refused append writes nothing");
-    let appended = log.append(&basin, &stream, 0, &records(&[r#"{"a":1}"#, r#"{"a":2}"#])).await;
+    let appended = log.append(LogTarget::new(&basin, &stream, 0), &records(&[r#"{"a":1}"#, r#"{"a":2}"#])).await;
     assert_eq!(appended, Ok(Append::Appended { start: 0, end: 2 }));
-    assert_eq!(log.append(&basin, &stream, 0, &records(&["again"])).await, Ok(Append::TailMismatch { tail: 2 }));
-    assert_eq!(log.append(&basin, &stream, 5, &records(&["ahead"])).await, Ok(Append::TailMismatch { tail: 2 }));
-    assert_eq!(log.append(&basin, &stream, 2, &records(&["3"])).await, Ok(Append::Appended { start: 2, end: 3 }));
+    assert_eq!(
+        log.append(LogTarget::new(&basin, &stream, 0), &records(&["again"])).await,
+        Ok(Append::TailMismatch { tail: 2 })
+    );
+    assert_eq!(
+        log.append(LogTarget::new(&basin, &stream, 5), &records(&["ahead"])).await,
+        Ok(Append::TailMismatch { tail: 2 })
+    );
+    assert_eq!(
+        log.append(LogTarget::new(&basin, &stream, 2), &records(&["3"])).await,
+        Ok(Append::Appended { start: 2, end: 3 })
+    );
     assert_eq!(log.check_tail(&basin, &stream).await, Ok(3));
     // Streams are independent.
     assert_eq!(log.check_tail(&basin, &session_stream("s2")).await, Ok(0));
@@ -90,7 +105,7 @@ async fn the_redis_store_keeps_the_contract_and_its_layout() {
     let foreign = log.stream_key(&basin, &session_stream("foreign"));
     let _: String = raw.xadd(&foreign, "*", &[("x", "y")]).await.unwrap();
     assert!(matches!(
-        log.append(&basin, &session_stream("foreign"), 0, &records(&["1"])).await,
+        log.append(LogTarget::new(&basin, &session_stream("foreign"), 0), &records(&["1"])).await,
         Err(LogError::Rejected(_))
     ));
     let _: () = raw.del(&[log.basin_key(&basin), foreign]).await.unwrap();
@@ -108,7 +123,9 @@ async fn racing_appends_at_the_same_tail_write_once() {
             .map(|w| {
                 let (log, basin, stream) = (log.clone(), basin.clone(), stream.clone());
                 tokio::spawn(async move {
-                    log.append(&basin, &stream, round, &records(&[&format!("{round}-{w}")])).await.unwrap()
+                    log.append(LogTarget::new(&basin, &stream, round), &records(&[&format!("{round}-{w}")]))
+                        .await
+                        .unwrap()
                 })
             })
             .collect();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use twoplane_relay::memory::{MemoryLog, MemoryRecord};
-use twoplane_relay::{session_stream, BasinName, Lsn, Relay, RelayOptions};
+use twoplane_relay::{session_stream, BasinName, Lsn, Relay, RelayOptions, SessionRange};
 
 fn start(record: &MemoryRecord, log: &Arc<MemoryLog>, options: RelayOptions) -> Relay {
     Relay::start(Box::new(record.source()), Arc::new(record.clone()), log.clone(), options)
@@ -266,9 +266,12 @@ async fn the_memory_record_pages_heads_in_byte_order() {
     let expected = [("B", "x", 1), ("a", "s0", 1), ("a", "s1", 2), ("b", "s1", 1), ("b", "s2", 1)];
     let expected: Vec<_> = expected.iter().map(|&(t, s, h)| (t.to_owned(), s.to_owned(), h, 1)).collect();
     assert_eq!(seen, expected);
-    assert_eq!(record.read_range("a", "s1", 1, 5).await.unwrap().len(), 1);
-    assert_eq!(record.read_range("a", "s1", 0, 2).await.unwrap().iter().map(|r| r.seq).collect::<Vec<_>>(), [0, 1]);
-    assert!(record.read_range("zz", "s1", 0, 2).await.unwrap().is_empty());
+    assert_eq!(record.read_range(SessionRange::new("a", "s1", 1, 5)).await.unwrap().len(), 1);
+    assert_eq!(
+        record.read_range(SessionRange::new("a", "s1", 0, 2)).await.unwrap().iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [0, 1]
+    );
+    assert!(record.read_range(SessionRange::new("zz", "s1", 0, 2)).await.unwrap().is_empty());
     record.reset_tenant("a");
     assert_eq!(record.generation("a").await.unwrap(), Some(2));
     assert!(record.heads(Some(("B", "x")), 10).await.unwrap().iter().all(|h| &*h.tenant_id == "b"));

@@ -53,6 +53,13 @@ impl MemoryRow {
     /// What a reader of a message assembles (docs/contract.md §8): the row (its body, document
     /// and `seq`) and every chunk row, text and parts alike, by the core's assembly.
     pub fn durable_message(&self) -> Result<Message, twoplane_core::Error> {
+        let body = Text::from_slice(&self.body);
+        let document = self.document.as_deref().map(Text::from);
+        assemble_durable_message(Some(&body), document.as_ref(), self.seq, &self.chunk_rows())
+    }
+
+    /// Its chunk rows, text and parts alike, in ascending `seq`.
+    pub fn chunk_rows(&self) -> Vec<MessageChunkRow> {
         let mut rows: Vec<MessageChunkRow> = self
             .chunks
             .iter()
@@ -63,9 +70,8 @@ impl MemoryRow {
             text: Some(Text::new()),
             parts: Some(Text::from(json.as_str())),
         }));
-        let body = Text::from_slice(&self.body);
-        let document = self.document.as_deref().map(Text::from);
-        assemble_durable_message(Some(&body), document.as_ref(), self.seq, &rows)
+        rows.sort_by_key(|c| c.seq);
+        rows
     }
 }
 
@@ -291,17 +297,7 @@ impl DurableTarget for MemoryTarget {
     async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
         let st = self.lock();
         let Some(row) = st.rows.get(stream_id) else { return Ok(None) };
-        let mut chunks: Vec<MessageChunkRow> = row
-            .chunks
-            .iter()
-            .map(|(&seq, text)| MessageChunkRow { seq, text: Some(Text::from_slice(text)), parts: None })
-            .collect();
-        chunks.extend(row.parts.iter().map(|(&seq, json)| MessageChunkRow {
-            seq,
-            text: Some(Text::new()),
-            parts: Some(Text::from(json.as_str())),
-        }));
-        chunks.sort_by_key(|c| c.seq);
+        let chunks = row.chunk_rows();
         Ok(Some(StoredMessage {
             seq: row.seq,
             status: row.status.clone(),

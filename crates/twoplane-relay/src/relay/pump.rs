@@ -21,7 +21,7 @@ use super::basins::Basin;
 use super::shared::{is_exact_range, Shared};
 use super::state::publish_ack;
 use super::state::{Owner, Pump, SessionKey, State, KEEP_IDLE_QUEUES};
-use crate::types::{Append, LogError, RecordRow};
+use crate::types::{Append, LogError, LogTarget, RecordRow};
 
 /// One append's worth of rows.
 struct Batch {
@@ -191,7 +191,7 @@ async fn step(shared: &Arc<Shared>, key: &SessionKey, batch: &Batch) -> Result<(
         settle_obsolete(shared, key, generation);
         return Ok(());
     };
-    let answer = shared.log.append(&batch.basin.name, &batch.stream, batch.first, &batch.bodies).await;
+    let answer = shared.log.append(LogTarget::new(&batch.basin.name, &batch.stream, batch.first), &batch.bodies).await;
     drop(permit);
     let answer = answer.map_err(Failure::Log)?;
     match answer {

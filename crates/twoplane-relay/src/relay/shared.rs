@@ -16,7 +16,7 @@ use twoplane_runtime::{lock, Backoff};
 use super::basins::{Basin, Basins};
 use super::state::{SessionKey, State};
 use crate::options::RelayOptions;
-use crate::types::{LogError, LogStore, Lsn, RecordReader, RecordRow};
+use crate::types::{LogError, LogStore, Lsn, RecordReader, RecordRow, SessionRange};
 
 /// What the relay's tasks share.
 pub(crate) struct Shared {
@@ -88,7 +88,11 @@ impl Shared {
         from: u64,
         to: u64,
     ) -> Result<Vec<RecordRow>, String> {
-        let mut rows = self.record.read_range(&key.0, &key.1, from, to).await.map_err(|error| error.to_string())?;
+        let mut rows = self
+            .record
+            .read_range(SessionRange::new(&key.0, &key.1, from, to))
+            .await
+            .map_err(|error| error.to_string())?;
         rows.retain(|row| row.generation == generation);
         Ok(rows)
     }

@@ -11,8 +11,8 @@
 //! Guarantees (the stream calls this under its lock):
 //! - The first frame after a quiet interval is published at once, so a slow model sees no added
 //!   latency, and frames further apart than the interval are published exactly as without it. A
-//!   `durable` frame published at once does not start an interval: the store's confirmations come
-//!   at their own pace, and a delta right after one must not wait for it.
+//!   `durable` frame (published at once, or flushed alone) does not start an interval: the store's
+//!   confirmations come at their own pace, and a delta right after one must not wait for it.
 //! - Nothing is reordered or dropped: held frames are published in order, merged only where the
 //!   contract says the result reads the same, and anything that must see the stream's frames in
 //!   order (a join, a terminal frame) publishes what is held first ([`Display::take`]).
@@ -62,7 +62,9 @@ impl Display {
 
     /// The held frames, in order, for the caller to publish now (at `now`, the write they make).
     pub fn take(&mut self, now: Instant) -> Vec<MessageFrame> {
-        if !self.held.is_empty() {
+        // Only content starts the next interval: a flush of `durable` frames alone would hold
+        // the next delta for an interval after it.
+        if self.held.iter().any(|f| !matches!(f, MessageFrame::Durable { .. })) {
             self.last = Some(now);
         }
         std::mem::take(&mut self.held)
@@ -111,6 +113,14 @@ mod tests {
         let mut d = Display::default();
         assert_eq!(d.offer(&MessageFrame::Durable { seq: 1 }, MS16, t0), Offer::Now { flush: false });
         assert_eq!(d.offer(&chunk(1, "b"), MS16, t0 + Duration::from_millis(3)), Offer::Now { flush: false });
+        // A durable held after a delta and flushed alone does not start the next interval either.
+        assert!(matches!(
+            d.offer(&MessageFrame::Durable { seq: 2 }, MS16, t0 + Duration::from_millis(5)),
+            Offer::Held { .. }
+        ));
+        d.fired();
+        assert_eq!(d.take(t0 + Duration::from_millis(19)), vec![MessageFrame::Durable { seq: 2 }]);
+        assert_eq!(d.offer(&chunk(2, "c"), MS16, t0 + Duration::from_millis(23)), Offer::Now { flush: false });
     }
 
     #[test]
