@@ -21,7 +21,7 @@ use twoplane_relay::pg_record::{PgRecord, RecordTables};
 use twoplane_relay::pg_source::{PgSource, PgSourceConfig};
 use twoplane_relay::redis_log::{RedisLog, RedisLogOptions};
 use twoplane_relay::s2::S2LogStore;
-use twoplane_relay::{Append, BasinName, LogError, LogStore, Relay, RelayOptions};
+use twoplane_relay::{Append, BasinName, LogError, LogStore, LogTarget, Relay, RelayOptions};
 
 /// Notes when each appended record (by its body's `"n"`) was acknowledged.
 struct Timed {
@@ -36,14 +36,8 @@ fn number(body: &str) -> Option<u64> {
 
 #[async_trait]
 impl LogStore for Timed {
-    async fn append(
-        &self,
-        basin: &BasinName,
-        stream: &str,
-        match_seq: u64,
-        records: &[Arc<str>],
-    ) -> Result<Append, LogError> {
-        let result = self.inner.append(basin, stream, match_seq, records).await;
+    async fn append(&self, at: LogTarget<'_>, records: &[Arc<str>]) -> Result<Append, LogError> {
+        let result = self.inner.append(at, records).await;
         if let Ok(Append::Appended { .. }) = result {
             let now = Instant::now();
             let mut acked = self.acked.lock().unwrap();
