@@ -376,7 +376,7 @@ pub(crate) trait Continue: Send {
 }
 
 /// One UI reader among the live readers, counted apart (and in its metrics gauge).
-struct UiReader(Arc<SseStats>, #[allow(dead_code)] crate::metrics::ReaderGauge);
+struct UiReader(Arc<SseStats>, #[allow(dead_code)] Box<dyn Send>);
 
 impl Drop for UiReader {
     fn drop(&mut self) {
@@ -416,10 +416,11 @@ impl SseBody {
         self
     }
 
-    /// This body, counted as a UI reader (in [`SseStats::ui_active`] and `gauge`) while it lives.
-    pub(crate) fn counted_as_ui(mut self, gauge: crate::metrics::ReaderGauge) -> SseBody {
+    /// This body, counted as a UI reader (in [`SseStats::ui_active`], and by `gauge`, which the
+    /// body holds while it lives) while it lives.
+    pub(crate) fn counted_as_ui(mut self, gauge: impl Send + 'static) -> SseBody {
         self.stats.ui_active.fetch_add(1, Ordering::SeqCst);
-        self._ui = Some(UiReader(self.stats.clone(), gauge));
+        self._ui = Some(UiReader(self.stats.clone(), Box::new(gauge)));
         self
     }
 
