@@ -333,12 +333,19 @@ mod tests {
 
     #[test]
     fn the_direct_path_takes_exactly_this_routes_targets() {
-        assert!(is_resume_target("/v1/streams/m1/ui-message-stream"));
-        assert!(is_resume_target("/v1/streams/a%2Fb/ui-message-stream?from=12"));
-        assert!(!is_resume_target("/v1/streams//ui-message-stream"));
-        assert!(!is_resume_target("/v1/streams/a/b/ui-message-stream"));
-        assert!(!is_resume_target("/v1/streams/m1/ui-message-streams"));
-        assert!(!is_resume_target("/v1/streams/m1/append"));
-        assert!(!is_resume_target("/v2/streams/m1/ui-message-stream"));
+        let taken = ["/v1/streams/m1/ui-message-stream", "/v1/streams/a%2Fb/ui-message-stream?from=12"];
+        let not_taken = [
+            "/v1/streams//ui-message-stream",
+            "/v1/streams/a/b/ui-message-stream",
+            "/v1/streams/m1/ui-message-streams",
+            "/v1/streams/m1/append",
+            "/v2/streams/m1/ui-message-stream",
+        ];
+        for target in taken {
+            assert!(is_resume_target(target), "{target}");
+        }
+        for target in not_taken {
+            assert!(!is_resume_target(target), "{target}");
+        }
     }
 }

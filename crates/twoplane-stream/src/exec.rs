@@ -284,6 +284,22 @@ pub enum Executor {
     Postgres(Box<PgClient>),
 }
 
+/// `each` over `statements` in one SQLite transaction, committed when all of them succeeded.
+fn sqlite_each<T>(
+    conn: &mut Connection,
+    statements: &[Statement],
+    context: &str,
+    each: impl Fn(&Connection, &Statement) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, PlaneError> {
+    let tx = conn.transaction().map_err(sqlite_err(context))?;
+    let mut out = Vec::with_capacity(statements.len());
+    for statement in statements {
+        out.push(each(&tx, statement).map_err(sqlite_err(context))?);
+    }
+    tx.commit().map_err(sqlite_err(context))?;
+    Ok(out)
+}
+
 fn sqlite_err(context: &str) -> impl FnOnce(rusqlite::Error) -> PlaneError + '_ {
     move |e| PlaneError::store(format!("sqlite: {context}")).with_source(e)
 }
@@ -325,13 +341,7 @@ impl Executor {
         match self {
             Executor::Sqlite(db) => {
                 db.run(move |conn| {
-                    let tx = conn.transaction().map_err(sqlite_err(context))?;
-                    let mut changed = Vec::with_capacity(statements.len());
-                    for statement in &statements {
-                        changed.push(sqlite_execute(&tx, statement).map_err(sqlite_err(context))? as u64);
-                    }
-                    tx.commit().map_err(sqlite_err(context))?;
-                    Ok(changed)
+                    sqlite_each(conn, &statements, context, |tx, s| sqlite_execute(tx, s).map(|n| n as u64))
                 })
                 .await
             }
@@ -373,17 +383,8 @@ impl Executor {
     ) -> Result<Vec<Rows>, PlaneError> {
         match self {
             Executor::Sqlite(db) => {
-                db.run(move |conn| {
-                    // A SQLite transaction reads one snapshot from its first read on (WAL).
-                    let tx = conn.transaction().map_err(sqlite_err(context))?;
-                    let mut out = Vec::with_capacity(statements.len());
-                    for statement in &statements {
-                        out.push(sqlite_rows(&tx, statement).map_err(sqlite_err(context))?);
-                    }
-                    tx.commit().map_err(sqlite_err(context))?;
-                    Ok(out)
-                })
-                .await
+                // A SQLite transaction reads one snapshot from its first read on (WAL).
+                db.run(move |conn| sqlite_each(conn, &statements, context, |tx, s| sqlite_rows(tx, s))).await
             }
             Executor::Postgres(pg) => {
                 let mut session = Executor::session(pg).await?;

@@ -326,26 +326,19 @@ mod tests {
         assert_eq!(err_of(&format!(r#"{{{base},"streamId":5}}"#)), (ErrorKind::InvalidField, Some("streamId")));
         assert_eq!(err_of(&format!(r#"{{{base},"streamId":"s"}}"#)), (ErrorKind::MissingField, Some("from")));
         let with = |rest: &str| format!(r#"{{{base},"streamId":"s",{rest}}}"#);
-        assert_eq!(err_of(&with(r#""from":"0""#)), (ErrorKind::InvalidField, Some("from")));
-        assert_eq!(err_of(&with(r#""from":0"#)), (ErrorKind::MissingField, Some("seq")));
-        assert_eq!(err_of(&with(r#""from":0,"seq":1"#)), (ErrorKind::MissingField, Some("durableSeq")));
-        assert_eq!(err_of(&with(r#""from":0,"seq":1,"durableSeq":0"#)), (ErrorKind::MissingField, Some("ended")));
-        assert_eq!(
-            err_of(&with(r#""from":0,"seq":1,"durableSeq":0,"ended":1"#)),
-            (ErrorKind::InvalidField, Some("ended"))
-        );
-        assert_eq!(
-            err_of(&with(r#""from":0,"seq":1,"durableSeq":-1,"ended":true"#)),
-            (ErrorKind::InvalidOffset, Some("durableSeq"))
-        );
-        assert_eq!(
-            err_of(&with(r#""from":0.5,"seq":1,"durableSeq":0,"ended":true"#)),
-            (ErrorKind::InvalidOffset, Some("from"))
-        );
-        assert_eq!(
-            err_of(&with(r#""from":2,"seq":1,"durableSeq":0,"ended":true"#)),
-            (ErrorKind::InvalidOffset, Some("seq"))
-        );
+        let cases = [
+            (r#""from":"0""#, ErrorKind::InvalidField, "from"),
+            (r#""from":0"#, ErrorKind::MissingField, "seq"),
+            (r#""from":0,"seq":1"#, ErrorKind::MissingField, "durableSeq"),
+            (r#""from":0,"seq":1,"durableSeq":0"#, ErrorKind::MissingField, "ended"),
+            (r#""from":0,"seq":1,"durableSeq":0,"ended":1"#, ErrorKind::InvalidField, "ended"),
+            (r#""from":0,"seq":1,"durableSeq":-1,"ended":true"#, ErrorKind::InvalidOffset, "durableSeq"),
+            (r#""from":0.5,"seq":1,"durableSeq":0,"ended":true"#, ErrorKind::InvalidOffset, "from"),
+            (r#""from":2,"seq":1,"durableSeq":0,"ended":true"#, ErrorKind::InvalidOffset, "seq"),
+        ];
+        for (rest, kind, field) in cases {
+            assert_eq!(err_of(&with(rest)), (kind, Some(field)), "{rest}");
+        }
         let f = decode_frame(&with(r#""from":1.0,"seq":1e2,"durableSeq":0,"ended":true,"extra":[1]"#)).unwrap();
         assert_eq!(f, Frame::Open { stream_id: "s".into(), from: 1, seq: 100, durable_seq: 0, ended: true });
     }

@@ -76,7 +76,7 @@ pub fn assemble_durable_message(
     seq: u64,
     chunks: &[MessageChunkRow],
 ) -> Result<Message> {
-    Ok(assemble_until(body, document, seq, chunks, u64::MAX)?.unwrap_or_default())
+    Ok(assemble_durable_message_at(body, document, seq, chunks, u64::MAX)?.unwrap_or_default())
 }
 
 /// The durable message as it stood at offset `at` of the coordinate (a reader that holds `at`
@@ -92,29 +92,19 @@ pub fn assemble_durable_message_at(
     chunks: &[MessageChunkRow],
     at: u64,
 ) -> Result<Option<Message>> {
-    assemble_until(body, document, seq, chunks, at)
-}
-
-fn assemble_until(
-    body: Option<&Text>,
-    document: Option<&Text>,
-    seq: u64,
-    chunks: &[MessageChunkRow],
-    limit: u64,
-) -> Result<Option<Message>> {
     let mut message = match document {
-        Some(_) if limit == 0 => return Ok(Some(Message::new())),
-        Some(_) if limit < seq => return Ok(None),
+        Some(_) if at == 0 => return Ok(Some(Message::new())),
+        Some(_) if at < seq => return Ok(None),
         Some(doc) => Message::from_document(doc, seq)?,
         None => {
             let body = body.cloned().unwrap_or_default();
-            let keep = (body.len() as u64).min(limit) as usize;
+            let keep = (body.len() as u64).min(at) as usize;
             Message::from_text(Text::from_slice(&body.units()[..keep]))
         }
     };
     let seqs: Vec<f64> = chunks.iter().map(|c| c.seq as f64).collect();
     for i in assembly_order(&seqs) {
-        if message.len() >= limit {
+        if message.len() >= at {
             break;
         }
         let row = &chunks[i as usize];
@@ -125,13 +115,13 @@ fn assemble_until(
                 let text = row.text.clone().unwrap_or_default();
                 let from = message.len();
                 let frame = MessageFrame::chunk(from, 0, from, text)?;
-                if let (Some(before), _) = frame.cut_at(limit) {
+                if let (Some(before), _) = frame.cut_at(at) {
                     message.apply(&before)?;
                 }
             }
             Some(json) => {
                 for frame in decode_frame_list(json)? {
-                    match frame.cut_at(limit) {
+                    match frame.cut_at(at) {
                         (Some(before), _) => {
                             message.apply(&before)?;
                         }
