@@ -15,9 +15,9 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{parse_value, write_json_string, write_json_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
-    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame, merge_frames,
-    message_resume_point, Attrs, Event, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame,
-    MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
+    assemble_durable_message, assemble_durable_message_at, decode_message_frame, encode_message_event,
+    encode_message_frame, merge_frames, message_resume_point, Attrs, Event, Message, MessageAction, MessageChunkRow,
+    MessageConform, MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
 };
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
@@ -1599,14 +1599,29 @@ fn message_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         }
     }
     let doc = issue.message().document();
-    assemble.push(obj(vec![
-        ("body", t(issue.message().text_body())),
-        ("stored", t(doc.clone())),
-        ("seq", n(len as f64)),
-        ("chunks", arr(vec![])),
-        ("document", t(doc)),
-        ("len", n(len as f64)),
-    ]));
+    // Compacted the old way, and sealed with the order of its runs and events: whole, the same.
+    for stored in [doc.clone(), issue.sealed_document()] {
+        assemble.push(obj(vec![
+            ("body", t(issue.message().text_body())),
+            ("stored", t(stored)),
+            ("seq", n(len as f64)),
+            ("chunks", arr(vec![])),
+            ("document", t(doc.clone())),
+            ("len", n(len as f64)),
+        ]));
+    }
+    // sealed: the sealed document cut at every offset is the message there.
+    let sealed_doc = issue.sealed_document();
+    let cuts: Vec<JsonValue> = (0..len)
+        .map(|at| {
+            let m = assemble_durable_message_at(None, Some(&sealed_doc), len, &[], at)
+                .expect("a sealed document reads")
+                .expect("a sealed document cuts anywhere");
+            assert_eq!(m, issue.message_at(at));
+            obj(vec![("at", n(at as f64)), ("document", t(m.document())), ("len", n(m.len() as f64))])
+        })
+        .collect();
+    let sealed = vec![obj(vec![("stored", t(sealed_doc.clone())), ("seq", n(len as f64)), ("cuts", arr(cuts))])];
     let mut single = MessageLog::new();
     for d in production(&mut rng, 6) {
         single.delta(0, d).unwrap();
@@ -1686,6 +1701,7 @@ fn message_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         ("conform", conform),
         ("reader", reader),
         ("assemble", assemble),
+        ("sealed", sealed),
         ("log", vec![obj(vec![("name", s("the issue's message")), ("frames", log_value)])]),
         ("replay", replay),
         ("rows", rows),

@@ -15,7 +15,8 @@
 //! Modules: the frames ([`frame`]) and their JSON ([`codec`]); the numeric rules ([`rules`]);
 //! the accumulated message and its stored document ([`fold`]); chunk rows and assembly
 //! ([`rows`]); the shape of a produced message, which cuts replays and checkpoint rows from text
-//! the producer keeps ([`shape`]), and the in-memory log over it ([`log`]);
+//! the producer keeps ([`shape`]), and the in-memory log over it ([`log`]); the order a sealed
+//! document keeps, so that an ended message cuts and goes on exactly ([`spans`]);
 //! the relay conform pass for parts ([`conform`]), the reader ([`reader`]), SSE events
 //! ([`sse`]), the display-rate merge of a reader's due frames ([`merge`]) and the events a
 //! producer sends ([`input`]).
@@ -31,6 +32,7 @@ pub mod reader;
 pub mod rows;
 pub mod rules;
 pub mod shape;
+pub mod spans;
 pub mod sse;
 pub mod stored;
 
@@ -50,5 +52,6 @@ pub use reader::{MessageAction, MessageReader, MessageReaderCore};
 pub use rows::{assemble_durable_message, assemble_durable_message_at, MessageChunkRow};
 pub use rules::{Breach, Decision, Tally};
 pub use shape::{Item, MessageShape};
+pub use spans::{document_frames, sealed_document};
 pub use sse::{encode_message_event, encode_message_event_into};
 pub use stored::stored_frames;

@@ -4,7 +4,8 @@
 //! between deltas, and generated checkpoint, join, drop and reload points.
 //!
 //! - P: the message assembled from the chunk rows of any prefix of the checkpoints is the
-//!   produced message at that offset, and its length is the checkpoint's.
+//!   produced message at that offset, and its length is the checkpoint's; the document a seal
+//!   stores, cut at any offset, is too.
 //! - S: a reader that joins with the durable message at any checkpoint and reads the replay from
 //!   there, dropping its connection anywhere (resuming from its own resume point or from further
 //!   back) and reloading from the store at a later checkpoint, ends with exactly the produced
@@ -26,8 +27,9 @@ mod common;
 use proptest::prelude::*;
 use twoplane_core::json::parse_value;
 use twoplane_core::message::{
-    assemble_durable_message, merge_frames, message_resume_point, Attrs, Event, FrameNumbers, Message, MessageAction,
-    MessageChunkRow, MessageConform, MessageFrame, MessageLog, MessageReader, MessageVerdict,
+    assemble_durable_message, assemble_durable_message_at, merge_frames, message_resume_point, stored_frames, Attrs,
+    Event, FrameNumbers, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageLog,
+    MessageReader, MessageVerdict,
 };
 use twoplane_core::Text;
 
@@ -193,6 +195,19 @@ proptest! {
         let doc = log.message().document();
         let sealed = assemble_durable_message(None, Some(&doc), log.len(), &[]).unwrap();
         prop_assert_eq!(sealed.document(), doc);
+        // The sealed document keeps the order: cut anywhere, it is the produced message there,
+        // and it gives back the frames the producer made.
+        let kept = log.sealed_document();
+        for at in 0..log.len() {
+            let cut = assemble_durable_message_at(None, Some(&kept), log.len(), &[], at).unwrap();
+            prop_assert_eq!(cut, Some(log.message_at(at)));
+        }
+        let back = stored_frames(None, Some(&kept), &[]).unwrap().unwrap();
+        let mut folded = Message::new();
+        for f in &back {
+            folded.apply(f).unwrap();
+        }
+        prop_assert_eq!(folded, log.message_at(log.len()));
     }
 
     /// S: join at any checkpoint, drop anywhere, resume from the resume point or further back,

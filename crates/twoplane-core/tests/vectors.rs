@@ -8,9 +8,10 @@ use twoplane_core::ddl_args::ddl_of_js_args;
 use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
-    assemble_durable_message, decode_message_frame, encode_message_event, encode_message_frame, merge_frames,
-    message_frame_from_value, message_resume_point, Message, MessageAction, MessageChunkRow, MessageConform,
-    MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
+    assemble_durable_message, assemble_durable_message_at, decode_message_frame, encode_message_event,
+    encode_message_frame, merge_frames, message_frame_from_value, message_resume_point, Message, MessageAction,
+    MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict,
+    MessageViolation,
 };
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
@@ -439,6 +440,21 @@ fn message_assemble_vectors() {
                 assert_eq!(&m.document(), text(case, "document"));
                 assert_eq!(m.len() as f64, num(case, "len"));
             }
+        }
+    }
+}
+
+#[test]
+fn message_sealed_vectors() {
+    let file = load("message.json");
+    for case in cases(&file, "sealed") {
+        let stored = text(case, "stored");
+        let seq = num(case, "seq") as u64;
+        for cut in case.get("cuts").and_then(JsonValue::as_array).unwrap() {
+            let at = num(cut, "at") as u64;
+            let m = assemble_durable_message_at(None, Some(stored), seq, &[], at).unwrap().expect("cuts exactly");
+            assert_eq!(&m.document(), text(cut, "document"), "at {at}");
+            assert_eq!(m.len() as f64, num(cut, "len"));
         }
     }
 }

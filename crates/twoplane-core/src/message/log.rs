@@ -121,6 +121,11 @@ impl MessageLog {
     pub fn row(&self, from: u64, to: u64) -> MessageChunkRow {
         self.shape.row(from, to, &mut self.text())
     }
+
+    /// The document a seal stores for the whole message, with its spans ([`super::spans`]).
+    pub fn sealed_document(&self) -> Text {
+        super::spans::sealed_document(self.message(), &self.shape.cut(0, self.len()))
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 use super::codec::decode_frame_list;
 use super::fold::Message;
 use super::frame::MessageFrame;
+use super::spans::document_frames;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsnum;
 use crate::splice::assembly_order;
@@ -81,10 +82,11 @@ pub fn assemble_durable_message(
 
 /// The durable message as it stood at offset `at` of the coordinate (a reader that holds `at`
 /// holds exactly this), from the same rows as [`assemble_durable_message`]; past the rows' end,
-/// the whole durable message. `None` when the rows cannot say: `at` falls strictly inside what a
-/// stored document covers, since a document keeps the parts but not the order in which their
-/// events came (a compacted message is known at 0 and at its length only). A body without a
-/// document is text only (part 0 and nothing structural), so any prefix of it is exact.
+/// the whole durable message. A sealed document keeps the order of its runs and events
+/// ([`super::spans`]), so it is cut exactly at any offset; `None` when the rows cannot say: `at`
+/// falls strictly inside a document without that order (one compacted by an older version, or
+/// edited since: known at 0 and at its length only). A body without a document is text only
+/// (part 0 and nothing structural), so any prefix of it is exact.
 pub fn assemble_durable_message_at(
     body: Option<&Text>,
     document: Option<&Text>,
@@ -94,7 +96,14 @@ pub fn assemble_durable_message_at(
 ) -> Result<Option<Message>> {
     let mut message = match document {
         Some(_) if at == 0 => return Ok(Some(Message::new())),
-        Some(_) if at < seq => return Ok(None),
+        Some(doc) if at < seq => match document_frames(doc)? {
+            Some((frames, len)) if len == seq => {
+                let mut message = Message::new();
+                apply_until(&mut message, frames, at)?;
+                message
+            }
+            _ => return Ok(None),
+        },
         Some(doc) => Message::from_document(doc, seq)?,
         None => {
             let body = body.cloned().unwrap_or_default();
@@ -119,23 +128,28 @@ pub fn assemble_durable_message_at(
                     message.apply(&before)?;
                 }
             }
-            Some(json) => {
-                for frame in decode_frame_list(json)? {
-                    match frame.cut_at(at) {
-                        (Some(before), _) => {
-                            message.apply(&before)?;
-                        }
-                        (None, Some(_)) => break,
-                        // Not content: the fold's own refusal, as for the whole message.
-                        (None, None) => {
-                            message.apply(&frame)?;
-                        }
-                    }
-                }
-            }
+            Some(json) => apply_until(&mut message, decode_frame_list(json)?, at)?,
         }
     }
     Ok(Some(message))
+}
+
+/// Fold into `message` what of `frames` (in coordinate order) lies before `at`: a chunk across
+/// `at` is cut there, and nothing after it is read.
+fn apply_until(message: &mut Message, frames: Vec<MessageFrame>, at: u64) -> Result<()> {
+    for frame in frames {
+        match frame.cut_at(at) {
+            (Some(before), _) => {
+                message.apply(&before)?;
+            }
+            (None, Some(_)) => break,
+            // Not content: the fold's own refusal, as for the whole message.
+            (None, None) => {
+                message.apply(&frame)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,28 +3,27 @@
 //!
 //! Guarantees: the frames fold, by the rules of [`super::rules`], to the message the rows
 //! assemble to (`assemble_durable_message`), and cover the coordinate from 0 to its end with no
-//! gap; rows no producer could have written are an error. A row compacted with a document that
-//! keeps no order of its runs and events gives `None`: such a message is known only whole, and
-//! cannot be continued exactly.
+//! gap; rows no producer could have written are an error. A sealed document gives back the frames
+//! its spans keep ([`super::spans`]); one without them (compacted by an older version, or edited
+//! since) gives `None`: such a message is known only whole, and cannot be continued exactly.
 
 use super::codec::decode_frame_list;
 use super::fold::Message;
 use super::frame::MessageFrame;
 use super::rows::MessageChunkRow;
+use super::spans::document_frames;
 use crate::error::Result;
 use crate::splice::assembly_order;
 use crate::text::Text;
 
-/// The frames of a stored message: its `body` (part 0 text) unless it has a `document`, then its
-/// chunk rows in ascending `seq`. `None` for a compacted document (see the module header).
+/// The frames of a stored message: its `body` (part 0 text), or its sealed `document`'s frames
+/// when it has one, then its chunk rows in ascending `seq`. `None` for a document without spans
+/// (see the module header).
 pub fn stored_frames(
     body: Option<&Text>,
     document: Option<&Text>,
     chunks: &[MessageChunkRow],
 ) -> Result<Option<Vec<MessageFrame>>> {
-    if document.is_some_and(|d| !d.is_empty()) {
-        return Ok(None);
-    }
     let mut frames = Vec::new();
     let mut message = Message::new();
     let mut push = |frame: MessageFrame, frames: &mut Vec<MessageFrame>| -> Result<()> {
@@ -32,8 +31,20 @@ pub fn stored_frames(
         frames.push(frame);
         Ok(())
     };
-    if let Some(body) = body.filter(|b| !b.is_empty()) {
-        push(MessageFrame::chunk(0, 0, 0, body.clone())?, &mut frames)?;
+    match document.filter(|d| !d.is_empty()) {
+        Some(document) => match document_frames(document)? {
+            Some((sealed, _)) => {
+                for frame in sealed {
+                    push(frame, &mut frames)?;
+                }
+            }
+            None => return Ok(None),
+        },
+        None => {
+            if let Some(body) = body.filter(|b| !b.is_empty()) {
+                push(MessageFrame::chunk(0, 0, 0, body.clone())?, &mut frames)?;
+            }
+        }
     }
     let seqs: Vec<f64> = chunks.iter().map(|c| c.seq as f64).collect();
     for i in assembly_order(&seqs) {

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::time::{sleep, sleep_until, Instant};
-use twoplane_core::message::MessageFrame;
+use twoplane_core::message::{sealed_document, MessageFrame};
 use twoplane_core::Text;
 
 use super::lifecycle::Seal;
@@ -271,11 +271,12 @@ impl LiveStream {
             let seal = st.life.seal().cloned().unwrap_or_else(Seal::interrupted);
             let (from, seq) = (st.durable.seq(), st.text.seq());
             match st.shape.as_ref().filter(|shape| shape.structured_before(seq)) {
-                // A message: its document, and the text parts' bodies as the plain body. The
+                // A message: its document, with the order of its runs and events so that it
+                // can be cut and go on exactly, and the text parts' bodies as the plain body. The
                 // plane keeps the whole text when streams carry parts (`Config::parts`).
                 Some(shape) => {
                     let message = shape.message_at(seq, &mut |f, t| Text::from_slice(&st.text.range(f, t)));
-                    let document = message.document().to_string_lossy();
+                    let document = sealed_document(&message, &shape.cut(0, seq)).to_string_lossy();
                     (seal, from, seq, message.text_body().into_units(), 0, Some(document))
                 }
                 None => (seal, from, seq, st.text.held().to_vec(), st.text.floor(), None),
