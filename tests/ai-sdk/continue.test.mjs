@@ -15,7 +15,8 @@
 // pages' final `messages` must be deep-equal, with one assistant message, each tool call's
 // `onToolCall` once; and the twoplane stream is that message's: one stream under the message id
 // that went on from its first turn's end, whose replay (`readUIMessageStream` over the resume
-// route) rebuilds the message the server produced, both turns in it.
+// route) rebuilds the message the server produced, both turns in it. An approval is also given
+// after a reload, twoplane restarted in between: the first turn then goes on from the store.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -113,29 +114,45 @@ async function settled(chat) {
   throw new Error(`the chat never settled (${chat.status})`);
 }
 
-/** One conversation through `mode`, answering the tool as `flow` says. */
-async function converse(mode, flow) {
+/** One conversation through `mode`, answering the tool as `flow` says. With `reload`, the page
+ *  that asked for the approval is gone before it is given: twoplane restarts (the first turn is
+ *  then only in the store, sealed), and a new page with the messages the app stored answers. */
+async function converse(mode, flow, { reload = false } = {}) {
   const calls = [];
-  const transport =
-    mode === 'twoplane'
-      ? new TwoplaneChatTransport({ api: `${app.url}/twoplane/${flow}`, endpoint: tp.url, held: memoryHeld() })
-      : new M.ai.DefaultChatTransport({ api: `${app.url}/plain/${flow}` });
-  const chat = new Chat({
-    id: `chat-${flow}`,
-    transport,
-    sendAutomaticallyWhen:
-      flow === 'client' ? M.ai.lastAssistantMessageIsCompleteWithToolCalls : M.ai.lastAssistantMessageIsCompleteWithApprovalResponses,
-    onToolCall: ({ toolCall }) => {
-      calls.push(toolCall.toolCallId);
-      if (flow === 'client') {
-        const answer = chat.addToolOutput ?? chat.addToolResult;
-        answer.call(chat, { tool: 'confirm', toolCallId: toolCall.toolCallId, output: { answer: 'yes' } });
-      }
-    },
-  });
+  const held = memoryHeld();
+  const open = (messages = []) => {
+    const transport =
+      mode === 'twoplane'
+        ? new TwoplaneChatTransport({ api: `${app.url}/twoplane/${flow}`, endpoint: tp.url, held })
+        : new M.ai.DefaultChatTransport({ api: `${app.url}/plain/${flow}` });
+    const chat = new Chat({
+      id: `chat-${flow}`,
+      messages,
+      transport,
+      sendAutomaticallyWhen:
+        flow === 'client' ? M.ai.lastAssistantMessageIsCompleteWithToolCalls : M.ai.lastAssistantMessageIsCompleteWithApprovalResponses,
+      onToolCall: ({ toolCall }) => {
+        calls.push(toolCall.toolCallId);
+        if (flow === 'client') {
+          const answer = chat.addToolOutput ?? chat.addToolResult;
+          answer.call(chat, { tool: 'confirm', toolCallId: toolCall.toolCallId, output: { answer: 'yes' } });
+        }
+      },
+    });
+    return chat;
+  };
+  let chat = open();
   await within(20_000, chat.sendMessage({ text: 'Go ahead.' }), `${mode} ${flow}: the first turn`);
   if (flow === 'approval') {
     await settled(chat);
+    if (reload) {
+      const stored = JSON.parse(JSON.stringify(chat.messages));
+      if (mode === 'twoplane') {
+        await tp.restart();
+        producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
+      }
+      chat = open(stored);
+    }
     const part = chat.messages.at(-1).parts.find((p) => p.state === 'approval-requested');
     assert.ok(part, `${mode}: the tool waits for its approval`);
     chat.addToolApprovalResponse({ id: part.approval.id, approved: true });
@@ -165,6 +182,22 @@ for (const flow of approvals ? ['client', 'approval'] : ['client']) {
     assert.ok(ids.every((o, i) => i === 0 || o >= ids[i - 1]), 'one coordinate: offsets never go back');
     const stored = asJson((await lastMessage(M, read.events.filter((e) => !e.done).map((e) => e.chunk))).message);
     assert.equal(stored.id, assistant.id);
+    const texts = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text);
+    assert.deepEqual(texts(stored), texts(assistant), 'the stream holds both turns of the message');
+  });
+}
+
+if (approvals) {
+  test('a tool approval given after a reload and a server restart: the sealed turn goes on from the store, one message', async () => {
+    const plain = await converse('plain', 'approval', { reload: true });
+    const through = await converse('twoplane', 'approval', { reload: true });
+    assert.deepEqual(through.messages, plain.messages, 'the same final messages as through DefaultChatTransport');
+    assert.equal(through.messages.length, 2, 'one user and one assistant message');
+    const assistant = through.messages.at(-1);
+    assert.ok(assistant.parts.some((p) => p.type === 'text' && p.text === 'You said so; done.'), 'the continuation is in the same message');
+    const token = signStreamToken({ secret: tp.readSecret, streamId: assistant.id, ttlSeconds: 600 });
+    const read = await readUi(tp, token, assistant.id);
+    const stored = asJson((await lastMessage(M, read.events.filter((e) => !e.done).map((e) => e.chunk))).message);
     const texts = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text);
     assert.deepEqual(texts(stored), texts(assistant), 'the stream holds both turns of the message');
   });

@@ -251,25 +251,30 @@ test('a merged stream, cut at random group ends and resumed from each last id, b
   }
 });
 
-test('an ended stream read from the store (the server restarted) is the whole message, known whole', async () => {
+test('an ended stream read from the store (the server restarted) is split where the reader is, as while it was hosted', async () => {
   const id = newId('stored');
   const { outcome, source } = await produceTurn(id);
   assert.equal((await outcome).status, 'complete');
   const whole = await build(await source);
   const hosted = await readUi(tp, tokenFor(id), id, { from: 40 });
   const end = hosted.events.filter((e) => !e.done).at(-1).id;
+  assert.ok(hosted.events.some((e) => !e.done && e.id === 40), 'while hosted, the replay is split at the offset');
   await tp.restart();
   producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
-  for (const from of [0, 40, end]) {
+  for (const from of [0, 40, end - 1, end]) {
     const stored = await readUi(tp, tokenFor(id), id, { from });
     const evs = stored.events.filter((e) => !e.done);
     assert.deepEqual(await build(evs.map((e) => e.chunk)), whole, `from ${from}: the stored replay builds the whole message`);
-    // Compacted at its end, the message is known empty or whole, not between (docs/server.md):
-    // a reader holding part of it gets it as one group at its length.
-    const ids = [...new Set(evs.map((e) => e.id))];
-    assert.deepEqual(ids, from === 0 ? [0, end] : [end], `from ${from}: ${ids}`);
+    // The sealed document keeps the order of its parts' events: the store cuts at any offset.
+    const ids = [...new Set(evs.map((e) => e.id).filter((i) => i !== undefined))];
+    assert.deepEqual(ids, from === end ? [end] : [from, end], `from ${from}: ${ids}`);
   }
-  assert.ok(hosted.events.some((e) => !e.done && e.id === 40), 'while hosted, the replay is split at the offset');
+  const again = await readUi(tp, tokenFor(id), id, { from: 40 });
+  assert.deepEqual(
+    again.events.map((e) => [e.id, e.chunk]),
+    hosted.events.map((e) => [e.id, e.chunk]),
+    'from the store, the same events as from the host',
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -421,6 +426,29 @@ test('pages that die mid-answer, each new page resuming from the offset the last
     const run = app.runs.get(streamId);
     assert.equal((await run.done).status, 'complete', 'pages that went away changed nothing: the answer completed');
   }
+});
+
+test('a page resuming inside an ended message after a server restart gets exactly the tail: nothing twice, onData not again', async () => {
+  const held = sharedHeld();
+  const p1 = page({ held, plan: [between(8, 40)], attempts: 0 });
+  await within(30_000, p1.chat.sendMessage({ text: 'go' }), 'page 1');
+  assert.equal(p1.chat.status, 'error', 'page 1 died of its cut connection');
+  const before = await settled(p1.chat);
+  const streamId = (await held.get('chat-1')).streamId;
+  assert.equal((await app.runs.get(streamId).done).status, 'complete', 'the answer completed without the page');
+  // The message was sealed into its document; the host that streamed it is gone.
+  await tp.restart();
+  producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
+  const p2 = page({ held, messages: [USER], attempts: 0 });
+  await within(30_000, p2.chat.resumeStream(), 'page 2');
+  assert.equal(p2.chat.status, 'ready', p2.seen.errors.join('; '));
+  const replayed = p2.log.filter((l) => l.replayed).map((l) => l.chunk);
+  if (replayed.length > 0) assert.deepEqual(await build(replayed), before, 'the replayed chunks rebuild exactly what page 1 held');
+  assert.deepEqual(assistant(p2.chat), await wholeOf(streamId), 'page 2 holds the whole message');
+  assert.equal(p2.chat.messages.length, 2, 'one user and one assistant message');
+  assert.deepEqual([...p1.seen.toolCalls, ...p2.seen.toolCalls], ['call-1', 'call-2'], 'each tool once over both pages');
+  assertData([...p1.seen.values, ...p2.seen.values]);
+  assert.deepEqual(freshBodies([p1.log, p2.log]), BODIES, 'the fresh deltas of both pages add up to each body exactly');
 });
 
 test('a page that dies while its Chat is busy (a slow client tool): the next page resumes from what it processed, not from what it received', async () => {

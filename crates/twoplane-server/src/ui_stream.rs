@@ -16,8 +16,9 @@
 //!   the replay is cut in two: the chunks that rebuild the message at `N` (what the reader holds;
 //!   the group ends with `id: N`), then the ones that bring it to the message so far (`id` past
 //!   `N`): a reader skips the first group's callbacks and delivers nothing twice. From the store
-//!   the same cut is made wherever the rows can say what the message was at `N`; a message
-//!   compacted at its end is known only whole, and is then one group at its length.
+//!   the same cut is made wherever the rows can say what the message was at `N` (a sealed
+//!   document keeps the order of its runs and events); a message compacted without that order
+//!   (by an older version) is known only whole, and is then one group at its length.
 //! - One reader path: a reader here is a plane subscription like a reader of `/api/stream`, read
 //!   as UI events instead of frames (`Plane::subscribe_ui`), in the same response body
 //!   ([`crate::http`]'s `SseBody`): the same admission (the server-wide bound and the caps per
@@ -256,8 +257,8 @@ fn from_store(
                     let rest = egress.advance_to(whole);
                     write_group(out, &rest, egress.message().len());
                 }
-                // The reader holds all of it (or claims more), or the message was compacted and is
-                // known only whole: one group at its length (docs/server.md says what that costs).
+                // The reader holds all of it (or claims more), or the message was compacted without
+                // its spans and is known only whole: one group at its length (docs/server.md says what that costs).
                 None => {
                     let chunks = egress.replay(id, whole);
                     write_group(out, &chunks, egress.message().len());

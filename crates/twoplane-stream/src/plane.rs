@@ -184,7 +184,7 @@ impl Plane {
     /// two producers going on at once, one wins), `wrong_offset` when the row does not stand at
     /// `at`, `already_open` while this plane streams it, and `invalid_argument` when the store
     /// cannot give the message back exactly (a callback target; a message with parts compacted
-    /// with a document that keeps no order of its events).
+    /// by a version whose document kept no order of its events, no `spans`).
     pub async fn reopen(&self, stream_id: &str, at: u64) -> Result<StreamHandle, PlaneError> {
         let _reservation = self.reserve(stream_id)?;
         let cfg = &self.shared.cfg;

@@ -1189,6 +1189,62 @@ async fn a_stream_goes_on_from_the_store_after_its_host_forgot_it() {
     assert_eq!(plane.reopen("nothing", 0).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
 }
 
+#[tokio::test]
+async fn a_message_with_parts_sealed_at_its_end_goes_on_exactly_from_the_store() {
+    // Interleaved parts, sealed (here by a failure) into its document: a plane that never hosted
+    // it goes on from what the store holds, and the message is both turns, on one coordinate.
+    let m = memory();
+    let a = plane_with(m.clone(), |o| o.chars = 1_000_000);
+    let h = a.open(ID).await.unwrap();
+    let r = h.start_part("reasoning", vec![]).unwrap();
+    h.push_part(r, "hm").unwrap();
+    let t = h.start_part("text", vec![]).unwrap();
+    h.push_part(t, "Hel").unwrap();
+    h.push_part(r, "m").unwrap();
+    h.end_part(r, vec![]).unwrap();
+    h.push_part(t, "lo").unwrap();
+    h.fail("the model went away").await.unwrap();
+    let sealed = m.row(ID).unwrap();
+    assert!(sealed.chunks.is_empty() && sealed.parts.is_empty(), "compacted into the document");
+    assert!(sealed.document.as_deref().is_some_and(|d| d.contains("\"spans\"")), "{:?}", sealed.document);
+    assert_eq!(sealed.status.as_deref(), Some("error"));
+    let first = sealed.durable_message().unwrap();
+    let b = plane_with(m.clone(), |o| o.chars = 1_000_000);
+    let h = b.reopen(ID, sealed.seq).await.unwrap();
+    assert_eq!((h.seq(), h.part_count()), (sealed.seq, 3), "the parts came back from the document");
+    // A reader that held the message somewhere inside the first turn resumes exactly.
+    let mut on = b.subscribe(&(), ID, 4).await.unwrap();
+    h.push_part(t, " again").unwrap();
+    h.close().await.unwrap();
+    let whole = m.row(ID).unwrap().durable_message().unwrap();
+    assert_eq!(m.row(ID).unwrap().status.as_deref(), Some("complete"));
+    assert_eq!(whole.parts()[r as usize].body, "hmm");
+    assert_eq!(whole.parts()[t as usize].body, "Hello again");
+    assert_eq!(whole.len(), first.len() + 6);
+    let mut frames = Vec::new();
+    while let Some(f) = on.next().await {
+        let end = f.is_terminal();
+        frames.push(f);
+        if end {
+            break;
+        }
+    }
+    let mut held = twoplane_core::message::assemble_durable_message_at(
+        None,
+        m.row(ID).unwrap().document.as_deref().map(twoplane_core::Text::from).as_ref(),
+        whole.len(),
+        &[],
+        4,
+    )
+    .unwrap()
+    .expect("the sealed document cuts at 4");
+    for f in frames.iter().filter(|f| f.span().is_some()) {
+        held.apply(f).unwrap();
+    }
+    assert_eq!(held.parts()[t as usize].body, "Hello again");
+    assert_eq!(held.len(), whole.len(), "from 4 to the end, nothing missing and nothing twice");
+}
+
 mod goes_on_schedules {
     use super::*;
     use proptest::prelude::*;
