@@ -211,3 +211,34 @@ async fn pages_on_other_sites_cannot_use_the_loopback_default() {
     let head = request(server.addr, "GET", "/v1/streams/m-1", &[]).await;
     assert_eq!(head.status, 404, "a program's status read reaches the handler");
 }
+
+#[tokio::test]
+async fn the_resume_route_checks_read_tokens_as_the_stream_route_does() {
+    let access =
+        Access { read_secret: Some(Secret::new(READ_SECRET.as_bytes(), "test").unwrap()), ..allowing(&[PAGE]) };
+    let server = start(access).await;
+    let mint = |stream_id: &str, ttl: i64| {
+        let claims = twoplane_server::token::Claims {
+            stream_id: stream_id.into(),
+            expires_at: (twoplane_server::token::unix_now() as i64 + ttl) as u64,
+            user_id: None,
+        };
+        twoplane_server::token::mint(READ_SECRET.as_bytes(), &claims)
+    };
+    const RESUME: &str = "/v1/streams/m-1/ui-message-stream?from=0";
+    let refused = [String::new(), "&token=not-a-token".into(), format!("&token={}", mint("m-2", 60)), format!("&token={}", mint("m-1", -5))];
+    for token in &refused {
+        for base in [SUBSCRIBE, RESUME] {
+            let head = request(server.addr, "GET", &format!("{base}{token}"), &[("origin", PAGE)]).await;
+            assert_eq!(head.status, 403, "{base}{token}");
+            assert_eq!(head.get("content-type"), Some("application/json"), "{base}{token}");
+        }
+    }
+    // A valid token, in the query or as a bearer header: the stream route reads, and the resume
+    // route answers that the message has no stream (204), past the token check.
+    let good = mint("m-1", 60);
+    assert_eq!(request(server.addr, "GET", &format!("{SUBSCRIBE}&token={good}"), &[]).await.status, 200);
+    assert_eq!(request(server.addr, "GET", &format!("{RESUME}&token={good}"), &[]).await.status, 204);
+    let bearer = format!("Bearer {good}");
+    assert_eq!(request(server.addr, "GET", RESUME, &[("authorization", &bearer)]).await.status, 204);
+}

@@ -13,7 +13,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::PlaneError;
-use crate::target::{AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, TargetCaps};
+use crate::target::{
+    AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, ReopenRequest, StoredMessage, TargetCaps,
+};
 
 /// Which target operation a fault applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,6 +25,8 @@ pub enum FaultOp {
     Append,
     Close,
     Probe,
+    /// A stream that goes on: reading its message back and claiming its row.
+    Reopen,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +149,16 @@ impl DurableTarget for FaultyTarget {
     async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
         let fault = self.take(FaultOp::Close);
         faulted(FaultOp::Close, fault, || self.inner.close(request)).await
+    }
+
+    async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
+        let fault = self.take(FaultOp::Reopen);
+        faulted(FaultOp::Reopen, fault, || self.inner.load(stream_id)).await
+    }
+
+    async fn reopen(&self, request: ReopenRequest<'_>) -> Result<(), PlaneError> {
+        let fault = self.take(FaultOp::Reopen);
+        faulted(FaultOp::Reopen, fault, || self.inner.reopen(request)).await
     }
 
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {

@@ -313,7 +313,10 @@ impl DurableTarget for MemoryTarget {
         let Some(row) = st.rows.get_mut(request.stream_id) else {
             return crate::verdict::reopened(request.stream_id, request.at, None, request.host_token, has_host);
         };
-        if row.seq == request.at && row.status.as_deref() != Some(STREAM_STATUS_STREAMING) {
+        // As the SQL targets' claim: a row no producer holds, or one this host holds itself.
+        let free = row.status.as_deref() != Some(STREAM_STATUS_STREAMING)
+            || (has_host && row.host.as_deref() == Some(request.host_token));
+        if row.seq == request.at && free {
             row.status = Some(STREAM_STATUS_STREAMING.to_owned());
             row.cancel = false;
             if has_host {

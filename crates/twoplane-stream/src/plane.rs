@@ -195,14 +195,19 @@ impl Plane {
         if stored.seq != at {
             return Err(crate::verdict::wrong_offset(stream_id, at, stored.seq));
         }
-        if stored.status.as_deref() == Some(twoplane_core::STREAM_STATUS_STREAMING) {
+        // The message: exactly as the ended stream still hosted here made it, else as the store
+        // gives it back.
+        let lingering = self.shared.live().get(stream_id).cloned();
+        // A row still `streaming` is held by a producer, unless it is this host's own stream,
+        // ended with a seal that never landed (`not_durable`): where the table names the host,
+        // the claim itself decides (it takes a row held by this host's token only); without a
+        // host column, only the stream that ended here is known to be this host's.
+        let own = cfg.target.caps().has_host || lingering.as_ref().is_some_and(|s| s.is_ended());
+        if stored.status.as_deref() == Some(twoplane_core::STREAM_STATUS_STREAMING) && !own {
             return Err(PlaneError::open_refused(format!(
                 "stream {stream_id}: a producer holds the row (if it died, the sweeper releases it once its lease ends)"
             )));
         }
-        // The message: exactly as the ended stream still hosted here made it, else as the store
-        // gives it back.
-        let lingering = self.shared.live().get(stream_id).cloned();
         let frames = match lingering.and_then(|s| s.frames_until(at)) {
             Some(frames) => frames,
             None => {

@@ -446,6 +446,51 @@ async fn a_seal_that_never_lands_is_rejected_and_end_reports_the_durable_length(
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_stream_whose_seal_never_landed_goes_on_from_its_durable_end_once_the_store_is_back() {
+    // A table with a host column: the row names the host that holds it.
+    let m = Arc::new(MemoryTarget::with_columns(true, true));
+    m.insert_message(ID);
+    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+    let plane = plane_with(faulty.clone(), |o| {
+        o.retries = 1;
+        o.seal_deadline_ms = 2_000;
+    });
+    let h = plane.open(ID).await.unwrap();
+    h.push("abc").unwrap();
+    h.flush().await.unwrap();
+    h.push("def").unwrap();
+    // The store is down for longer than the seal deadline: the close answers not_durable.
+    faulty.inject_n(FaultOp::Close, Fault::FailCommit, 1_000);
+    faulty.inject_n(FaultOp::Append, Fault::FailCommit, 1_000);
+    faulty.inject_n(FaultOp::Reopen, Fault::FailCommit, 1_000);
+    assert_eq!(h.close().await.unwrap_err().kind(), PlaneErrorKind::NotDurable);
+    let mut ended = reader(&plane, 0, &[]).await;
+    ended.read_to_end().await;
+    assert!(matches!(ended.terminal(), Some(Frame::End { seq: 3, .. })), "{:?}", ended.terminal());
+    // The row is still this host's (`streaming`), holding the first 3 units.
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.status.as_deref(), row.seq), (Some("streaming"), 3));
+    // While the store is down, going on changes nothing.
+    assert!(plane.reopen(ID, 3).await.is_err());
+    faulty.clear();
+    // Another host cannot take the row; this one goes on from what is durable, and only there.
+    let other = plane_with(m.clone(), |o| o.host_id = Some("other".into()));
+    assert_eq!(other.reopen(ID, 3).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+    assert_eq!(plane.reopen(ID, 6).await.unwrap_err().kind(), PlaneErrorKind::WrongOffset);
+    let h = plane.reopen(ID, 3).await.unwrap();
+    assert_eq!(h.seq(), 3);
+    // The reader that got `end` at 3 resumes from there.
+    let mut on = reader(&plane, 3, &units("abc")).await;
+    h.push("def").unwrap();
+    h.push("ghi").unwrap();
+    h.close().await.unwrap();
+    on.read_to_end().await;
+    assert_eq!(on.acc, units("abcdefghi"), "the producer's text once, nothing missing");
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.status.as_deref(), row.body.clone()), (Some("complete"), units("abcdefghi")));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_seal_outlasts_a_store_outage_and_readers_end_only_once_it_landed() {
     let m = memory();
     let faulty = Arc::new(FaultyTarget::new(m.clone()));

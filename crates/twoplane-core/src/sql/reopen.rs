@@ -4,8 +4,9 @@
 //! Guarantees:
 //! - The claim is one compare-and-swap: the row goes back to `streaming` (naming the host, with
 //!   its cancel flag cleared, when those columns are mapped) only where it stands exactly at the
-//!   offset the producer continues from and no producer holds it, so of two producers continuing
-//!   at once one wins, and a producer at the wrong offset changes nothing; the read-back decides.
+//!   offset the producer continues from and no producer holds it (but the claiming host itself,
+//!   whose own stream's seal came up short), so of two producers continuing at once one wins, and
+//!   a producer at the wrong offset changes nothing; the read-back decides.
 //! - A compacted row is expanded back in the same transaction: its body (and document) emptied,
 //!   the message up to the offset written as one chunk row at it (fenced like a checkpoint's
 //!   insert), so the row reads exactly as it did while it streamed, and the next seal compacts it
@@ -62,7 +63,8 @@ impl ReopenSql {
             n.chunk_seq
         );
         // Parameters: `streaming`, then the host token when mapped; then the key, the offset and
-        // `streaming` again (the row must not be held).
+        // `streaming` again (the row must not be held, unless by this very host: a stream of its
+        // own whose seal came up short), and the host token again when mapped.
         let mut sets = format!("{status} = {}", p(1));
         let mut next = 2;
         if let Some(h) = n.host {
@@ -72,8 +74,9 @@ impl ReopenSql {
         if let Some(c) = n.cancel {
             sets.push_str(&format!(", {c} = FALSE"));
         }
+        let own = n.host.map_or(String::new(), |h| format!(" OR {h} = {}", p(next + 3)));
         let guard = format!(
-            "WHERE {key} = {} AND {seq} = {} AND ({status} IS NULL OR {status} <> {})",
+            "WHERE {key} = {} AND {seq} = {} AND ({status} IS NULL OR {status} <> {}{own})",
             p(next),
             p(next + 1),
             p(next + 2)
@@ -94,6 +97,7 @@ impl ReopenSql {
         let mut params = vec![text(STREAM_STATUS_STREAMING)];
         params.extend(host_token.map(text));
         params.extend([text(stream_id), int(at), text(STREAM_STATUS_STREAMING)]);
+        params.extend(host_token.map(text));
         Statement { sql: if expand { self.claim_expanding.clone() } else { self.claim.clone() }, params }
     }
 }

@@ -271,6 +271,38 @@ pub async fn goes_on(db: &dyn Db) {
     let row = db.message(t.message(), "on").await.unwrap();
     assert_eq!((row.status.as_deref(), row.seq, row.body.as_str()), (Some("complete"), 12, "Hello, world"));
     assert!(db.chunks(&t.tables.chunks, "on").await.is_empty(), "compacted again");
+
+    // A seal that never landed (the store down past the seal deadline): the row stays this
+    // host's, holding what was durable, and this host alone goes on with it from there.
+    t.insert(db, "short").await;
+    let faulty = Arc::new(FaultyTarget::new(target.clone()));
+    let c = plane_with(faulty.clone(), |o| {
+        fast(o);
+        o.host_id = Some("c".into());
+        o.retries = 1;
+        o.seal_deadline_ms = 300;
+    });
+    let h = c.open("short").await.unwrap();
+    h.push("abc").unwrap();
+    h.flush().await.unwrap();
+    h.push("def").unwrap();
+    faulty.inject_n(FaultOp::Close, Fault::FailCommit, 1_000);
+    faulty.inject_n(FaultOp::Append, Fault::FailCommit, 1_000);
+    assert_eq!(h.close().await.unwrap_err().kind(), PlaneErrorKind::NotDurable);
+    faulty.clear();
+    let row = db.message(t.message(), "short").await.unwrap();
+    assert_eq!((row.status.as_deref(), row.seq), (Some("streaming"), 3));
+    // The claim takes a row held by its own host only.
+    let claim = |host_token| ReopenRequest { stream_id: "short", host_token, at: 3, expand: None };
+    assert_eq!(target.reopen(claim("b")).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+    assert_eq!(b.reopen("short", 3).await.unwrap_err().kind(), PlaneErrorKind::OpenRefused);
+    // Long after its stream here was forgotten, the host goes on.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let h = c.reopen("short", 3).await.unwrap();
+    h.push("def!").unwrap();
+    h.close().await.unwrap();
+    let row = db.message(t.message(), "short").await.unwrap();
+    assert_eq!((row.status.as_deref(), row.seq, row.body.as_str()), (Some("complete"), 7, "abcdef!"));
     t.drop_all(db).await;
 }
 
