@@ -11,8 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-bash scripts/build-node.sh
-bash scripts/build-wasm.sh
+build_js_backends
 say "bench: node bench/node.mjs"
 node bench/node.mjs
 say "bench: node bench/js/message-node.mjs (the message reader over each build)"

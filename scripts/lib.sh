@@ -8,6 +8,13 @@ export PATH="$ROOT/.tools/bin:$HOME/.cargo/bin:$PATH"
 
 say() { printf '\n==> %s\n' "$*"; }
 
+# The addon and the wasm build of the npm package, one after the other (never two cargo builds at
+# once on a 2-core machine); each script is idempotent.
+build_js_backends() {
+  bash "$ROOT/scripts/build-node.sh"
+  bash "$ROOT/scripts/build-wasm.sh"
+}
+
 APT_UPDATED=${APT_UPDATED:-}
 # apt_install PKG... : install Debian packages that are missing (apt-get update once first; a
 # fresh machine's package lists are stale).

@@ -13,8 +13,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-bash scripts/build-node.sh
-bash scripts/build-wasm.sh
+build_js_backends
 
 say "node: cargo test -p twoplane-node"
 CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/h-node} cargo test -q -p twoplane-node --release

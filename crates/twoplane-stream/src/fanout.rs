@@ -851,6 +851,14 @@ mod tests {
         out
     }
 
+    /// Publish chunk `i` for each `i` of `range`, the reader `fast` taking each as it comes.
+    fn publish_taken(fan: &mut FanOut, wake: &mut Wakes, range: std::ops::Range<u64>, fast: usize) {
+        for i in range {
+            fan.publish(chunk(i), stale, wake);
+            assert_eq!(take(fan, fast).as_deref(), Some(&*chunk(i)));
+        }
+    }
+
     fn drain_all(
         fan: &mut FanOut,
         key: usize,
@@ -880,8 +888,7 @@ mod tests {
         let slow = fan.attach(VecDeque::new());
         let fast = fan.attach(VecDeque::new());
         for i in 0..100 {
-            fan.publish(chunk(i), stale, &mut wake);
-            assert_eq!(take(&mut fan, fast).as_deref(), Some(&*chunk(i)));
+            publish_taken(&mut fan, &mut wake, i..i + 1, fast);
             assert!(fan.log_len() <= 8);
         }
         // The slow reader got as far as the cap allowed, then its own stale.
@@ -901,10 +908,7 @@ mod tests {
         let mut wake = Wakes::default();
         let fast = fan.attach(VecDeque::new());
         let slow = fan.attach(VecDeque::new());
-        for i in 0..1000 {
-            fan.publish(chunk(i), stale, &mut wake);
-            assert_eq!(take(&mut fan, fast).as_deref(), Some(&*chunk(i)));
-        }
+        publish_taken(&mut fan, &mut wake, 0..1000, fast);
         assert_eq!(fan.log_len(), 1000, "the slow reader has read nothing: everything is kept for it");
         for _ in 0..600 {
             take(&mut fan, slow);
