@@ -226,7 +226,12 @@ async fn the_resume_route_checks_read_tokens_as_the_stream_route_does() {
         twoplane_server::token::mint(READ_SECRET.as_bytes(), &claims)
     };
     const RESUME: &str = "/v1/streams/m-1/ui-message-stream?from=0";
-    let refused = [String::new(), "&token=not-a-token".into(), format!("&token={}", mint("m-2", 60)), format!("&token={}", mint("m-1", -5))];
+    let refused = [
+        String::new(),
+        "&token=not-a-token".into(),
+        format!("&token={}", mint("m-2", 60)),
+        format!("&token={}", mint("m-1", -5)),
+    ];
     for token in &refused {
         for base in [SUBSCRIBE, RESUME] {
             let head = request(server.addr, "GET", &format!("{base}{token}"), &[("origin", PAGE)]).await;
