@@ -16,8 +16,9 @@ use twoplane_core::json::{parse_value, write_json_string, write_json_value, Json
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
     assemble_durable_message, assemble_durable_message_at, decode_message_frame, encode_message_event,
-    encode_message_frame, merge_frames, message_resume_point, Attrs, Event, Message, MessageAction, MessageChunkRow,
-    MessageConform, MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict, MessageViolation,
+    encode_message_frame, merge_frames, message_resume_point, stored_frames, Attrs, Event, Message, MessageAction,
+    MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict,
+    MessageViolation,
 };
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
@@ -1622,6 +1623,55 @@ fn message_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         })
         .collect();
     let sealed = vec![obj(vec![("stored", t(sealed_doc.clone())), ("seq", n(len as f64)), ("cuts", arr(cuts))])];
+
+    // goesOn: the frames a stream that goes on starts from (`stored_frames`), and the message
+    // once a continuation from the stored end is folded after them.
+    let mut goes_on = Vec::new();
+    let chunk_rows = vec![issue.row(0, 7), issue.row(7, 20), issue.row(20, 47)];
+    let stored_cases: Vec<(&str, Option<Text>, Option<Text>, u64, Vec<MessageChunkRow>)> = vec![
+        ("sealed with its spans", None, Some(sealed_doc.clone()), len, vec![]),
+        ("a producer that died: its chunk rows", None, None, 0, chunk_rows),
+        ("a text row's body", Some("Hi there".into()), None, 8, vec![]),
+        ("compacted before spans: cannot go on", None, Some(issue.message().document()), len, vec![]),
+    ];
+    for (name, body, stored, seq, rows) in stored_cases {
+        let frames = stored_frames(body.as_ref(), stored.as_ref(), &rows).expect("own rows read back");
+        let mut case =
+            vec![("name", s(name)), ("seq", n(seq as f64)), ("chunks", arr(rows.iter().map(row_value).collect()))];
+        if let Some(b) = &body {
+            case.push(("body", t(b.clone())));
+        }
+        if let Some(d) = &stored {
+            case.push(("stored", t(d.clone())));
+        }
+        match frames {
+            None => case.push(("frames", JsonValue::Null)),
+            Some(frames) => {
+                let mut m = Message::new();
+                for f in &frames {
+                    m.apply(f).expect("stored frames fold");
+                }
+                let end = m.len();
+                let k = m.parts().len() as u32;
+                let more = vec![
+                    MessageFrame::Event {
+                        from: end,
+                        event: Event::Start { part: k, kind: "text".into(), value: vec![] },
+                    },
+                    MessageFrame::chunk(end + 1, k, 0, "and more".into()).unwrap(),
+                    MessageFrame::Event { from: end + 9, event: Event::End { part: k, value: vec![] } },
+                ];
+                for f in &more {
+                    m.apply(f).expect("a continuation folds");
+                }
+                case.push(("frames", arr(frames.iter().map(message_value).collect())));
+                case.push(("more", arr(more.iter().map(message_value).collect())));
+                case.push(("document", t(m.document())));
+                case.push(("len", n(m.len() as f64)));
+            }
+        }
+        goes_on.push(obj(case));
+    }
     let mut single = MessageLog::new();
     for d in production(&mut rng, 6) {
         single.delta(0, d).unwrap();
@@ -1702,6 +1752,7 @@ fn message_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
         ("reader", reader),
         ("assemble", assemble),
         ("sealed", sealed),
+        ("goesOn", goes_on),
         ("log", vec![obj(vec![("name", s("the issue's message")), ("frames", log_value)])]),
         ("replay", replay),
         ("rows", rows),

@@ -9,9 +9,9 @@ use twoplane_core::json::{self, parse_value, JsonValue};
 use twoplane_core::jsview::{self, OwnedRawPieces};
 use twoplane_core::message::{
     assemble_durable_message, assemble_durable_message_at, decode_message_frame, encode_message_event,
-    encode_message_frame, merge_frames, message_frame_from_value, message_resume_point, Message, MessageAction,
-    MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog, MessageReader, MessageVerdict,
-    MessageViolation,
+    encode_message_frame, merge_frames, message_frame_from_value, message_resume_point, stored_frames, Message,
+    MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageKind, MessageLog, MessageReader,
+    MessageVerdict, MessageViolation,
 };
 use twoplane_core::reader::{Reader, ReaderAction};
 use twoplane_core::request::{
@@ -456,6 +456,35 @@ fn message_sealed_vectors() {
             assert_eq!(&m.document(), text(cut, "document"), "at {at}");
             assert_eq!(m.len() as f64, num(cut, "len"));
         }
+    }
+}
+
+#[test]
+fn message_goes_on_vectors() {
+    let file = load("message.json");
+    for case in cases(&file, "goesOn") {
+        let name = text(case, "name").to_string_lossy();
+        let (body, stored) = (opt_text(case, "body"), opt_text(case, "stored"));
+        let got = stored_frames(body.as_ref(), stored.as_ref(), &rows_of(case)).unwrap();
+        if case.get("frames") == Some(&JsonValue::Null) {
+            assert_eq!(got, None, "{name}");
+            continue;
+        }
+        let frames = got.expect("goes on");
+        assert_eq!(frames, frames_of(case), "{name}");
+        let more: Vec<MessageFrame> = case
+            .get("more")
+            .and_then(JsonValue::as_array)
+            .unwrap()
+            .iter()
+            .map(|f| message_frame_from_value(f).unwrap())
+            .collect();
+        let mut m = Message::new();
+        for f in frames.iter().chain(&more) {
+            m.apply(f).unwrap();
+        }
+        assert_eq!(&m.document(), text(case, "document"), "{name}");
+        assert_eq!(m.len() as f64, num(case, "len"), "{name}");
     }
 }
 

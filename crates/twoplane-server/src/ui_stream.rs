@@ -87,8 +87,9 @@ struct FromQuery {
     from: Option<u64>,
     /// The reader replays what it holds itself (its transport kept a snapshot): send only what
     /// follows `from`, without `start` and the message there.
+    /// `0` or `1`; anything else is refused (`invalid_tail`) rather than read as either.
     #[serde(default)]
-    tail: Option<u8>,
+    tail: Option<String>,
 }
 
 /// The route's path, `/v1/streams/{id}/ui-message-stream`, with its `{id}` segment.
@@ -127,7 +128,11 @@ async fn resume(
         return refuse(StatusCode::BAD_REQUEST, "invalid_from", "?from= must be a whole number of code units");
     };
     let from = query.from.unwrap_or(0);
-    let tail = query.tail.is_some_and(|t| t != 0) && from > 0;
+    let tail = match query.tail.as_deref() {
+        None | Some("0") => false,
+        Some("1") => from > 0,
+        Some(_) => return refuse(StatusCode::BAD_REQUEST, "invalid_tail", "?tail= is 0 or 1"),
+    };
     let view = match read_row(&state.db, &id).await {
         Ok(view) => view,
         Err(e) => {

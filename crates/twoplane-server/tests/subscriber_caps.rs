@@ -205,3 +205,26 @@ async fn a_live_ui_reader_reads_the_store_once_at_its_join_and_never_again() {
     assert_eq!(got, text, "every delta, once");
     assert_eq!(metric(&server, READS).await - before, 1.0, "one store read: the join's");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resume_route_refuses_an_offset_or_a_tail_it_cannot_read_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    for (query, kind) in [
+        ("from=x", "invalid_from"),
+        ("from=-1", "invalid_from"),
+        ("from=1&tail=2", "invalid_tail"),
+        ("tail=73", "invalid_tail"),
+        ("from=1&tail=yes", "invalid_tail"),
+    ] {
+        let reply =
+            http_full(server.addr, "GET", &format!("/v1/streams/a/ui-message-stream?{query}"), None).await.unwrap();
+        assert_eq!((reply.status, reply.json["kind"].as_str()), (400, Some(kind)), "{query}: {}", reply.raw);
+        assert_eq!(reply.headers["content-type"], "application/json");
+    }
+    // What the route takes: no stream for this message yet.
+    for query in ["from=1&tail=1", "from=0&tail=0", "tail=1", "from=3"] {
+        let head = response_head(server.addr, &format!("/v1/streams/a/ui-message-stream?{query}")).await;
+        assert!(head.starts_with("http/1.1 204"), "{query}: {head}");
+    }
+}
