@@ -277,6 +277,29 @@ test('an ended stream read from the store (the server restarted) is split where 
   );
 });
 
+test('a tail resume (?tail=1) sends exactly what follows the offset, hosted and from the store: no start, nothing the reader holds', async () => {
+  const id = newId('tail');
+  const { outcome } = await produceTurn(id);
+  assert.equal((await outcome).status, 'complete');
+  const full = await readUi(tp, tokenFor(id), id);
+  const end = full.events.filter((e) => !e.done).at(-1).id;
+  const check = async (from, where) => {
+    const whole = await readUi(tp, tokenFor(id), id, { from });
+    const tail = await readUi(tp, tokenFor(id), id, { from, tail: true });
+    const after = (r) => r.events.filter((e) => e.done || e.id > from).map((e) => [e.id, e.chunk ?? '[DONE]']);
+    assert.ok(!tail.events.some((e) => e.chunk?.type === 'start'), `${where} from ${from}: no start`);
+    assert.ok(tail.events.every((e) => e.done || e.id > from), `${where} from ${from}: nothing at or before the offset`);
+    assert.deepEqual(after(tail), after(whole), `${where} from ${from}: exactly the events that follow the offset`);
+    // What the reader held (the first group of the plain resume) and the tail build the message.
+    const held = whole.events.filter((e) => !e.done && e.id === from).map((e) => e.chunk);
+    assert.deepEqual(await build([...held, ...tail.events.filter((e) => !e.done).map((e) => e.chunk)]), await build(full.events.filter((e) => !e.done).map((e) => e.chunk)), `${where} from ${from}: held + tail = the message`);
+  };
+  for (const from of [40, end - 1]) await check(from, 'hosted');
+  await tp.restart();
+  producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
+  for (const from of [40, end - 1]) await check(from, 'from the store');
+});
+
 // ---------------------------------------------------------------------------------------------
 // The ChatTransport with the SDK's Chat
 
@@ -443,7 +466,8 @@ test('a page resuming inside an ended message after a server restart gets exactl
   await within(30_000, p2.chat.resumeStream(), 'page 2');
   assert.equal(p2.chat.status, 'ready', p2.seen.errors.join('; '));
   const replayed = p2.log.filter((l) => l.replayed).map((l) => l.chunk);
-  if (replayed.length > 0) assert.deepEqual(await build(replayed), before, 'the replayed chunks rebuild exactly what page 1 held');
+  assert.deepEqual(await build(replayed), before, 'the replayed chunks (from the held snapshot) rebuild exactly what page 1 held');
+  assert.ok(p2.conns.length > 0 && p2.conns.every((c) => /[?&]from=[1-9]\d*&tail=1$/.test(c.url)), `page 2 asked for the tail only: ${p2.conns.map((c) => c.url)}`);
   assert.deepEqual(assistant(p2.chat), await wholeOf(streamId), 'page 2 holds the whole message');
   assert.equal(p2.chat.messages.length, 2, 'one user and one assistant message');
   assert.deepEqual([...p1.seen.toolCalls, ...p2.seen.toolCalls], ['call-1', 'call-2'], 'each tool once over both pages');

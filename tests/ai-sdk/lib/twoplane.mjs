@@ -66,18 +66,18 @@ export async function* sse(body) {
 }
 
 /**
- * Read `GET .../ui-message-stream?from=N` with a read token: `events` ({ id, chunk }, `[DONE]` as
+ * Read `GET .../ui-message-stream?from=N` (with `tail`, `&tail=1`) with a read token: `events` ({ id, chunk }, `[DONE]` as
  * `{ done: true }`; `id` is the offset of the event's group, whose last event alone carries it on
  * the wire), stopping early when `cut(event, events)` says so at the end of a group (the
  * connection is then aborted). Every wait is bounded by `timeoutMs`.
  */
-export async function readUi(tp, token, streamId, { from = 0, cut, timeoutMs = 30_000 } = {}) {
+export async function readUi(tp, token, streamId, { from = 0, tail = false, cut, timeoutMs = 30_000 } = {}) {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(new Error(`no end in ${timeoutMs} ms`)), timeoutMs);
   const events = [];
   let cutAt = false;
   try {
-    const res = await fetch(`${tp.url}/v1/streams/${encodeURIComponent(streamId)}/ui-message-stream?from=${from}`, {
+    const res = await fetch(`${tp.url}/v1/streams/${encodeURIComponent(streamId)}/ui-message-stream?from=${from}${tail ? '&tail=1' : ''}`, {
       headers: { authorization: `Bearer ${token}` },
       signal: ac.signal,
     });
