@@ -3,8 +3,11 @@
 //! routes in `tests/ai-sdk` (the `aisdk` part); here the server's own promises are checked:
 //!
 //! - what a `GET` sends, ingested again, is the message the `POST` made, while it streams and
-//!   after it ended (then from the store), from every offset `?from=N`, with every event's `id:`
-//!   the length it brings the reader to and the replay split at `N`;
+//!   after it ended (then from the store, the same events), from every offset `?from=N`, with
+//!   every event's `id:` the length it brings the reader to and the replay split at `N`;
+//! - a continuation (`POST .../open` at the end, then the next turn) whose `start` names another
+//!   message is refused (`400 bad_chunk`) and loses nothing: the first turn stays, and the stream
+//!   goes on again from there;
 //! - `204` for a message without a stream; `400 bad_chunk` with what came before kept and the
 //!   stream sealed `error`; a reader's cancel ends the producer's request with `409 cancelled`
 //!   and the readers' streams with `abort`; a body that breaks off seals `interrupted`.
@@ -203,19 +206,23 @@ async fn a_message_read_back_from_every_offset_is_the_message_produced() {
         assert_eq!(message_of("u1", &got).message().document(), want.message().document(), "cut after {k}");
         assert_eq!(got.len(), chunks_of(&events).len(), "cut after {k}: {:?}", types(&got));
     }
-    // After a restart the ended stream is the store's: its compacted message is known empty and
-    // whole only, so a reader holding part of it gets one group at its length (one at 0 holds
-    // nothing, and its replay is cut there), and the message is whole.
+    // After a restart the ended stream is the store's: its sealed document keeps the order of
+    // its runs and events, so the replay is split at the reader's offset as while it was hosted,
+    // event for event.
+    let mut hosted = Vec::new();
+    for from in [None, Some(1), Some(7), Some(len / 2), Some(len - 1), Some(len)] {
+        hosted.push(resume(addr, "u1", from).await);
+    }
     let served = served.restart().await;
     let addr = served.addr;
-    for from in [None, Some(1), Some(len / 2), Some(len)] {
+    for (i, from) in [None, Some(1), Some(7), Some(len / 2), Some(len - 1), Some(len)].into_iter().enumerate() {
         let (status, events) = resume(addr, "u1", from).await;
         assert_eq!(status, 200);
         let got = chunks_of(&events);
         assert_eq!(message_of("u1", &got).message().document(), want.message().document(), "from {from:?}");
         let ids: Vec<u64> = events.iter().filter_map(|(id, _)| id.as_deref()?.parse().ok()).collect();
-        let first = if from.unwrap_or(0) == 0 { 0 } else { len };
-        assert_eq!((ids[0], &ids[1..]), (first, &vec![len; ids.len() - 1][..]), "from {from:?}");
+        assert_eq!(ids[0], from.unwrap_or(0).min(len), "from {from:?}: {ids:?}");
+        assert_eq!(events, hosted[i].1, "from {from:?}: the store's replay is the host's");
     }
     // A message without a stream: 204.
     let (status, _) = resume(addr, "nobody", None).await;
@@ -317,4 +324,60 @@ async fn refusals_cancels_and_broken_bodies_end_every_reader() {
     let (status, events) = resume(addr, "br", None).await;
     assert_eq!(status, 200);
     assert_eq!(events.last().map(|e| e.1.as_str()), Some("[DONE]"), "an interrupted stream still ends");
+}
+
+#[tokio::test]
+async fn a_continuation_whose_start_names_another_message_is_refused_and_loses_nothing() {
+    let served = start().await;
+    let addr = served.addr;
+    let chunks = turn("g1");
+    let (status, answer) = post(addr, "/v1/streams/g1/ui-message-stream", sse(&chunks)).await;
+    assert_eq!((status, answer["status"].as_str()), (200, Some("complete")), "{answer}");
+    let len = answer["seq"].as_u64().unwrap();
+    let produced: Vec<JsonValue> = chunks.iter().map(|c| parse_value(c).unwrap()).collect();
+    let want = message_of("g1", &produced).message().document().to_string_lossy();
+    let next = |id: &str| {
+        vec![
+            format!(r#"{{"type":"start","messageId":"{id}"}}"#),
+            r#"{"type":"start-step"}"#.into(),
+            r#"{"type":"text-start","id":"t3"}"#.into(),
+            r#"{"type":"text-delta","id":"t3","delta":" Anything else?"}"#.into(),
+            r#"{"type":"text-end","id":"t3"}"#.into(),
+            r#"{"type":"finish-step"}"#.into(),
+            r#"{"type":"finish","finishReason":"stop"}"#.into(),
+        ]
+    };
+    let stored = |answer: &serde_json::Value| {
+        (answer["stored"]["status"].as_str().map(str::to_owned), answer["stored"]["seq"].as_u64())
+    };
+    // Going on at the wrong offset, or with a stream that does not exist: refused, nothing changes.
+    let (status, answer) = post(addr, "/v1/streams/g1/open", format!(r#"{{"offset":{}}}"#, len - 1)).await;
+    assert_eq!(
+        (status, answer["kind"].as_str(), answer["durableSeq"].as_u64()),
+        (409, Some("wrong_offset"), Some(len))
+    );
+    let (status, answer) = post(addr, "/v1/streams/nobody/open", r#"{"offset":0}"#).await;
+    assert_eq!((status, answer["kind"].as_str()), (404, Some("unknown_stream")), "{answer}");
+    // Going on at its end with a turn whose start names another message: refused by kind.
+    let (status, answer) = post(addr, "/v1/streams/g1/open", format!(r#"{{"offset":{len}}}"#)).await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = post(addr, "/v1/streams/g1/ui-message-stream", sse(&next("other"))).await;
+    assert_eq!((status, answer["kind"].as_str()), (400, Some("bad_chunk")), "{answer}");
+    // Nothing was lost: the first turn, whole, at its length; the stream says it failed.
+    let (status, answer) = common::producer::get(addr, "/v1/streams/g1").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(stored(&answer), (Some("error".to_owned()), Some(len)), "{answer}");
+    assert_eq!(answer["stored"]["document"].as_str(), Some(want.as_str()), "{answer}");
+    // And it goes on again from there, with a turn that names it.
+    let (status, answer) = post(addr, "/v1/streams/g1/open", format!(r#"{{"offset":{len}}}"#)).await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = post(addr, "/v1/streams/g1/ui-message-stream", sse(&next("g1"))).await;
+    assert_eq!((status, answer["status"].as_str()), (200, Some("complete")), "{answer}");
+    let (_, answer) = common::producer::get(addr, "/v1/streams/g1").await;
+    let document = answer["stored"]["document"].as_str().unwrap().to_owned();
+    assert!(
+        document.contains(r#""text":"It is 19 °C""#) && document.contains(r#""text":" Anything else?""#),
+        "{document}"
+    );
+    assert!(stored(&answer).1.unwrap() > len);
 }
