@@ -125,6 +125,16 @@ where
     }
 }
 
+impl FaultyTarget {
+    /// `apply` with the next fault queued for `op`, if any.
+    async fn through<T, Fut>(&self, op: FaultOp, apply: impl FnOnce() -> Fut) -> Result<T, PlaneError>
+    where
+        Fut: std::future::Future<Output = Result<T, PlaneError>>,
+    {
+        faulted(op, self.take(op), apply).await
+    }
+}
+
 #[async_trait]
 impl DurableTarget for FaultyTarget {
     fn caps(&self) -> TargetCaps {
@@ -132,33 +142,27 @@ impl DurableTarget for FaultyTarget {
     }
 
     async fn check_openable(&self, stream_id: &str) -> Result<(), PlaneError> {
-        let fault = self.take(FaultOp::CheckOpen);
-        faulted(FaultOp::CheckOpen, fault, || self.inner.check_openable(stream_id)).await
+        self.through(FaultOp::CheckOpen, || self.inner.check_openable(stream_id)).await
     }
 
     async fn open(&self, request: OpenRequest<'_>) -> Result<(), PlaneError> {
-        let fault = self.take(FaultOp::Open);
-        faulted(FaultOp::Open, fault, || self.inner.open(request)).await
+        self.through(FaultOp::Open, || self.inner.open(request)).await
     }
 
     async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
-        let fault = self.take(FaultOp::Append);
-        faulted(FaultOp::Append, fault, || self.inner.append(request)).await
+        self.through(FaultOp::Append, || self.inner.append(request)).await
     }
 
     async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {
-        let fault = self.take(FaultOp::Close);
-        faulted(FaultOp::Close, fault, || self.inner.close(request)).await
+        self.through(FaultOp::Close, || self.inner.close(request)).await
     }
 
     async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
-        let fault = self.take(FaultOp::Reopen);
-        faulted(FaultOp::Reopen, fault, || self.inner.load(stream_id)).await
+        self.through(FaultOp::Reopen, || self.inner.load(stream_id)).await
     }
 
     async fn reopen(&self, request: ReopenRequest<'_>) -> Result<(), PlaneError> {
-        let fault = self.take(FaultOp::Reopen);
-        faulted(FaultOp::Reopen, fault, || self.inner.reopen(request)).await
+        self.through(FaultOp::Reopen, || self.inner.reopen(request)).await
     }
 
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError> {
