@@ -413,19 +413,25 @@ async fn a_seal_supersedes_a_stalled_checkpoint() {
     assert_eq!((row.body, row.status.as_deref()), (units("stalled text"), Some("complete")));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_seal_that_never_lands_is_rejected_and_end_reports_the_durable_length() {
-    let m = memory();
-    let faulty = Arc::new(FaultyTarget::new(m.clone()));
+/// A stream on `m` (through a fault injector) whose seal gives up after `deadline_ms`: `abc`
+/// pushed and durable, then `def` pushed and not yet.
+async fn abc_durable_def_not(m: Arc<MemoryTarget>, deadline_ms: u64) -> (Arc<FaultyTarget>, Plane, StreamHandle) {
+    let faulty = Arc::new(FaultyTarget::new(m));
     let plane = plane_with(faulty.clone(), |o| {
         o.retries = 1;
-        o.seal_deadline_ms = 5_000;
+        o.seal_deadline_ms = deadline_ms;
     });
     let h = plane.open(ID).await.unwrap();
     h.push("abc").unwrap();
     h.flush().await.unwrap();
-    let mut r = reader(&plane, 0, &units("abc")).await;
     h.push("def").unwrap();
+    (faulty, plane, h)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seal_that_never_lands_is_rejected_and_end_reports_the_durable_length() {
+    let (faulty, plane, h) = abc_durable_def_not(memory(), 5_000).await;
+    let mut r = reader(&plane, 0, &units("abc")).await;
     faulty.inject_n(FaultOp::Close, Fault::FailCommit, 1_000);
     let started = tokio::time::Instant::now();
     let e = h.close().await.unwrap_err();
@@ -450,15 +456,7 @@ async fn a_stream_whose_seal_never_landed_goes_on_from_its_durable_end_once_the_
     // A table with a host column: the row names the host that holds it.
     let m = Arc::new(MemoryTarget::with_columns(true, true));
     m.insert_message(ID);
-    let faulty = Arc::new(FaultyTarget::new(m.clone()));
-    let plane = plane_with(faulty.clone(), |o| {
-        o.retries = 1;
-        o.seal_deadline_ms = 2_000;
-    });
-    let h = plane.open(ID).await.unwrap();
-    h.push("abc").unwrap();
-    h.flush().await.unwrap();
-    h.push("def").unwrap();
+    let (faulty, plane, h) = abc_durable_def_not(m.clone(), 2_000).await;
     // The store is down for longer than the seal deadline: the close answers not_durable.
     faulty.inject_n(FaultOp::Close, Fault::FailCommit, 1_000);
     faulty.inject_n(FaultOp::Append, Fault::FailCommit, 1_000);
