@@ -1628,7 +1628,9 @@ fn message_vectors() -> Vec<(&'static str, Vec<JsonValue>)> {
     // once a continuation from the stored end is folded after them.
     let mut goes_on = Vec::new();
     let chunk_rows = vec![issue.row(0, 7), issue.row(7, 20), issue.row(20, 47)];
-    let stored_cases: Vec<(&str, Option<Text>, Option<Text>, u64, Vec<MessageChunkRow>)> = vec![
+    // (name, body, stored document, the row's seq, chunk rows)
+    type StoredCase = (&'static str, Option<Text>, Option<Text>, u64, Vec<MessageChunkRow>);
+    let stored_cases: Vec<StoredCase> = vec![
         ("sealed with its spans", None, Some(sealed_doc.clone()), len, vec![]),
         ("a producer that died: its chunk rows", None, None, 0, chunk_rows),
         ("a text row's body", Some("Hi there".into()), None, 8, vec![]),

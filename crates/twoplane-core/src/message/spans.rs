@@ -16,7 +16,9 @@
 //! - [`document_frames`] gives back exactly the frames [`sealed_document`] was written from (runs
 //!   of one part merged), or `None` when the document has no spans (one compacted by an older
 //!   version: known only whole, as before) or when the spans do not fold to the document's own
-//!   parts (a document someone edited after the seal): never a different message.
+//!   parts (a document edited after the seal, a body made longer or shorter): never a message
+//!   other than the document's. (A body edited to another text of the same length cuts as
+//!   edited: the text is the document's.)
 //! - A message whose frames are the same writes the same document, byte for byte.
 
 use super::codec::{encode_message_frame_into, message_frame_from_value};
