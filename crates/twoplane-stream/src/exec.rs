@@ -384,7 +384,7 @@ impl Executor {
         match self {
             Executor::Sqlite(db) => {
                 // A SQLite transaction reads one snapshot from its first read on (WAL).
-                db.run(move |conn| sqlite_each(conn, &statements, context, |tx, s| sqlite_rows(tx, s))).await
+                db.run(move |conn| sqlite_each(conn, &statements, context, sqlite_rows)).await
             }
             Executor::Postgres(pg) => {
                 let mut session = Executor::session(pg).await?;
