@@ -6,7 +6,9 @@
 # `readUIMessageStream` must build from our replay and tail exactly the message it builds from
 # the original stream. Then the npm package's `twoplane/ai-sdk` entry over `ai` 5 and 7 (6 too
 # when TWOPLANE_AISDK_MAJORS says so): its types, the producer and the ChatTransport against the
-# built `twoplane serve` in Node, and `useChat({ resume: true })` reloaded mid-answer in Chromium.
+# built `twoplane serve` in Node, and `useChat({ resume: true })` reloaded mid-answer in Chromium;
+# then, in ai 5, 6 and 7, continuations (a client tool, a tool approval) with and without reloads,
+# in Node and in Chromium.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -43,11 +45,13 @@ for m in $majors; do
 done
 
 # A message that goes on (client tools, tool approvals), against the SDK's own Chat and
-# DefaultChatTransport, in every major (tool approvals from ai 6 on).
+# DefaultChatTransport, in every major (tool approvals from ai 6 on): in Node, then with pages
+# reloaded mid first turn, between the turns and mid continuation, in Node (continue-reload) and
+# through useChat in Chromium (browser-continue).
 for m in 5 6 7; do
-  say "aisdk: continuations with ai $m: a client tool and a tool approval go on with the same message"
-  (cd tests/ai-sdk && TWOPLANE_AI=$m TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" \
-    node --import ./lib/ai-alias.mjs --test --test-concurrency=1 continue.test.mjs)
+  say "aisdk: continuations with ai $m: a client tool and a tool approval go on with the same message, reloaded or not, in Node and Chromium"
+  (cd tests/ai-sdk && TWOPLANE_AI=$m TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium \
+    node --import ./lib/ai-alias.mjs --test --test-concurrency=1 continue.test.mjs continue-reload.test.mjs browser-continue.test.mjs)
 done
 
 # The AI SDK example (examples/ai-sdk-chat, issue #24), started exactly as its README says

@@ -7,7 +7,9 @@
 //
 // A page that sends and is never reloaded renders the message the SDK builds from the stream;
 // a page reloaded several times mid-answer renders the same message, and its client-side tool
-// (`onToolCall`) ran exactly once over all the reloads.
+// (`onToolCall`) ran exactly once over all the reloads. A message that goes on (a client tool's
+// output or an approval sent back) reloaded mid first turn, between the turns and mid continuation
+// is browser-continue.test.mjs.
 //
 // Env: TWOPLANE_AI (required), TWOPLANE_BIN, CHROMIUM (default /usr/bin/chromium),
 // TWOPLANE_AISDK_SEED.

@@ -17,6 +17,8 @@
 // that went on from its first turn's end, whose replay (`readUIMessageStream` over the resume
 // route) rebuilds the message the server produced, both turns in it. An approval is also given
 // after a reload, twoplane restarted in between: the first turn then goes on from the store.
+// Pages reloaded mid first turn, between the turns and mid continuation: continue-reload.test.mjs
+// (Node) and browser-continue.test.mjs (useChat in Chromium).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';

@@ -104,7 +104,9 @@ export class Follow {
    * @param t the transport's internals
    * @param o { chatId, target, from, skip (true: the reader holds everything up to `from`, so
    *            those chunks are not sent; false: they are sent, marked replayed), record, signal,
-   *            wait204 (ms to wait for a stream that is not open yet) }
+   *            wait204 (ms to wait for a stream that is not open yet), prelude (chunks the
+   *            page's snapshot holds, handed on first), awaitMore (ms during which an end with
+   *            nothing past `from` is followed by another request, not taken as the end) }
    */
   constructor(t, o) {
     this.t = t;
@@ -114,6 +116,10 @@ export class Follow {
     this.expectId = o.target.streamId ?? o.record?.streamId;
     this.conn = { from: o.from, skip: o.skip, first: true, tail: Array.isArray(o.prelude) };
     this.wait204 = o.wait204 ?? 0;
+    // Until when an end at `from` (nothing new) is not taken as the end: a continuation the page
+    // sent may not have re-opened the stream yet (transport.js, `goesOn`).
+    this.awaitFrom = o.from;
+    this.awaitUntil = o.awaitMore > 0 ? Date.now() + o.awaitMore : 0;
     this.received = o.from; // the offset of the last complete batch received
     this.enqueuedEnd = o.skip ? o.from : undefined; // the offset the reader stands at
     this.buffer = [];
@@ -199,6 +205,10 @@ export class Follow {
       for await (const ev of sseEvents(body)) {
         if (this.stopped) return;
         if (ev.data === '[DONE]') {
+          if (this.received <= this.awaitFrom && Date.now() < this.awaitUntil) {
+            this.reconnect();
+            return;
+          }
           this.done = true;
           this.wake();
           return;

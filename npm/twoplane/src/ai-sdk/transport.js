@@ -11,6 +11,10 @@
 //   callback fires twice for what the page had. `N` is how far the page's `Chat` has *processed*
 //   the stream, recorded in a `held` store (held.js) the app may persist
 //   (`webStorageHeld(sessionStorage)`) to carry it across a reload.
+// - A continuation (a client tool's output or an approval sent back) resumes with what the page
+//   added to the message itself, which no stream carries: the held snapshot gets the chunks that
+//   say it when the continuation leaves, and a resume of a continuation the page sent but never
+//   saw answered waits (10 s) for the stream to go on instead of ending where the page stood.
 // - A stop (the `abortSignal` the SDK aborts in `stop()`) is a cancel: `POST .../cancel`, unless
 //   the same chat started another request at once (a resume that replaced an earlier one), or
 //   `cancelOnStop` is false.
@@ -138,6 +142,8 @@ export class TwoplaneChatTransport {
       const grew = processed.length > 0 && Array.isArray(r.snapshot);
       if (grew) r.snapshot = compactChunks([...r.snapshot, ...processed]);
       if (offset > r.offset || grew) {
+        // The page saw the stream go on: a continuation it sent is answered.
+        if (offset > r.offset) delete r.goesOn;
         r.offset = Math.max(r.offset, offset);
         this.#save(follow.chatId, r);
       }
@@ -191,9 +197,9 @@ export class TwoplaneChatTransport {
     }, 0);
   }
 
-  #follow(m, chatId, target, { from, skip, record, signal, wait204, prelude }) {
+  #follow(m, chatId, target, { from, skip, record, signal, wait204, prelude, awaitMore }) {
     this.#internals.reconnect = this.#reconnect;
-    const follow = new Follow(this.#internals, { chatId, target, from, skip, record, wait204, prelude });
+    const follow = new Follow(this.#internals, { chatId, target, from, skip, record, wait204, prelude, awaitMore });
     m.follow = follow;
     m.disconnected = false;
     m.record = record;
@@ -208,6 +214,7 @@ export class TwoplaneChatTransport {
   async sendMessages(options) {
     const { chatId } = options;
     const m = this.#begin(chatId);
+    const goingOn = await this.#goingOn(chatId, m, options.messages);
     const signal = options.abortSignal ?? new AbortController().signal;
     const stream = await this.#sender.sendMessages({ ...options, abortSignal: signal });
     const headers = this.#responses.get(signal);
@@ -220,9 +227,11 @@ export class TwoplaneChatTransport {
     // the page holds: its stream is followed from where the turn starts, and the SDK, which goes
     // on from the state it has, is handed only what follows.
     const from = Number.parseInt(headers.get('x-twoplane-from') ?? '0', 10) || 0;
-    // A new turn's snapshot starts empty; a continuation's page holds more than the stream says
-    // (a client tool's output), so it keeps none, and a resume gets the server's replay.
-    const record = { streamId, ...(token ? { token } : {}), offset: from, toolCalls: [], ...(from === 0 ? { snapshot: [] } : {}) };
+    // A new turn's snapshot starts empty. A continuation's is the page's message where the turn
+    // starts: the snapshot it held of the stream, with what the page added to it itself (see
+    // #goingOn). Without one, a resume gets the server's replay, which lacks those.
+    const snapshot = from === 0 ? [] : goingOn && goingOn.streamId === streamId && goingOn.offset === from ? goingOn.snapshot : undefined;
+    const record = { streamId, ...(token ? { token } : {}), offset: from, toolCalls: [], ...(snapshot ? { snapshot } : {}) };
     this.#save(chatId, record);
     const target = (await this.#resolve(chatId, { streamId, token })) ?? this.#target(chatId, streamId, token);
     const follow = this.#follow(m, chatId, target, { from, skip: from > 0, record, signal, wait204: 10_000 });
@@ -231,6 +240,28 @@ export class TwoplaneChatTransport {
       throw new Error(`twoplane: stream ${streamId} did not open`);
     }
     return follow.readable;
+  }
+
+  /**
+   * A request whose messages end in the assistant message the page holds the stream of is a
+   * continuation. The page's message then holds what no stream carries: the output it gave a
+   * client-side tool, the approval it gave (the SDK does not send them back in the continuation's
+   * stream). The SDK's `Chat` rebuilds a resumed message from the chunks alone, so without them a
+   * page reloaded after this request would lose them. They are added to the held snapshot as the
+   * chunks that say them, before the request leaves: a page that goes away before the answer comes
+   * still has them. `goesOn` marks that a continuation was sent whose answer the page has not seen:
+   * a resume then waits for the stream to go on past its end (Follow's `awaitMore`).
+   */
+  async #goingOn(chatId, m, messages) {
+    const last = Array.isArray(messages) ? messages.at(-1) : undefined;
+    if (last?.role !== 'assistant') return null;
+    const prior = m.record ?? (await this.#held.get(chatId)) ?? null;
+    if (!prior || prior.streamId !== last.id || !Array.isArray(prior.snapshot) || prior.snapshot.length === 0) return null;
+    const snapshot = compactChunks([...prior.snapshot, ...pageFacts(last, prior.snapshot)]);
+    const record = { ...prior, toolCalls: [...(prior.toolCalls ?? [])], snapshot, goesOn: true };
+    m.record = record;
+    this.#save(chatId, record);
+    return record;
   }
 
   async #resolve(chatId, known) {
@@ -262,7 +293,10 @@ export class TwoplaneChatTransport {
     const snapshot = !skip && from > 0 && Array.isArray(record?.snapshot) && record.snapshot.length > 0 ? record.snapshot : undefined;
     if (record && !skip && snapshot === undefined) record.snapshot = [];
     const prelude = snapshot?.map((c) => structuredClone(c));
-    const follow = this.#follow(m, chatId, target, { from, skip, record, signal: abortSignal, prelude });
+    // A continuation was sent and the page went away before its answer: the stream may not have
+    // gone on yet when this asks, so an end where the page stands is not taken as the end at once.
+    const awaitMore = record?.goesOn === true && !skip ? 10_000 : 0;
+    const follow = this.#follow(m, chatId, target, { from, skip, record, signal: abortSignal, prelude, awaitMore });
     if ((await follow.start()) === 'none') {
       follow.stop();
       return null;
@@ -274,6 +308,31 @@ export class TwoplaneChatTransport {
   close() {
     for (const m of this.#memory.values()) m.follow?.stop();
   }
+}
+
+/**
+ * The chunks that say what the page added to `message` itself, which `snapshot` (the chunks of
+ * its stream) does not hold: a client-side tool's output or error (`addToolOutput`), an approval
+ * given (`addToolApprovalResponse`; ai 7's `tool-approval-response` chunk, which ai 5 and 6 do not
+ * know and ignore).
+ */
+function pageFacts(message, snapshot) {
+  const has = (type, key, value) => snapshot.some((c) => c?.type === type && c[key] === value);
+  const facts = [];
+  for (const p of Array.isArray(message.parts) ? message.parts : []) {
+    if (typeof p?.type !== 'string' || !(p.type.startsWith('tool-') || p.type === 'dynamic-tool')) continue;
+    if (typeof p.toolCallId !== 'string' || p.providerExecuted === true) continue;
+    const answered = ['tool-output-available', 'tool-output-error', 'tool-output-denied'].some((t) => has(t, 'toolCallId', p.toolCallId));
+    if (p.state === 'output-available' && !answered) {
+      facts.push({ type: 'tool-output-available', toolCallId: p.toolCallId, output: p.output });
+    } else if (p.state === 'output-error' && !answered) {
+      facts.push({ type: 'tool-output-error', toolCallId: p.toolCallId, errorText: p.errorText });
+    } else if (p.state === 'approval-responded' && typeof p.approval?.id === 'string' && !has('tool-approval-response', 'approvalId', p.approval.id)) {
+      const { id, approved, reason } = p.approval;
+      facts.push({ type: 'tool-approval-response', approvalId: id, approved, ...(reason != null ? { reason } : {}) });
+    }
+  }
+  return facts;
 }
 
 function cancelUrlOf(url) {
