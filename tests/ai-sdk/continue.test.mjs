@@ -22,10 +22,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { z } from 'zod';
 import { loadMajor } from './lib/majors.mjs';
 import { lastMessage, asJson } from './lib/read.mjs';
 import { pacedModel } from './lib/turn.mjs';
+import { continuationSteps, continuationTools } from './lib/continuation.mjs';
 import { startTwoplane, readUi } from './lib/twoplane.mjs';
 import { respond } from './lib/respond.mjs';
 import { signStreamToken } from '../../npm/twoplane/src/token.js';
@@ -40,32 +40,8 @@ let tp;
 let producer;
 let app;
 
-/** The model's answer to a request: the first turn, or (its messages ending in the assistant
- *  message) the continuation. */
-function stepsFor(flow, continuing) {
-  const meta = (id) => [
-    { type: 'stream-start', warnings: [] },
-    { type: 'response-metadata', id, modelId: 'mock-model', timestamp: new Date(0) },
-  ];
-  const text = (id, words) => [
-    { type: 'text-start', id },
-    ...words.map((delta) => ({ type: 'text-delta', id, delta })),
-    { type: 'text-end', id },
-  ];
-  const tool = flow === 'client' ? 'confirm' : 'deploy';
-  const input = JSON.stringify(flow === 'client' ? { question: 'Go on?' } : { target: 'prod' });
-  if (!continuing) {
-    return [[...meta('r1'), ...text('t1', ['Let ', 'me ', 'ask. ']), { type: 'tool-call', toolCallId: 'call-1', toolName: tool, input }, M.finishPart('tool-calls')]];
-  }
-  return [[...meta('r2'), ...text('t2', ['You ', 'said ', 'so; ', 'done.']), M.finishPart('stop')]];
-}
-
-const tools = () => ({
-  confirm: M.ai.tool({ description: 'ask the user', inputSchema: z.object({ question: z.string() }) }),
-  ...(approvals
-    ? { deploy: M.ai.tool({ description: 'deploy', inputSchema: z.object({ target: z.string() }), needsApproval: true, execute: async ({ target }) => ({ deployed: target }) }) }
-    : {}),
-});
+const stepsFor = (flow, continuing) => continuationSteps(M, flow, continuing);
+const tools = () => continuationTools(M);
 
 /** The app: `/plain/<flow>` without twoplane, `/twoplane/<flow>` producing into it. Message ids
  *  are the same sequence on both, so the two conversations can be compared. */
