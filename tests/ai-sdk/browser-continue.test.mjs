@@ -21,17 +21,13 @@
 // Env: TWOPLANE_AI (required), TWOPLANE_BIN, CHROMIUM (default /usr/bin/chromium).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build as esbuild } from 'esbuild';
 import { chromium } from 'playwright-core';
 import { loadMajor } from './lib/majors.mjs';
+import { bundlePage, proxyTo } from './lib/page.mjs';
 import { startTwoplane } from './lib/twoplane.mjs';
 import { startContinuationApp, comparable, CONTINUATION_TEXT } from './lib/continuation.mjs';
 import { CHROMIUM_ARGS } from '../browser/lib/chromium-args.mjs';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const major = process.env.TWOPLANE_AI;
 const M = await loadMajor(major);
 const { createTwoplaneProducer } = await import('../../npm/twoplane/src/ai-sdk.node.js');
@@ -46,38 +42,10 @@ let browser;
 let chats = 0;
 const reports = { toolRuns: new Map(), approvals: new Map() };
 
-async function bundle() {
-  const out = await esbuild({
-    entryPoints: [join(HERE, 'browser/continue-page.mjs')],
-    bundle: true,
-    write: false,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    logLevel: 'silent',
-    nodePaths: [join(HERE, 'node_modules')],
-    alias: {
-      ai: `ai${major}`,
-      '@ai-sdk/react': `ai-sdk-react${major}`,
-      'twoplane/ai-sdk': join(HERE, '../../npm/twoplane/src/ai-sdk.js'),
-    },
-    define: { 'process.env.NODE_ENV': '"production"' },
-  });
-  return out.outputFiles[0].text;
-}
 
 /** The routes the page needs beside the app's: the page, its bundle, /tp, /tool-ran, /approved. */
 function pageRoutes(js) {
-  const proxy = (req, res, path) => {
-    const target = new URL(path, tp.url);
-    const upstream = http.request(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (up) => {
-      res.writeHead(up.statusCode, up.headers);
-      up.pipe(res);
-    });
-    upstream.on('error', () => res.destroy());
-    res.on('close', () => upstream.destroy());
-    req.pipe(upstream);
-  };
+  const proxy = proxyTo(() => tp.url);
   const note = (map, chatId, value) => map.set(chatId, [...(map.get(chatId) ?? []), value]);
   return async (req, res, url) => {
     if (req.method === 'GET' && url.pathname === '/') {
@@ -103,7 +71,7 @@ function pageRoutes(js) {
 before(async () => {
   tp = await startTwoplane();
   producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
-  const js = await bundle();
+  const js = await bundlePage('browser/continue-page.mjs', major);
   app = await startContinuationApp(M, { producer: () => producer, tp, delayMs: DELAY, extra: pageRoutes(js) });
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 });

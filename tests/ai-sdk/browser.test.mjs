@@ -16,13 +16,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { build as esbuild } from 'esbuild';
 import { chromium } from 'playwright-core';
 import { loadMajor } from './lib/majors.mjs';
+import { bundlePage, proxyTo } from './lib/page.mjs';
 import { lastMessage, asJson } from './lib/read.mjs';
 import { pacedTurn } from './lib/turn.mjs';
 import { startTwoplane, readUi } from './lib/twoplane.mjs';
@@ -30,7 +29,6 @@ import { respond } from './lib/respond.mjs';
 import { CHROMIUM_ARGS } from '../browser/lib/chromium-args.mjs';
 import { signStreamToken } from '../../npm/twoplane/src/token.js';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const major = process.env.TWOPLANE_AI;
 const M = await loadMajor(major);
 const { createTwoplaneProducer } = await import('../../npm/twoplane/src/ai-sdk.node.js');
@@ -56,39 +54,11 @@ let browser;
 let profile;
 let chats = 0;
 
-async function bundle() {
-  const out = await esbuild({
-    entryPoints: [join(HERE, 'browser/page.mjs')],
-    bundle: true,
-    write: false,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    logLevel: 'silent',
-    nodePaths: [join(HERE, 'node_modules')],
-    alias: {
-      ai: `ai${major}`,
-      '@ai-sdk/react': `ai-sdk-react${major}`,
-      'twoplane/ai-sdk': join(HERE, '../../npm/twoplane/src/ai-sdk.js'),
-    },
-    define: { 'process.env.NODE_ENV': '"production"' },
-  });
-  return out.outputFiles[0].text;
-}
 
 /** The app: page, bundle, the chat route, the chat's resume route (a proxy), /tp (a proxy), /tool-ran. */
 async function startApp(js) {
   const state = { chats: new Map(), runs: new Map(), toolRuns: [] };
-  const proxy = (req, res, path) => {
-    const target = new URL(path, tp.url);
-    const upstream = http.request(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (up) => {
-      res.writeHead(up.statusCode, up.headers);
-      up.pipe(res);
-    });
-    upstream.on('error', () => res.destroy());
-    res.on('close', () => upstream.destroy());
-    req.pipe(upstream);
-  };
+  const proxy = proxyTo(() => tp.url);
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://app');
     if (req.method === 'GET' && url.pathname === '/') {
@@ -134,7 +104,7 @@ async function startApp(js) {
 before(async () => {
   tp = await startTwoplane();
   producer = createTwoplaneProducer({ url: tp.url, producerToken: tp.producerToken, readTokenSecret: tp.readSecret });
-  const js = await bundle();
+  const js = await bundlePage('browser/page.mjs', major);
   assert.ok(!js.includes('node:crypto'), 'the page bundle does not carry the Node token minting');
   app = await startApp(js);
   profile = mkdtempSync(join(tmpdir(), 'twoplane-aisdk-chromium-'));
