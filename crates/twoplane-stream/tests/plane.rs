@@ -671,8 +671,19 @@ async fn a_cancel_read_back_stops_pump_and_close_seals_cancelled() {
     assert!(h.cancelled());
     assert!(h.seq() >= 8 && h.seq() <= 20);
     h.close().await.unwrap();
-    assert_eq!(m.row(ID).unwrap().status.as_deref(), Some("cancelled"));
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.status.as_deref(), row.cancel), (Some("cancelled"), true));
     drop(tx);
+    // A cancelled stream goes on from its end (a user who asked for more): the cancel flag is
+    // cleared, so the continuation is not stopped by the old request.
+    let at = row.seq;
+    let h = plane.reopen(ID, at).await.unwrap();
+    assert!(!m.row(ID).unwrap().cancel, "the claim clears the cancel flag");
+    h.push(" and more").unwrap();
+    h.close().await.unwrap();
+    let row = m.row(ID).unwrap();
+    assert_eq!((row.status.as_deref(), row.seq), (Some("complete"), at + 9));
+    assert!(!h.cancelled());
 }
 
 #[tokio::test(start_paused = true)]
