@@ -20,7 +20,8 @@
 //!   its resume point; no reader ever stops other than on `end` (a delta for a part it was not
 //!   told about, a body gap or anything malformed would stop it);
 //! - at the end, after the seal: every reader stopped on `end` holding the produced message, and
-//!   the store holds it as a document (and nothing else: no chunk row left).
+//!   the store holds it as a document with its spans, exactly what the producer's log seals (and
+//!   nothing else: no chunk row left).
 
 mod common;
 
@@ -345,7 +346,8 @@ fn run(ops: Vec<Op>, chars: u64) {
         let stored = w.store_message();
         assert_eq!(stored.document(), produced, "the store holds the produced message");
         if w.log.message().has_structure() {
-            assert_eq!(row.document.as_deref().map(twoplane_core::Text::from), Some(produced));
+            // The document with the order it was made in: what the producer's own log seals.
+            assert_eq!(row.document.as_deref().map(twoplane_core::Text::from), Some(w.log.sealed_document()));
         } else {
             assert_eq!(row.document, None, "a single text writes no document");
         }
@@ -411,7 +413,10 @@ fn part_rules_refuse_without_appending() {
         let row = mem.row(ID).unwrap();
         assert_eq!(
             row.document.as_deref(),
-            Some(r#"{"parts":[{"type":"reasoning","text":"hm"}]}"#),
+            Some(concat!(
+                r#"{"parts":[{"type":"reasoning","text":"hm"}],"spans":[{"type":"part","from":0,"seq":1,"part":1,"#,
+                r#""kind":"reasoning"},[1,2],{"type":"part-end","from":3,"seq":4,"part":1}]}"#
+            )),
             "the document holds the reasoning"
         );
         assert_eq!(row.seq, 4);
