@@ -327,8 +327,11 @@ export class Follow {
     }
     if (this.buffer.length > 0) {
       const item = this.buffer.shift();
-      // What the page's snapshot already holds is not added to it again.
-      if (!item.local) this.handed.push(item.chunk);
+      // What the page's snapshot already holds is not added to it again. The snapshot keeps its
+      // own copy: the SDK keeps the objects it is handed and may change them later (ai 7 makes a
+      // data chunk the message's part and updates its data in place), and a snapshot that shared
+      // them could say more than the page had processed.
+      if (!item.local) this.handed.push(structuredClone(item.chunk));
       if (item.end !== undefined) {
         this.enqueuedEnd = item.end;
         this.handedWhole = this.handed.length;
