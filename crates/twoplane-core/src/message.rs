@@ -52,6 +52,6 @@ pub use reader::{MessageAction, MessageReader, MessageReaderCore};
 pub use rows::{assemble_durable_message, assemble_durable_message_at, MessageChunkRow};
 pub use rules::{Breach, Decision, Tally};
 pub use shape::{Item, MessageShape};
-pub use spans::{document_frames, sealed_document};
+pub use spans::{document_frames, sealed_document, SealedSpan};
 pub use sse::{encode_message_event, encode_message_event_into};
 pub use stored::stored_frames;

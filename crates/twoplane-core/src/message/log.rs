@@ -124,7 +124,7 @@ impl MessageLog {
 
     /// The document a seal stores for the whole message, with its spans ([`super::spans`]).
     pub fn sealed_document(&self) -> Text {
-        super::spans::sealed_document(self.message(), &self.shape.cut(0, self.len()))
+        self.shape.sealed_document(self.message(), self.len())
     }
 }
 

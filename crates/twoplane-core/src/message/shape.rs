@@ -22,6 +22,7 @@ use super::fold::{breach_error, Message};
 use super::frame::{Event, MessageFrame, MessageKind};
 use super::rows::MessageChunkRow;
 use super::rules::Tally;
+use super::spans::{sealed_document, SealedSpan};
 use crate::error::{Error, ErrorKind, Result};
 use crate::frame::chunk_end;
 use crate::text::Text;
@@ -43,6 +44,14 @@ impl Item {
         match self {
             Item::Run { from, seq, .. } => (*from, *seq),
             Item::Event(frame) => frame.span().unwrap_or_default(),
+        }
+    }
+
+    /// The item as a seal writes it into the document's spans.
+    pub fn as_span(&self) -> SealedSpan<'_> {
+        match self {
+            Item::Run { from, seq, part, .. } => SealedSpan::Run { part: *part, len: seq - from },
+            Item::Event(frame) => SealedSpan::Event(frame),
         }
     }
 
@@ -224,6 +233,13 @@ impl MessageShape {
             })
             .collect();
         MessageChunkRow { seq: to, text: Some(Text::new()), parts: Some(encode_frame_list(&stored)) }
+    }
+
+    /// The document a seal stores for `message`, the message this shape made up to `to`: with its
+    /// spans ([`super::spans`]), so that it can be cut and go on exactly.
+    pub fn sealed_document(&self, message: &Message, to: u64) -> Text {
+        let items = self.cut(0, to);
+        sealed_document(message, items.iter().map(Item::as_span))
     }
 
     /// The message as it stood at `d` (clamped to the length).

@@ -24,30 +24,37 @@
 use super::codec::{encode_message_frame_into, message_frame_from_value};
 use super::fold::Message;
 use super::frame::{Event, MessageFrame};
-use super::shape::Item;
 use crate::error::Result;
 use crate::jsnum;
 use crate::json::{parse_value, JsonValue};
 use crate::text::Text;
 
-/// The document of `message` with the spans of `items` (a shape's items from 0 to the message's
-/// end, in order), as a seal stores it.
-pub fn sealed_document(message: &Message, items: &[Item]) -> Text {
-    let mut entries: Vec<String> = Vec::with_capacity(items.len());
+/// One stretch of a produced message, as a seal writes it: `len` body units of part `part`, or
+/// one structural event's frame.
+#[derive(Clone, Copy, Debug)]
+pub enum SealedSpan<'a> {
+    Run { part: u32, len: u64 },
+    Event(&'a MessageFrame),
+}
+
+/// The document of `message` with its spans (from 0 to the message's end, in coordinate order;
+/// adjacent runs of one part are written as one), as a seal stores it.
+pub fn sealed_document<'a>(message: &Message, spans: impl IntoIterator<Item = SealedSpan<'a>>) -> Text {
+    let mut entries: Vec<String> = Vec::new();
     let mut run: Option<(u32, u64)> = None;
-    for item in items {
-        match item {
-            Item::Run { from, seq, part, .. } => match &mut run {
-                Some((p, len)) if p == part => *len += seq - from,
+    for span in spans {
+        match span {
+            SealedSpan::Run { part, len } => match &mut run {
+                Some((p, n)) if *p == part => *n += len,
                 _ => {
-                    entries.extend(run.take().map(|(p, len)| format!("[{p},{len}]")));
-                    run = Some((*part, seq - from));
+                    entries.extend(run.take().map(|(p, n)| format!("[{p},{n}]")));
+                    run = Some((part, len));
                 }
             },
-            Item::Event(frame) => {
-                entries.extend(run.take().map(|(p, len)| format!("[{p},{len}]")));
+            SealedSpan::Event(frame) => {
+                entries.extend(run.take().map(|(p, n)| format!("[{p},{n}]")));
                 let mut out = String::new();
-                match &**frame {
+                match frame {
                     MessageFrame::Event { from, event } => {
                         encode_message_frame_into(&mut out, &MessageFrame::Event { from: *from, event: event.stored() })
                     }
@@ -57,7 +64,7 @@ pub fn sealed_document(message: &Message, items: &[Item]) -> Text {
             }
         }
     }
-    entries.extend(run.take().map(|(p, len)| format!("[{p},{len}]")));
+    entries.extend(run.take().map(|(p, n)| format!("[{p},{n}]")));
     let mut document = message.document().into_units();
     // The document is an object: its closing brace makes way for the spans member.
     document.pop();
@@ -160,115 +167,4 @@ fn frames_of(spans: Vec<Span>, whole: &Message) -> Option<Vec<MessageFrame>> {
     }
     let same = folded.len() == whole.len() && folded.document() == whole.document();
     same.then_some(frames)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::json::parse_value;
-    use crate::message::log::MessageLog;
-    use crate::message::rows::assemble_durable_message_at;
-    use crate::message::stored::stored_frames;
-
-    fn attrs(json: &str) -> crate::message::frame::Attrs {
-        parse_value(json).unwrap().as_object().unwrap().to_vec()
-    }
-
-    /// An AI SDK-like message: part 0 untouched, a reasoning part and a tool call whose input
-    /// deltas interleave, its output set later, a transient part, metadata and a finish.
-    fn produced() -> MessageLog {
-        let mut log = MessageLog::new();
-        let (r, _) = log.start("reasoning".into(), vec![]).unwrap();
-        log.delta(r, "thi".into()).unwrap();
-        let (t, _) = log.start("tool-search".into(), attrs(r#"{"toolCallId":"c1"}"#)).unwrap();
-        log.delta(t, "{\"q\":".into()).unwrap();
-        log.delta(r, Text::from_units(vec![0x6E, 0xD83D])).unwrap();
-        log.delta(r, Text::from_units(vec![0xDE00, 0x6B])).unwrap();
-        log.delta(t, "1}".into()).unwrap();
-        log.event(Event::End { part: r, value: vec![] }).unwrap();
-        log.event(Event::Set { part: t, value: attrs(r#"{"state":"input-available","input":{"q":1}}"#) }).unwrap();
-        log.event(Event::Transient { kind: Some("data-t".into()), value: attrs(r#"{"data":1}"#) }).unwrap();
-        let (x, _) = log.start("text".into(), vec![]).unwrap();
-        log.delta(x, "ok".into()).unwrap();
-        log.event(Event::Set { part: t, value: attrs(r#"{"state":"output-available","output":[2]}"#) }).unwrap();
-        log.event(Event::Meta { value: attrs(r#"{"m":1}"#) }).unwrap();
-        log.event(Event::Finish { reason: "stop".into() }).unwrap();
-        log
-    }
-
-    #[test]
-    fn a_sealed_document_cuts_exactly_at_every_offset() {
-        let log = produced();
-        let doc = log.sealed_document();
-        let len = log.len();
-        let whole = log.message().document().to_string_lossy();
-        let sealed = doc.to_string_lossy();
-        // The document the app reads, then the spans: the parts are written once.
-        assert!(sealed.starts_with(&whole[..whole.len() - 1]), "{sealed}");
-        assert!(sealed.contains(r#""spans":[{"type":"part","from":0,"seq":1,"part":1,"kind":"reasoning"},[1,3],"#));
-        assert!(sealed.contains(r#"{"type":"transient","from":"#) && !sealed.contains(r#""data":1"#));
-        for at in 0..len {
-            let cut = assemble_durable_message_at(None, Some(&doc), len, &[], at).unwrap();
-            assert_eq!(cut, Some(log.message_at(at)), "at {at}");
-        }
-        let at_end = assemble_durable_message_at(None, Some(&doc), len, &[], len).unwrap().unwrap();
-        assert_eq!(at_end.document(), log.message().document());
-        // Back to the frames the producer made, which fold to the message.
-        let frames = stored_frames(None, Some(&doc), &[]).unwrap().unwrap();
-        let stored: Vec<MessageFrame> = log
-            .frames_from(0)
-            .into_iter()
-            .map(|f| match f {
-                MessageFrame::Event { from, event } => MessageFrame::Event { from, event: event.stored() },
-                other => other,
-            })
-            .collect();
-        assert_eq!(frames, stored);
-        assert_eq!(document_frames(&doc).unwrap().map(|(_, n)| n), Some(len));
-    }
-
-    #[test]
-    fn a_document_without_spans_or_edited_since_is_known_only_whole() {
-        let log = produced();
-        let len = log.len();
-        let plain = log.message().document();
-        assert_eq!(document_frames(&plain).unwrap(), None);
-        assert_eq!(assemble_durable_message_at(None, Some(&plain), len, &[], 3).unwrap(), None);
-        assert_eq!(stored_frames(None, Some(&plain), &[]).unwrap(), None);
-        let sealed = log.sealed_document().to_string_lossy();
-        // A body made longer after the seal, spans that name a part the parts do not have, spans
-        // longer than the bodies, an event out of place: none of them is read as a cut.
-        let edits = [
-            sealed.replacen("\"ok\"", "\"okay\"", 1),
-            sealed.replacen("[1,3]", "[7,3]", 1),
-            sealed.replacen("[1,3]", "[1,30]", 1),
-            sealed.replacen(r#""from":0,"seq":1,"part":1"#, r#""from":1,"seq":2,"part":1"#, 1),
-            sealed.replacen("\"spans\":[", "\"spans\":[7,", 1),
-        ];
-        for edited in edits {
-            assert_ne!(edited, sealed);
-            let edited = Text::from(edited.as_str());
-            assert_eq!(document_frames(&edited).unwrap(), None, "{edited}");
-            assert_eq!(assemble_durable_message_at(None, Some(&edited), len, &[], 3).unwrap(), None);
-        }
-        assert!(document_frames(&Text::from("[1]")).is_err(), "not a document at all");
-    }
-
-    #[test]
-    fn a_text_only_start_and_a_listed_part_0_number_the_same() {
-        // Part 0 written to before anything structural: listed, so no shift.
-        let mut log = MessageLog::new();
-        log.delta(0, "ab".into()).unwrap();
-        let (r, _) = log.start("reasoning".into(), vec![]).unwrap();
-        log.delta(r, "x".into()).unwrap();
-        log.delta(0, "c".into()).unwrap();
-        let doc = log.sealed_document();
-        assert!(doc.to_string_lossy().contains(r#""spans":[[0,2],"#));
-        for at in 0..log.len() {
-            assert_eq!(
-                assemble_durable_message_at(None, Some(&doc), log.len(), &[], at).unwrap(),
-                Some(log.message_at(at))
-            );
-        }
-    }
 }

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::time::{sleep, sleep_until, Instant};
-use twoplane_core::message::{sealed_document, MessageFrame};
+use twoplane_core::message::MessageFrame;
 use twoplane_core::Text;
 
 use super::lifecycle::Seal;
@@ -276,7 +276,7 @@ impl LiveStream {
                 // plane keeps the whole text when streams carry parts (`Config::parts`).
                 Some(shape) => {
                     let message = shape.message_at(seq, &mut |f, t| Text::from_slice(&st.text.range(f, t)));
-                    let document = sealed_document(&message, &shape.cut(0, seq)).to_string_lossy();
+                    let document = shape.sealed_document(&message, seq).to_string_lossy();
                     (seal, from, seq, message.text_body().into_units(), 0, Some(document))
                 }
                 None => (seal, from, seq, st.text.held().to_vec(), st.text.floor(), None),
