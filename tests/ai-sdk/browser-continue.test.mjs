@@ -23,7 +23,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { loadMajor } from './lib/majors.mjs';
-import { bundlePage, proxyTo } from './lib/page.mjs';
+import { bundlePage, servePage } from './lib/page.mjs';
 import { startTwoplane } from './lib/twoplane.mjs';
 import { startContinuationApp, comparable, CONTINUATION_TEXT } from './lib/continuation.mjs';
 import { CHROMIUM_ARGS } from '../browser/lib/chromium-args.mjs';
@@ -45,15 +45,11 @@ const reports = { toolRuns: new Map(), approvals: new Map() };
 
 /** The routes the page needs beside the app's: the page, its bundle, /tp, /tool-ran, /approved. */
 function pageRoutes(js) {
-  const proxy = proxyTo(() => tp.url);
+  const pageRoute = servePage(js, () => tp.url);
   const note = (map, chatId, value) => map.set(chatId, [...(map.get(chatId) ?? []), value]);
   return async (req, res, url) => {
-    if (req.method === 'GET' && url.pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/bundle.js"></script>');
-    } else if (req.method === 'GET' && url.pathname === '/bundle.js') {
-      res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
-    } else if (url.pathname.startsWith('/tp/')) {
-      proxy(req, res, url.pathname.slice(3) + url.search);
+    if (pageRoute(req, res, url)) {
+      // the page, its bundle, or twoplane through the app's origin
     } else if (req.method === 'POST' && (url.pathname === '/tool-ran' || url.pathname === '/approved')) {
       let body = '';
       for await (const c of req) body += c;
@@ -121,15 +117,7 @@ async function converse(mode, flow, reloads = []) {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  const continued = new Promise((resolve) => {
-    const on = (e) => {
-      if (e.chatId === chatId && e.continuing) {
-        app.events.off('request', on);
-        resolve();
-      }
-    };
-    app.events.on('request', on);
-  });
+  const continued = app.continuation(chatId);
   // Between the turns, the continuation reaches the app only once the reloaded page is up: the
   // page resumes a stream that has not gone on yet.
   const release = reloads.includes('between') && flow === 'client' ? app.hold(chatId) : () => {};

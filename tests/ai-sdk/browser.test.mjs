@@ -21,7 +21,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { chromium } from 'playwright-core';
 import { loadMajor } from './lib/majors.mjs';
-import { bundlePage, proxyTo } from './lib/page.mjs';
+import { bundlePage, proxyTo, servePage } from './lib/page.mjs';
 import { lastMessage, asJson } from './lib/read.mjs';
 import { pacedTurn } from './lib/turn.mjs';
 import { startTwoplane, readUi } from './lib/twoplane.mjs';
@@ -58,15 +58,12 @@ let chats = 0;
 /** The app: page, bundle, the chat route, the chat's resume route (a proxy), /tp (a proxy), /tool-ran. */
 async function startApp(js) {
   const state = { chats: new Map(), runs: new Map(), toolRuns: [] };
+  const pageRoute = servePage(js, () => tp.url);
   const proxy = proxyTo(() => tp.url);
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://app');
-    if (req.method === 'GET' && url.pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/bundle.js"></script>');
-    } else if (req.method === 'GET' && url.pathname === '/bundle.js') {
-      res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
-    } else if (url.pathname.startsWith('/tp/')) {
-      proxy(req, res, url.pathname.slice(3) + url.search);
+    if (pageRoute(req, res, url)) {
+      // the page, its bundle, or twoplane through the app's origin
     } else if (req.method === 'POST' && url.pathname === '/tool-ran') {
       let body = '';
       for await (const c of req) body += c;

@@ -157,15 +157,7 @@ async function converse(mode, flow, reloads = []) {
   // for the stream: the page resumes a stream that has not gone on yet.
   const release = reloads.includes('between') && flow === 'client' ? app.hold(chatId) : () => {};
   let page = open([]);
-  const continued = new Promise((resolve) => {
-    const on = (e) => {
-      if (e.chatId === chatId && e.continuing) {
-        app.events.off('request', on);
-        resolve();
-      }
-    };
-    app.events.on('request', on);
-  });
+  const continued = app.continuation(chatId);
   page.track(page.chat.sendMessage({ text: 'Go ahead.' }));
 
   if (reloads.includes('first')) {

@@ -16,6 +16,7 @@
 //   `GET /chats/<chat>/messages` answers them; a reloaded page starts from them.
 // - `GET /<mode>/<flow>/<chat>/stream`, the chat's resume route: 204 without twoplane (the plain
 //   app has nothing to resume); with it, a proxy to the chat's twoplane stream (`?from=` passed on).
+// - `continuation(chatId)` resolves once the chat's continuation reached the app.
 // - `events` emits `request` `{ chatId, mode, flow, continuing }` once a request's body is read, and
 //   `executions` counts `deploy`'s runs per chat. `hold(chatId)` makes the chat's next
 //   continuation wait, once its body is read, until the function it returns is called: the
@@ -172,6 +173,18 @@ export async function startContinuationApp(M, { producer, tp, delayMs, extra }) 
       holds.set(chatId, new Promise((r) => (release = r)));
       return release;
     },
+    /** Resolves once the chat's continuation (a request ending in the assistant message) has
+     *  reached the app. */
+    continuation: (chatId) =>
+      new Promise((resolve) => {
+        const on = (e) => {
+          if (e.chatId === chatId && e.continuing) {
+            events.off('request', on);
+            resolve();
+          }
+        };
+        events.on('request', on);
+      }),
     requests: (chatId) => chats.get(chatId)?.requests ?? 0,
     saved: (chatId) => JSON.parse(JSON.stringify(chats.get(chatId)?.saved?.messages ?? [])),
     close: () => {

@@ -43,3 +43,21 @@ export function proxyTo(base) {
     req.pipe(upstream);
   };
 }
+
+/** `(req, res, url)`: answer the routes every page app here has (the page at `/`, its bundle
+ *  `js` at `/bundle.js`, and `/tp/...` passed on to twoplane at `base()`); false for any other. */
+export function servePage(js, base) {
+  const proxy = proxyTo(base);
+  return (req, res, url) => {
+    if (req.method === 'GET' && url.pathname === '/') {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><meta charset="utf-8"><div id="root"></div><script type="module" src="/bundle.js"></script>');
+    } else if (req.method === 'GET' && url.pathname === '/bundle.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
+    } else if (url.pathname.startsWith('/tp/')) {
+      proxy(req, res, url.pathname.slice(3) + url.search);
+    } else {
+      return false;
+    }
+    return true;
+  };
+}
