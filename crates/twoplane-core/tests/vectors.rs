@@ -472,13 +472,7 @@ fn message_goes_on_vectors() {
         }
         let frames = got.expect("goes on");
         assert_eq!(frames, frames_of(case), "{name}");
-        let more: Vec<MessageFrame> = case
-            .get("more")
-            .and_then(JsonValue::as_array)
-            .unwrap()
-            .iter()
-            .map(|f| message_frame_from_value(f).unwrap())
-            .collect();
+        let more = frames_under(case, "more");
         let mut m = Message::new();
         for f in frames.iter().chain(&more) {
             m.apply(f).unwrap();
@@ -531,12 +525,12 @@ fn message_log_vectors() {
 }
 
 fn frames_of(case: &JsonValue) -> Vec<MessageFrame> {
-    case.get("frames")
-        .and_then(JsonValue::as_array)
-        .unwrap()
-        .iter()
-        .map(|f| message_frame_from_value(f).unwrap())
-        .collect()
+    frames_under(case, "frames")
+}
+
+/// The message frames of the array `key` of `case`.
+fn frames_under(case: &JsonValue, key: &str) -> Vec<MessageFrame> {
+    case.get(key).and_then(JsonValue::as_array).unwrap().iter().map(|f| message_frame_from_value(f).unwrap()).collect()
 }
 
 #[test]
