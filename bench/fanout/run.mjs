@@ -14,7 +14,8 @@
 // second; then each peer's CPU over twoplane's. Every reader must receive the whole text.
 //
 // Env: TWOPLANE_BIN, DS_BIN (the Rust peer), BENCH_ROUNDS (default 2; means), BENCH_QUICK=1
-// (100 readers, a tenth of the appends), BENCH_SERVERS (comma list of keys), BENCH_WAIT_S.
+// (100 readers, a tenth of the appends), BENCH_SERVERS (comma list of keys), BENCH_RATES (comma
+// list of appends per second: 200, 50), BENCH_SIZES (comma list of reader counts), BENCH_WAIT_S.
 import { spawn, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -33,8 +34,8 @@ const SAMPLE_EVERY = 10;
 const WORKLOADS = [
   { key: '200/s x4', count: QUICK ? 200 : 2000, len: 4, rate: 200 },
   { key: '50/s x8', count: QUICK ? 100 : 1000, len: 8, rate: 50 },
-];
-const SIZES = QUICK ? [100] : [100, 1000];
+].filter((w) => !process.env.BENCH_RATES || process.env.BENCH_RATES.split(',').includes(String(w.rate)));
+const SIZES = process.env.BENCH_SIZES ? process.env.BENCH_SIZES.split(',').map(Number) : QUICK ? [100] : [100, 1000];
 
 const SERVERS = [
   { key: 'twoplane', label: 'twoplane', kind: 'twoplane', flags: [] },
@@ -243,7 +244,13 @@ console.log('Ratios (this run): total server CPU per delta per reader, the other
 for (const w of WORKLOADS) {
   for (const n of SIZES) {
     const tp = totals[`twoplane|${w.key}|${n}`];
-    const parts = SERVERS.filter((s) => s.key !== 'twoplane').map((s) => `${s.key} ${f(totals[`${s.key}|${w.key}|${n}`] / tp, 2)}x`);
+    // Each round's own ratio beside the mean's: a round's servers ran minutes apart on one machine.
+    const own = (key) => (table[`${key}|${w.key}|${n}`] ?? []).map((r) => (r.problem ? NaN : r.user + r.system));
+    const rounds = (key) => {
+      const ratios = own(key).map((x, i) => x / own('twoplane')[i]).filter(Number.isFinite);
+      return ROUNDS > 1 ? ` (rounds: ${ratios.map((x) => f(x, 2)).join(', ')})` : '';
+    };
+    const parts = SERVERS.filter((s) => s.key !== 'twoplane').map((s) => `${s.key} ${f(totals[`${s.key}|${w.key}|${n}`] / tp, 2)}x${rounds(s.key)}`);
     console.log(`  ${w.key}, ${n} readers: ${parts.join(', ')}`);
   }
 }
