@@ -19,6 +19,9 @@ npm_ci "$ROOT/tests/ai-sdk"
 say "aisdk: the recorded fixtures and each major's resume (tests/ai-sdk: npm test)"
 (cd tests/ai-sdk && npm test --silent)
 
+say "aisdk: twoplane/ai-sdk's snapshot compaction, judged by each major's readUIMessageStream (compact.test.mjs)"
+(cd tests/ai-sdk && node --test compact.test.mjs)
+
 say "aisdk: the core's UI message stream module over every fixture, judged by readUIMessageStream"
 cases=$(mktemp "${TMPDIR:-/tmp}/twoplane-ui-cases.XXXXXX")
 trap 'rm -f "$cases"' EXIT
