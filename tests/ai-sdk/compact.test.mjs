@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { MAJORS, loadMajor } from './lib/majors.mjs';
 import { lastMessage, asJson } from './lib/read.mjs';
 import { compactChunks } from '../../npm/twoplane/src/ai-sdk/follow.js';
+import { mulberry32 } from '../js/gen.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RANDOM_STREAMS = 40;
@@ -32,24 +33,12 @@ const fixtureStreams = (major) =>
       .map((l) => JSON.parse(l)),
   }));
 
-/** A small seeded PRNG (mulberry32), so a failure names the seed that replays it. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const PIECES = ['Hel', 'lo', ', ', 'wor', 'ld', ' 東京', ' 😀', '\n', 'a', 'bc'];
 
 /** A UI message stream whose parts interleave: each step either starts a part, sends a delta of an
  *  open part, ends one, or sends a data part. */
 function randomStream(seed) {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const pick = (xs) => xs[Math.floor(r() * xs.length)];
   const chunks = [{ type: 'start', messageId: `m${seed}` }];
   const open = [];
