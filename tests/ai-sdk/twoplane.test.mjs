@@ -32,7 +32,7 @@ import { dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { loadMajor } from './lib/majors.mjs';
 import { lastMessage, asJson, streamOf } from './lib/read.mjs';
-import { pacedTurn, CONFIRM_INPUT_JSON } from './lib/turn.mjs';
+import { pacedTurn, interleavedTurn, CONFIRM_INPUT_JSON } from './lib/turn.mjs';
 import { REASONING, TEXT_A, TEXT_B, TOOL_INPUT_JSON } from './lib/scenario.mjs';
 import { startTwoplane, readUi } from './lib/twoplane.mjs';
 import { respond } from './lib/respond.mjs';
@@ -74,10 +74,11 @@ async function build(chunks) {
   return asJson((await lastMessage(M, chunks)).message);
 }
 
-/** Produce the turn into twoplane: `{ outcome, source }` (the producer's own chunks). */
-async function produceTurn(streamId, pulled = { n: 0 }, through = producer) {
+/** Produce the turn (`pacedTurn`, or another of lib/turn.mjs) into twoplane: `{ outcome, source }`
+ *  (the producer's own chunks). */
+async function produceTurn(streamId, pulled = { n: 0 }, through = producer, turn = pacedTurn) {
   await through.open(streamId);
-  const [a, b] = pacedTurn(M, { streamId, delayMs: DELAY, pulled }).tee();
+  const [a, b] = turn(M, { streamId, delayMs: DELAY, pulled }).tee();
   const outcome = through.produce(streamId, a);
   const source = (async () => {
     const out = [];
@@ -230,24 +231,27 @@ test('cut at random points, several times, resumed by offset', async () => {
 
 test('a merged stream, cut at random group ends and resumed from each last id, builds what the unmerged stream builds', async () => {
   const deltas = (events) => events.filter((e) => !e.done && /-delta$/.test(e.chunk.type)).length;
-  for (let round = 0; round < 3; round += 1) {
+  // The paced turn's parts follow one another; the interleaved one's stream side by side, so a
+  // write holds deltas of several parts and a merge across parts would show.
+  const turns = [pacedTurn, pacedTurn, interleavedTurn, interleavedTurn];
+  for (const [round, turn] of turns.entries()) {
     const id = newId('merged');
     // The same turn through a server that writes every frame as it comes, read whole.
-    const unmerged = await produceTurn(id, { n: 0 }, exact.producer);
+    const unmerged = await produceTurn(id, { n: 0 }, exact.producer, turn);
     const plain = await readUi(exact.tp, tokenFor(id, exact.tp), id);
     assert.equal((await unmerged.outcome).status, 'complete');
     const want = await build(plain.events.filter((e) => !e.done).map((e) => e.chunk));
     // And through the default server, whose readers' writes merge what arrives within 16 ms.
-    const merged = await produceTurn(id);
+    const merged = await produceTurn(id, { n: 0 }, producer, turn);
     const live = readUi(tp, tokenFor(id), id);
     const cuts = Array.from({ length: between(2, 5) }, () => cutOf('random'));
     const { held, resumes } = await cutAndResume(id, cuts);
     assert.equal((await merged.outcome).status, 'complete');
-    for (const r of resumes) assert.deepEqual(r.rebuilt, r.held, `round ${round}: the replay up to ${r.from} rebuilds exactly what the reader held`);
-    assert.deepEqual(await build(held), want, `round ${round}: cut ${resumes.length} times, the merged stream builds the unmerged message`);
+    for (const r of resumes) assert.deepEqual(r.rebuilt, r.held, `round ${round} (${turn.name}): the replay up to ${r.from} rebuilds exactly what the reader held`);
+    assert.deepEqual(await build(held), want, `round ${round} (${turn.name}): cut ${resumes.length} times, the merged stream builds the unmerged message`);
     const whole = await live;
-    assert.deepEqual(await build(whole.events.filter((e) => !e.done).map((e) => e.chunk)), want, `round ${round}: uncut, too`);
-    assert.ok(deltas(whole.events) < deltas(plain.events), `round ${round}: fewer deltas than the unmerged stream (${deltas(whole.events)} of ${deltas(plain.events)})`);
+    assert.deepEqual(await build(whole.events.filter((e) => !e.done).map((e) => e.chunk)), want, `round ${round} (${turn.name}): uncut, too`);
+    assert.ok(deltas(whole.events) < deltas(plain.events), `round ${round} (${turn.name}): fewer deltas than the unmerged stream (${deltas(whole.events)} of ${deltas(plain.events)})`);
   }
 });
 

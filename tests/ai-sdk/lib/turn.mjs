@@ -101,3 +101,34 @@ export function pacedTurn(M, { streamId, delayMs = 5, pulled = { n: 0 }, abortSi
     },
   });
 }
+
+/**
+ * A turn whose parts stream side by side, written straight into `createUIMessageStream` (as an
+ * app whose model or tools stream several parts at once would): a reasoning and two texts open
+ * together, their deltas (the scenario's texts cut into 12 pieces each) taking turns in runs of
+ * one to three, one chunk every `delayMs`. Runs of one part are what a display-rate write merges;
+ * the switches between parts are where a merge must not reach across. Nothing depends on chance.
+ */
+export function interleavedTurn(M, { streamId, delayMs = 4 }) {
+  const parts = [
+    { type: 'reasoning', id: 'r1', pieces: cutInto(REASONING.join(''), 12) },
+    { type: 'text', id: 'ta', pieces: cutInto(TEXT_A.join(''), 12) },
+    { type: 'text', id: 'tb', pieces: cutInto(TEXT_B.join(''), 12) },
+  ];
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  return M.ai.createUIMessageStream({
+    execute: async ({ writer }) => {
+      writer.write({ type: 'start', messageId: streamId });
+      for (const p of parts) writer.write({ type: `${p.type}-start`, id: p.id });
+      for (let turn = 0; parts.some((p) => p.pieces.length > 0); turn += 1) {
+        const p = parts[turn % parts.length];
+        for (let k = 0; k < 1 + (turn % 3) && p.pieces.length > 0; k += 1) {
+          await sleep(delayMs);
+          writer.write({ type: `${p.type}-delta`, id: p.id, delta: p.pieces.shift() });
+        }
+      }
+      for (const p of parts) writer.write({ type: `${p.type}-end`, id: p.id });
+      writer.write({ type: 'finish' });
+    },
+  });
+}
