@@ -61,6 +61,7 @@
 
 mod auth;
 mod callback;
+mod display;
 mod error;
 mod exec;
 mod fanout;

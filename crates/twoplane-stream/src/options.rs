@@ -114,8 +114,8 @@ pub struct PlaneOptions {
     /// Display-rate writes (docs/server.md, "Display-rate writes"): a frame that would reach a
     /// stream's readers within this many milliseconds of its previous write waits for the end of
     /// that interval, and everything that arrived meanwhile goes out merged, as one write per
-    /// reader. Default 0: off, every frame is written as it comes (`twoplane serve` defaults to
-    /// 16). At most 1000.
+    /// reader; a reader of a stream hosted elsewhere is held to it by its relay leg. Default 0:
+    /// off, every frame is written as it comes (`twoplane serve` defaults to 16). At most 1000.
     pub write_interval_ms: u64,
 }
 

@@ -932,6 +932,114 @@ async fn a_relayed_reader_that_stops_draining_gets_stale() {
     assert!(r.frames.len() <= 4 + 1);
 }
 
+/// A relay between two planes: what one publishes, the source the other attaches yields.
+struct Pipe {
+    tx: futures::channel::mpsc::UnboundedSender<Frame>,
+    rx: Mutex<Option<futures::channel::mpsc::UnboundedReceiver<Frame>>>,
+}
+
+#[async_trait]
+impl Relay for Pipe {
+    fn topology(&self) -> RelayTopology {
+        RelayTopology { publish: true, attach: true }
+    }
+
+    fn publish(&self, _stream_id: &str, frame: &Frame) -> Result<(), RelayError> {
+        self.tx.unbounded_send(frame.clone()).map_err(|e| RelayError::from(e.to_string()))
+    }
+
+    async fn attach(&self, _stream_id: &str, _from: u64) -> Result<Option<FrameSource>, RelayError> {
+        Ok(self.rx.lock().unwrap().take().map(|rx| rx.map(Ok).boxed()))
+    }
+}
+
+/// A relay whose one attached source the test feeds, frame by frame, as time goes.
+struct ChannelRelay(Mutex<Option<futures::channel::mpsc::UnboundedReceiver<Frame>>>);
+
+#[async_trait]
+impl Relay for ChannelRelay {
+    fn topology(&self) -> RelayTopology {
+        RelayTopology { publish: false, attach: true }
+    }
+
+    async fn attach(&self, _stream_id: &str, _from: u64) -> Result<Option<FrameSource>, RelayError> {
+        Ok(self.0.lock().unwrap().take().map(|rx| rx.map(Ok).boxed()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relayed_reader_is_written_at_the_display_rate_too() {
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    let plane = plane_with(memory(), |o| {
+        o.relay = Some(Arc::new(ChannelRelay(Mutex::new(Some(rx)))));
+        o.write_interval_ms = 16;
+    });
+    let mut sub = plane.subscribe(&(), "elsewhere", 0).await.unwrap();
+    assert!(sub.is_relayed());
+    let chunk = |from: u64, s: &str| Frame::chunk(from, 0, from, s.into()).unwrap();
+    let event = |f: &Frame| twoplane_core::message::encode_message_event(f);
+    // The first delta goes out at once, with the `open` the leg puts before it.
+    tx.unbounded_send(chunk(0, "a")).unwrap();
+    settle().await;
+    let first = sse_now(&mut sub).expect("the first delta at once");
+    assert_eq!(first.frames, 2, "open and the delta, in one write");
+    assert!(first.bytes.ends_with(event(&chunk(0, "a")).as_bytes()));
+    // Three more within the interval wait for its end, then come as one delta.
+    for (i, delta) in ["b", "c", "d"].into_iter().enumerate() {
+        tokio::time::advance(Duration::from_millis(2)).await;
+        tx.unbounded_send(chunk(1 + i as u64, delta)).unwrap();
+    }
+    settle().await;
+    assert!(sse_now(&mut sub).is_none(), "held until the interval ends");
+    tokio::time::advance(Duration::from_millis(11)).await;
+    settle().await;
+    let merged = sse_now(&mut sub).expect("the interval's write");
+    assert_eq!((merged.frames, &merged.bytes[..]), (1, event(&chunk(1, "bcd")).as_bytes()));
+    // A delta after a quiet interval: at once, as without the interval.
+    tokio::time::advance(Duration::from_millis(40)).await;
+    tx.unbounded_send(chunk(4, "e")).unwrap();
+    settle().await;
+    assert_eq!(sse_now(&mut sub).map(|b| b.bytes), Some(event(&chunk(4, "e")).into_bytes().into()));
+    // The end takes what is held with it, without waiting for the interval.
+    tokio::time::advance(Duration::from_millis(2)).await;
+    tx.unbounded_send(chunk(5, "f")).unwrap();
+    settle().await;
+    assert!(sse_now(&mut sub).is_none(), "held");
+    let end = Frame::End { seq: 6, status: StreamStatus::Complete, error: None };
+    tx.unbounded_send(end.clone()).unwrap();
+    settle().await;
+    let last = sse_now(&mut sub).expect("the held delta and the end");
+    assert!(last.terminal);
+    assert_eq!(last.bytes, [event(&chunk(5, "f")), event(&end)].concat().into_bytes());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relayed_readers_held_frames_are_bounded_by_its_queue() {
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    let plane = plane_with(memory(), |o| {
+        o.relay = Some(Arc::new(ChannelRelay(Mutex::new(Some(rx)))));
+        o.write_interval_ms = 16;
+        o.max_queued_frames = 4;
+    });
+    let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 0).await.unwrap(), 0, &[]);
+    tx.unbounded_send(Frame::chunk(0, 0, 0, "x".into()).unwrap()).unwrap();
+    settle().await;
+    r.drain();
+    let start = tokio::time::Instant::now();
+    // Inside one interval, frames that do not merge (each delta followed by the store's
+    // confirmation of it) and that the reader does not take: held only up to the queue's bound,
+    // then queued, so the reader is ended `stale` now, as without the interval, not at the
+    // interval's end with all of them held.
+    for i in 1..10u64 {
+        tx.unbounded_send(Frame::Durable { seq: i }).unwrap();
+        tx.unbounded_send(Frame::chunk(i, 0, i, "x".into()).unwrap()).unwrap();
+    }
+    settle().await;
+    r.drain();
+    assert_eq!(tokio::time::Instant::now(), start, "no time passed");
+    assert!(matches!(r.terminal(), Some(Frame::Stale { .. })), "{:?}", r.frames);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hung_attach_times_out_to_absent() {
     let relay = Arc::new(RecordingRelay { hang: true, ..Default::default() });
@@ -1080,6 +1188,48 @@ mod display_schedules {
                         }
                     }
                 }
+            });
+        }
+
+        /// The same through the relay: a stream produced on one plane (writing every frame as it
+        /// comes) and read on another, whose relay leg holds and merges under the interval. The
+        /// relayed reader folds exactly the produced text, every chunk it got ends where a push
+        /// ended, and it got no more chunks than there were pushes.
+        #[test]
+        fn a_relayed_reader_folds_the_produced_text_from_resume_points_the_producer_made(
+            steps in proptest::collection::vec((1usize..6, 0u64..40), 1..40),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+            rt.block_on(async {
+                let (tx, rx) = futures::channel::mpsc::unbounded();
+                let pipe = Arc::new(Pipe { tx, rx: Mutex::new(Some(rx)) });
+                let host = plane_with(memory(), |o| {
+                    o.relay = Some(pipe.clone());
+                    o.chars = 1_000_000;
+                });
+                let elsewhere = plane_with(Arc::new(MemoryTarget::new()), |o| {
+                    o.relay = Some(pipe.clone());
+                    o.write_interval_ms = 16;
+                });
+                let h = host.open(ID).await.unwrap();
+                let mut r = reader(&elsewhere, 0, &[]).await;
+                let mut produced: Vec<u16> = Vec::new();
+                let mut ends = std::collections::BTreeSet::from([0u64]);
+                for (i, (len, gap)) in steps.iter().enumerate() {
+                    tokio::time::advance(Duration::from_millis(*gap)).await;
+                    settle().await;
+                    let delta: String = (0..*len).map(|k| char::from(b'a' + ((i + k) % 26) as u8)).collect();
+                    h.push(&delta).unwrap();
+                    produced.extend(units(&delta));
+                    ends.insert(produced.len() as u64);
+                    r.drain();
+                }
+                h.close().await.unwrap();
+                r.read_to_end().await;
+                assert_eq!(r.acc, produced);
+                let chunks: Vec<u64> = r.frames.iter().filter_map(|f| match &**f { Frame::Chunk { seq, .. } => Some(*seq), _ => None }).collect();
+                assert!(chunks.iter().all(|seq| ends.contains(seq)), "chunks end at {chunks:?}, pushes at {ends:?}");
+                assert!(chunks.len() <= steps.len());
             });
         }
     }

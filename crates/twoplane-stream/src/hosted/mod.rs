@@ -2,14 +2,14 @@
 //! its checkpoint driver.
 //!
 //! The files, each depending only on those listed before it (and on the crate's lower
-//! modules: `fanout.rs`, `sse.rs`, `relay.rs`, `options.rs`, ...):
+//! modules: `fanout.rs`, `sse.rs`, `relay.rs`, `options.rs`, `display.rs` (the frames held for
+//! the next display-rate write, the relay leg's too), ...):
 //! - `text.rs`: the produced text still held, and where a checkpoint may cut it.
 //! - `waiters.rs`: the durable length and the flushes waiting for it.
 //! - `policy.rs`: when the next checkpoint round is due.
 //! - `backlog.rs`: the bound on text held only in memory.
 //! - `lifecycle.rs`: live, sealing, ended, fenced; a reader's cancel; the seal's outcome.
 //! - `shards.rs`: the fan-out shards the subscribers' cursors live in.
-//! - `display.rs`: the frames held for the next display-rate write.
 //! - `writers.rs`: the direct-delivery writer tasks (over any [`writers::WriterHost`]).
 //! - `state.rs`: the parts above that live under the stream's lock, together.
 //! - `stream.rs`: [`LiveStream`] itself: its lock, its signals, what runs after a critical
@@ -33,7 +33,6 @@
 
 mod backlog;
 mod checkpoint;
-mod display;
 mod goes_on;
 mod join;
 mod lifecycle;

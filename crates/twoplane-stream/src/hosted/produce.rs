@@ -30,7 +30,7 @@ use twoplane_core::message::{Event, MessageFrame, MessageShape};
 use twoplane_core::Text;
 
 use super::backlog::OverBound;
-use super::display::Offer;
+use crate::display::Offer;
 use super::policy::interval_deadline;
 use super::state::State;
 use super::stream::{Effects, LiveStream};
@@ -165,7 +165,8 @@ impl LiveStream {
     }
 
     /// Send a frame to the relay, then to every subscriber: now, or at the next display-rate
-    /// write (`display.rs`), under the lock. The relay gets every frame as it was produced.
+    /// write (`display.rs`), under the lock. The relay gets every frame as it was produced (a
+    /// reader on another instance is held to the interval by its relay leg, `relay_leg.rs`).
     pub(super) fn fan_out(&self, st: &mut State, frame: Arc<MessageFrame>, fx: &mut Effects) {
         if self.cfg.topology.publish {
             if let Some(e) = self.publish_relay(&frame) {

@@ -5,7 +5,7 @@
 use twoplane_core::message::MessageShape;
 
 use super::backlog::Backlog;
-use super::display::Display;
+use crate::display::Display;
 use super::lifecycle::Lifecycle;
 use super::policy::Policy;
 use super::shards::ShardUse;

@@ -8,7 +8,12 @@
 //! rule (`twoplane_core::message::push_merged`, docs/contract.md §5 "Merged writes"), encoded
 //! once, and taken by each reader in one write.
 //!
-//! Guarantees (the stream calls this under its lock):
+//! Two users, one rule: a hosted stream keeps one [`Display`] for all its readers (under its
+//! lock, `hosted/produce.rs`), and the relay leg of a reader of a stream hosted elsewhere keeps
+//! one for that reader (`relay_leg.rs`), so a reader on another instance is written at the same
+//! rate as one on the host.
+//!
+//! Guarantees:
 //! - The first frame after a quiet interval is published at once, so a slow model sees no added
 //!   latency, and frames further apart than the interval are published exactly as without it. A
 //!   `durable` frame (published at once, or flushed alone) does not start an interval: the store's
@@ -78,6 +83,12 @@ impl Display {
     /// Whether frames are held.
     pub fn holds(&self) -> bool {
         !self.held.is_empty()
+    }
+
+    /// How many frames are held (after merging): a holder bounds it, since frames that do not
+    /// merge (part starts, events) pile up inside an interval as they come.
+    pub fn held_len(&self) -> usize {
+        self.held.len()
     }
 }
 
