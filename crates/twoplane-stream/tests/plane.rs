@@ -932,10 +932,18 @@ async fn a_relayed_reader_that_stops_draining_gets_stale() {
     assert!(r.frames.len() <= 4 + 1);
 }
 
-/// A relay between two planes: what one publishes, the source the other attaches yields.
+/// A relay between two planes: what one publishes (or a test feeds through `tx`), the one source
+/// attached yields.
 struct Pipe {
     tx: futures::channel::mpsc::UnboundedSender<Frame>,
     rx: Mutex<Option<futures::channel::mpsc::UnboundedReceiver<Frame>>>,
+}
+
+impl Pipe {
+    fn new() -> Arc<Pipe> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        Arc::new(Pipe { tx, rx: Mutex::new(Some(rx)) })
+    }
 }
 
 #[async_trait]
@@ -953,27 +961,22 @@ impl Relay for Pipe {
     }
 }
 
-/// A relay whose one attached source the test feeds, frame by frame, as time goes.
-struct ChannelRelay(Mutex<Option<futures::channel::mpsc::UnboundedReceiver<Frame>>>);
-
-#[async_trait]
-impl Relay for ChannelRelay {
-    fn topology(&self) -> RelayTopology {
-        RelayTopology { publish: false, attach: true }
-    }
-
-    async fn attach(&self, _stream_id: &str, _from: u64) -> Result<Option<FrameSource>, RelayError> {
-        Ok(self.0.lock().unwrap().take().map(|rx| rx.map(Ok).boxed()))
-    }
+/// A plane whose relay source the test feeds frame by frame, as time goes, under a 16 ms write
+/// interval and a queue bound of `max_queued` frames; and the feed.
+fn relayed_display_plane(max_queued: usize) -> (Plane, futures::channel::mpsc::UnboundedSender<Frame>) {
+    let pipe = Pipe::new();
+    let feed = pipe.tx.clone();
+    let plane = plane_with(memory(), |o| {
+        o.relay = Some(pipe);
+        o.write_interval_ms = 16;
+        o.max_queued_frames = max_queued;
+    });
+    (plane, feed)
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_relayed_reader_is_written_at_the_display_rate_too() {
-    let (tx, rx) = futures::channel::mpsc::unbounded();
-    let plane = plane_with(memory(), |o| {
-        o.relay = Some(Arc::new(ChannelRelay(Mutex::new(Some(rx)))));
-        o.write_interval_ms = 16;
-    });
+    let (plane, tx) = relayed_display_plane(DEFAULT_MAX_QUEUED_FRAMES);
     let mut sub = plane.subscribe(&(), "elsewhere", 0).await.unwrap();
     assert!(sub.is_relayed());
     let chunk = |from: u64, s: &str| Frame::chunk(from, 0, from, s.into()).unwrap();
@@ -1015,12 +1018,7 @@ async fn a_relayed_reader_is_written_at_the_display_rate_too() {
 
 #[tokio::test(start_paused = true)]
 async fn a_relayed_readers_held_frames_are_bounded_by_its_queue() {
-    let (tx, rx) = futures::channel::mpsc::unbounded();
-    let plane = plane_with(memory(), |o| {
-        o.relay = Some(Arc::new(ChannelRelay(Mutex::new(Some(rx)))));
-        o.write_interval_ms = 16;
-        o.max_queued_frames = 4;
-    });
+    let (plane, tx) = relayed_display_plane(4);
     let mut r = Reader::new(plane.subscribe(&(), "elsewhere", 0).await.unwrap(), 0, &[]);
     tx.unbounded_send(Frame::chunk(0, 0, 0, "x".into()).unwrap()).unwrap();
     settle().await;
@@ -1201,8 +1199,7 @@ mod display_schedules {
         ) {
             let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
             rt.block_on(async {
-                let (tx, rx) = futures::channel::mpsc::unbounded();
-                let pipe = Arc::new(Pipe { tx, rx: Mutex::new(Some(rx)) });
+                let pipe = Pipe::new();
                 let host = plane_with(memory(), |o| {
                     o.relay = Some(pipe.clone());
                     o.chars = 1_000_000;
