@@ -1144,6 +1144,24 @@ mod display_schedules {
     use super::*;
     use proptest::prelude::*;
 
+    /// Wait `gap` ms, then push the `i`th delta (`len` letters): `produced` and the push ends
+    /// `ends` grow by it.
+    async fn push_after(
+        h: &StreamHandle,
+        i: usize,
+        len: usize,
+        gap: u64,
+        produced: &mut Vec<u16>,
+        ends: &mut std::collections::BTreeSet<u64>,
+    ) {
+        tokio::time::advance(Duration::from_millis(gap)).await;
+        settle().await;
+        let delta: String = (0..len).map(|k| char::from(b'a' + ((i + k) % 26) as u8)).collect();
+        h.push(&delta).unwrap();
+        produced.extend(units(&delta));
+        ends.insert(produced.len() as u64);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -1162,12 +1180,7 @@ mod display_schedules {
                 let mut ends = std::collections::BTreeSet::from([0u64]);
                 let mut readers = vec![reader(&plane, 0, &[]).await];
                 for (i, (len, gap, join)) in steps.iter().enumerate() {
-                    tokio::time::advance(Duration::from_millis(*gap)).await;
-                    settle().await;
-                    let delta: String = (0..*len).map(|k| char::from(b'a' + ((i + k) % 26) as u8)).collect();
-                    h.push(&delta).unwrap();
-                    produced.extend(units(&delta));
-                    ends.insert(produced.len() as u64);
+                    push_after(&h, i, *len, *gap, &mut produced, &mut ends).await;
                     if *join {
                         let from = (i as u64 * 7) % (produced.len() as u64 + 1);
                         readers.push(reader(&plane, from, &produced).await);
@@ -1213,12 +1226,7 @@ mod display_schedules {
                 let mut produced: Vec<u16> = Vec::new();
                 let mut ends = std::collections::BTreeSet::from([0u64]);
                 for (i, (len, gap)) in steps.iter().enumerate() {
-                    tokio::time::advance(Duration::from_millis(*gap)).await;
-                    settle().await;
-                    let delta: String = (0..*len).map(|k| char::from(b'a' + ((i + k) % 26) as u8)).collect();
-                    h.push(&delta).unwrap();
-                    produced.extend(units(&delta));
-                    ends.insert(produced.len() as u64);
+                    push_after(&h, i, *len, *gap, &mut produced, &mut ends).await;
                     r.drain();
                 }
                 h.close().await.unwrap();
