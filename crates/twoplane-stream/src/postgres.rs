@@ -70,11 +70,6 @@ impl PgConn<'_> {
         Ok(true)
     }
 
-    async fn query(&mut self, sql: &str, id: &str, context: &str) -> Result<Vec<Row>, PlaneError> {
-        let statement = self.0.prepare_cached(sql).await.map_err(db_err("preparing a statement"))?;
-        self.0.client().query(&statement, &[&id]).await.map_err(db_err(context))
-    }
-
     async fn query_opt(&mut self, sql: &str, id: &str, context: &str) -> Result<Option<Row>, PlaneError> {
         let statement = self.0.prepare_cached(sql).await.map_err(db_err("preparing a statement"))?;
         self.0.client().query_opt(&statement, &[&id]).await.map_err(db_err(context))
@@ -217,9 +212,28 @@ impl DurableTarget for PostgresTarget {
 
     async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
-        let mut conn = PgConn(&mut session);
         let has_parts = self.sql.has_parts();
-        let Some(r) = conn.query_opt(&self.sql.load_row(), stream_id, "reading the message back").await? else {
+        let row_sql = session.prepare_cached(&self.sql.load_row()).await.map_err(db_err("preparing a statement"))?;
+        let chunks_sql =
+            session.prepare_cached(&self.sql.load_chunks()).await.map_err(db_err("preparing a statement"))?;
+        // The row and its chunk rows from one snapshot: read apart, a claim committed between the
+        // two (another host going on with the stream expands the row into a chunk row) would
+        // give a body and a chunk row holding the same text.
+        let tx = session
+            .client_mut()
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(db_err("reading the message back"))?;
+        let row = tx.query_opt(&row_sql, &[&stream_id]).await.map_err(db_err("reading the message back"))?;
+        let chunk_rows = match row {
+            Some(_) => tx.query(&chunks_sql, &[&stream_id]).await.map_err(db_err("reading the chunk rows"))?,
+            None => Vec::new(),
+        };
+        tx.commit().await.map_err(db_err("reading the message back"))?;
+        let Some(r) = row else {
             return Ok(None);
         };
         let seq = pg_int(&r, 0).map_err(db_err("reading the length column"))?;
@@ -232,7 +246,7 @@ impl DurableTarget for PostgresTarget {
             None
         };
         let mut chunks = Vec::new();
-        for r in conn.query(&self.sql.load_chunks(), stream_id, "reading the chunk rows").await? {
+        for r in chunk_rows {
             let seq = pg_int(&r, 0).map_err(db_err("reading a chunk row's seq"))?.unwrap_or(-1);
             let text = r.try_get::<_, Option<String>>(1).map_err(db_err("reading a chunk row's text"))?;
             let parts = if has_parts {

@@ -220,6 +220,8 @@ impl DurableTarget for SqliteTarget {
         let (sql, id) = (self.sql(), stream_id.to_owned());
         self.with_connection(move |conn| {
             let has_parts = sql.has_parts();
+            // The row and its chunk rows from one snapshot (a read transaction), as on PostgreSQL.
+            let conn = conn.transaction().map_err(db_err("reading the message back"))?;
             let row = conn
                 .query_row(&sql.load_row(), [&id], |r| {
                     Ok((
