@@ -121,8 +121,10 @@ pub trait DurableTarget: Send + Sync + 'static {
     async fn probe_durable_seq(&self, stream_id: &str) -> Result<Option<u64>, PlaneError>;
 
     /// The stored message, read back for a producer that goes on with it (docs/contract.md §9):
-    /// `None` when there is no row. The default: this target cannot read its messages back, so
-    /// its streams cannot go on.
+    /// `None` when there is no row. The row and its chunk rows must come from one snapshot (a
+    /// claim by another host turns the row's body into a chunk row; read apart, the text would
+    /// be there twice). The default: this target cannot read its messages back, so its streams
+    /// cannot go on.
     async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
         let _ = stream_id;
         Err(cannot_go_on())
