@@ -38,6 +38,7 @@ import { startTwoplane, readUi } from './lib/twoplane.mjs';
 import { respond } from './lib/respond.mjs';
 import { severingFetch } from './lib/sever.mjs';
 import { signStreamToken } from '../../npm/twoplane/src/token.js';
+import { compactChunks } from '../../npm/twoplane/src/ai-sdk/follow.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const major = process.env.TWOPLANE_AI;
@@ -315,7 +316,8 @@ function sharedHeld() {
 
 /**
  * One page: a `Chat` of the major's @ai-sdk/react over a TwoplaneChatTransport. `log` gets every
- * chunk the Chat read (read-through, no read-ahead: a chunk is logged when the Chat asks for it).
+ * chunk the Chat read, as it was read (read-through, no read-ahead: a chunk is logged when the Chat
+ * asks for it).
  */
 function page({ held, plan = [], attempts = 6, messages = [], chatId = 'chat-1', onToolCall }) {
   const log = [];
@@ -334,7 +336,10 @@ function page({ held, plan = [], attempts = 6, messages = [], chatId = 'chat-1',
           async pull(c) {
             const { value, done } = await reader.read();
             if (done) return c.close();
-            log.push({ chunk: value, replayed: isReplayedChunk(value) });
+            // A copy, as read: the SDK keeps the object it is handed and may change it later (ai 7
+            // updates a data part in place when a later chunk replaces its data), and a log of the
+            // SDK's own objects would say a replayed chunk held what only a later one brought.
+            log.push({ chunk: structuredClone(value), replayed: isReplayedChunk(value) });
             c.enqueue(value);
           },
           cancel: (r) => reader.cancel(r),
@@ -543,6 +548,9 @@ test('a connection that breaks is reopened by the transport from what it receive
   assert.deepEqual(assistant(p.chat), await wholeOf(streamId));
   assert.ok(p.log.every((l) => !l.replayed), 'nothing was replayed to a Chat that holds it');
   assert.deepEqual(freshBodies([p.log]), BODIES, 'every delta once');
+  // ai 7 changes a data chunk it was handed when a later chunk replaces its data: a snapshot that
+  // shared the SDK's objects would hold the later data in the earlier chunk.
+  assert.deepEqual((await held.get('chat-1')).snapshot, compactChunks(p.log.map((l) => l.chunk)), 'the held snapshot is the chunks as the page read them, compacted');
   assert.deepEqual(p.seen.toolCalls, ['call-1', 'call-2']);
   assertData(p.seen.values);
   assert.ok(p.conns.slice(1).every((c) => /from=[1-9]/.test(c.url)), 'the reconnects ask from an offset');
