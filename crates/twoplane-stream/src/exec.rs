@@ -388,25 +388,35 @@ impl Executor {
             }
             Executor::Postgres(pg) => {
                 let mut session = Executor::session(pg).await?;
-                let prepared = prepare_all(&mut session, &statements, context).await?;
-                let tx = session
-                    .client_mut()
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start()
-                    .await
-                    .map_err(pg_err(context))?;
-                let mut out = Vec::with_capacity(statements.len());
-                for (statement, p) in statements.iter().zip(&prepared) {
-                    let rows = tx.rows(p, &statement.params).await.map_err(pg_err(context))?;
-                    out.push(pg_cells(&rows).map_err(pg_err(context))?);
-                }
-                tx.commit().await.map_err(pg_err(context))?;
-                Ok(out)
+                let rows = pg_read_snapshot(&mut session, &statements, context).await?;
+                rows.iter().map(|rows| pg_cells(rows).map_err(pg_err(context))).collect()
             }
         }
     }
+}
+
+/// The rows of each query of `statements`, read on `session` in one read-only transaction that
+/// sees one snapshot (repeatable read).
+pub async fn pg_read_snapshot(
+    session: &mut PgSession,
+    statements: &[Statement],
+    context: &str,
+) -> Result<Vec<Vec<Row>>, PlaneError> {
+    let prepared = prepare_all(session, statements, context).await?;
+    let tx = session
+        .client_mut()
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(pg_err(context))?;
+    let mut out = Vec::with_capacity(statements.len());
+    for (statement, p) in statements.iter().zip(&prepared) {
+        out.push(tx.rows(p, &statement.params).await.map_err(pg_err(context))?);
+    }
+    tx.commit().await.map_err(pg_err(context))?;
+    Ok(out)
 }
 
 /// Every statement prepared (or found prepared) on the session, before a transaction starts.

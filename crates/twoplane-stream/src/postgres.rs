@@ -11,10 +11,10 @@
 
 use async_trait::async_trait;
 use tokio_postgres::Row;
-use twoplane_core::sql::{stream_schema, Dialect, MappedSql, Statement, StreamTables};
+use twoplane_core::sql::{stream_schema, Dialect, MappedSql, SqlValue, Statement, StreamTables};
 
 use crate::error::PlaneError;
-use crate::exec::{pg_cell, pg_int, prepare_all, PgExec};
+use crate::exec::{pg_cell, pg_int, pg_read_snapshot, prepare_all, PgExec};
 use crate::pg_client::{PgClient, PgSession};
 use crate::schema::migrate_postgres;
 use crate::target::{
@@ -213,27 +213,17 @@ impl DurableTarget for PostgresTarget {
     async fn load(&self, stream_id: &str) -> Result<Option<StoredMessage>, PlaneError> {
         let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
         let has_parts = self.sql.has_parts();
-        let row_sql = session.prepare_cached(&self.sql.load_row()).await.map_err(db_err("preparing a statement"))?;
-        let chunks_sql =
-            session.prepare_cached(&self.sql.load_chunks()).await.map_err(db_err("preparing a statement"))?;
+        let by_id = |sql: String| Statement { sql, params: vec![SqlValue::Text(stream_id.to_owned())] };
         // The row and its chunk rows from one snapshot: read apart, a claim committed between the
         // two (another host going on with the stream expands the row into a chunk row) would
         // give a body and a chunk row holding the same text.
-        let tx = session
-            .client_mut()
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await
-            .map_err(db_err("reading the message back"))?;
-        let row = tx.query_opt(&row_sql, &[&stream_id]).await.map_err(db_err("reading the message back"))?;
-        let chunk_rows = match row {
-            Some(_) => tx.query(&chunks_sql, &[&stream_id]).await.map_err(db_err("reading the chunk rows"))?,
-            None => Vec::new(),
-        };
-        tx.commit().await.map_err(db_err("reading the message back"))?;
-        let Some(r) = row else {
+        let statements = [by_id(self.sql.load_row()), by_id(self.sql.load_chunks())];
+        let mut read = pg_read_snapshot(&mut session, &statements, "reading the message back").await?.into_iter();
+        let (mut rows, chunk_rows) = (read.next().unwrap_or_default(), read.next().unwrap_or_default());
+        if rows.len() > 1 {
+            return Err(PlaneError::store("postgres: reading the message back: more than one row has this id"));
+        }
+        let Some(r) = rows.pop() else {
             return Ok(None);
         };
         let seq = pg_int(&r, 0).map_err(db_err("reading the length column"))?;
