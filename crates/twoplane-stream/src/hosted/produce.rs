@@ -30,11 +30,11 @@ use twoplane_core::message::{Event, MessageFrame, MessageShape};
 use twoplane_core::Text;
 
 use super::backlog::OverBound;
-use crate::display::Offer;
 use super::policy::interval_deadline;
 use super::state::State;
 use super::stream::{Effects, LiveStream};
 use super::waiters::{shortfall, FlushWait};
+use crate::display::Offer;
 use crate::error::{PlaneError, PlaneErrorKind};
 use crate::relay::{RelayError, RelayFailure};
 

@@ -5,12 +5,12 @@
 use twoplane_core::message::MessageShape;
 
 use super::backlog::Backlog;
-use crate::display::Display;
 use super::lifecycle::Lifecycle;
 use super::policy::Policy;
 use super::shards::ShardUse;
 use super::text::Produced;
 use super::waiters::Durable;
+use crate::display::Display;
 
 pub(crate) struct State {
     /// The produced text (`text.rs`).
