@@ -336,9 +336,9 @@ function page({ held, plan = [], attempts = 6, messages = [], chatId = 'chat-1',
           async pull(c) {
             const { value, done } = await reader.read();
             if (done) return c.close();
-            // A copy, as read: the SDK keeps the object it is handed and may change it later (ai 7
-            // updates a data part in place when a later chunk replaces its data), and a log of the
-            // SDK's own objects would say a replayed chunk held what only a later one brought.
+            // A copy, as read: the SDK keeps the object it is handed and may change it later (ai 5,
+            // 6 and 7 update a data part in place when a later chunk replaces its data), and a log
+            // of the SDK's own objects would say a replayed chunk held what only a later one brought.
             log.push({ chunk: structuredClone(value), replayed: isReplayedChunk(value) });
             c.enqueue(value);
           },
@@ -548,8 +548,8 @@ test('a connection that breaks is reopened by the transport from what it receive
   assert.deepEqual(assistant(p.chat), await wholeOf(streamId));
   assert.ok(p.log.every((l) => !l.replayed), 'nothing was replayed to a Chat that holds it');
   assert.deepEqual(freshBodies([p.log]), BODIES, 'every delta once');
-  // ai 7 changes a data chunk it was handed when a later chunk replaces its data: a snapshot that
-  // shared the SDK's objects would hold the later data in the earlier chunk.
+  // The SDK (ai 5, 6 and 7) changes a data chunk it was handed when a later chunk replaces its
+  // data: a snapshot that shared the SDK's objects would hold the later data in the earlier chunk.
   assert.deepEqual((await held.get('chat-1')).snapshot, compactChunks(p.log.map((l) => l.chunk)), 'the held snapshot is the chunks as the page read them, compacted');
   assert.deepEqual(p.seen.toolCalls, ['call-1', 'call-2']);
   assertData(p.seen.values);

@@ -328,9 +328,10 @@ export class Follow {
     if (this.buffer.length > 0) {
       const item = this.buffer.shift();
       // What the page's snapshot already holds is not added to it again. The snapshot keeps its
-      // own copy: the SDK keeps the objects it is handed and may change them later (ai 7 makes a
-      // data chunk the message's part and updates its data in place), and a snapshot that shared
-      // them could say more than the page had processed.
+      // own copy: the SDK keeps the objects it is handed and may change them later (ai 5, 6 and 7
+      // make a data chunk the message's part and update its data in place when a later chunk
+      // replaces it), and a snapshot that shared them would hold a later chunk's data in an
+      // earlier one.
       if (!item.local) this.handed.push(structuredClone(item.chunk));
       if (item.end !== undefined) {
         this.enqueuedEnd = item.end;
