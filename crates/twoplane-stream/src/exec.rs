@@ -3,8 +3,8 @@
 //! The plane's targets, the sweeper and the server all go through it.
 //!
 //! Two levels:
-//! - On a connection the caller holds: [`sqlite_execute`] / [`sqlite_rows`] (inside
-//!   [`SqliteShared::run`], on a blocking thread) and [`pg_execute`] / [`pg_rows`] (on a
+//! - On a connection the caller holds: [`sqlite_execute`] / [`sqlite_rows`] (inside a
+//!   [`SqliteShared`] write, read or run, on a blocking thread) and [`pg_execute`] / [`pg_rows`] (on a
 //!   [`PgSession`] or a transaction of one). The targets' checkpoint path uses these, so one
 //!   checkpoint stays one blocking call (SQLite) or one session (PostgreSQL).
 //! - [`Executor`]: a database of either kind, for code that runs a few statements and does not
@@ -17,15 +17,14 @@
 //! - An integer parameter adapts to the column PostgreSQL inferred for it (`smallint`,
 //!   `integer`, `bigint`, `boolean` as 0 or 1), because the message table is the application's
 //!   and its columns need not be `bigint`; a value that does not fit is an error, never wrapped.
-//! - A SQLite call never runs on a runtime worker: [`SqliteShared::run`] takes the connection's
-//!   lock on tokio's blocking pool.
+//! - A SQLite call never runs on a runtime worker (`sqlite_shared.rs`); on SQLite, the
+//!   executor's writes join the group commit and its queries run on the read connection.
 //! - A multi-statement call ([`Executor::transact`], [`Executor::read_snapshot`]) is one
 //!   transaction; a snapshot read sees one state of the database on either backend (on
 //!   PostgreSQL that takes `REPEATABLE READ`, since each statement of a `READ COMMITTED`
 //!   transaction sees its own snapshot).
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
 use futures::TryStreamExt;
@@ -37,8 +36,8 @@ use twoplane_core::sql::{Dialect, SqlValue, Statement};
 
 use crate::error::PlaneError;
 use crate::pg_client::{PgClient, PgSession};
+use crate::sqlite_shared::SqliteShared;
 use crate::target::text_is_truthy;
-use twoplane_runtime::lock;
 
 /// A parameter bound by reference, for either driver.
 #[derive(Debug)]
@@ -250,31 +249,6 @@ async fn collect(
     rows.await?.try_collect().await
 }
 
-/// A SQLite connection shared by its users (the plane's target and the server's statements are
-/// serialized on it). Cheap to clone.
-#[derive(Clone)]
-pub struct SqliteShared {
-    conn: Arc<Mutex<Connection>>,
-}
-
-impl SqliteShared {
-    pub fn new(conn: Connection) -> SqliteShared {
-        SqliteShared { conn: Arc::new(Mutex::new(conn)) }
-    }
-
-    /// Run `f` with the connection on tokio's blocking pool.
-    pub async fn run<R, F>(&self, f: F) -> Result<R, PlaneError>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<R, PlaneError> + Send + 'static,
-    {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || f(&mut lock(&conn)))
-            .await
-            .map_err(|e| PlaneError::store("sqlite: the blocking task failed").with_source(e))?
-    }
-}
-
 /// A database of either kind, for statements that run the same on both (see the module header).
 /// Cheap to clone.
 #[derive(Clone)]
@@ -284,20 +258,15 @@ pub enum Executor {
     Postgres(Box<PgClient>),
 }
 
-/// `each` over `statements` in one SQLite transaction, committed when all of them succeeded.
+/// `each` over `statements`, stopping at the first failure. Atomic where it runs: a write of the
+/// group commit (its own savepoint) or a read transaction.
 fn sqlite_each<T>(
-    conn: &mut Connection,
+    conn: &Connection,
     statements: &[Statement],
     context: &str,
     each: impl Fn(&Connection, &Statement) -> rusqlite::Result<T>,
 ) -> Result<Vec<T>, PlaneError> {
-    let tx = conn.transaction().map_err(sqlite_err(context))?;
-    let mut out = Vec::with_capacity(statements.len());
-    for statement in statements {
-        out.push(each(&tx, statement).map_err(sqlite_err(context))?);
-    }
-    tx.commit().map_err(sqlite_err(context))?;
-    Ok(out)
+    statements.iter().map(|statement| each(conn, statement).map_err(sqlite_err(context))).collect()
 }
 
 fn sqlite_err(context: &str) -> impl FnOnce(rusqlite::Error) -> PlaneError + '_ {
@@ -325,7 +294,7 @@ impl Executor {
     pub async fn execute(&self, statement: Statement, context: &'static str) -> Result<u64, PlaneError> {
         match self {
             Executor::Sqlite(db) => {
-                db.run(move |conn| sqlite_execute(conn, &statement).map(|n| n as u64).map_err(sqlite_err(context)))
+                db.write(move |conn| sqlite_execute(conn, &statement).map(|n| n as u64).map_err(sqlite_err(context)))
                     .await
             }
             Executor::Postgres(pg) => {
@@ -340,7 +309,7 @@ impl Executor {
     pub async fn transact(&self, statements: Vec<Statement>, context: &'static str) -> Result<Vec<u64>, PlaneError> {
         match self {
             Executor::Sqlite(db) => {
-                db.run(move |conn| {
+                db.write(move |conn| {
                     sqlite_each(conn, &statements, context, |tx, s| sqlite_execute(tx, s).map(|n| n as u64))
                 })
                 .await
@@ -359,11 +328,23 @@ impl Executor {
         }
     }
 
-    /// Run the query `statement`.
+    /// Run the query `statement`, which may write (`UPDATE ... RETURNING`): on SQLite it joins
+    /// the group commit. A plain read is [`Executor::read`].
     pub async fn query(&self, statement: Statement, context: &'static str) -> Result<Rows, PlaneError> {
         match self {
             Executor::Sqlite(db) => {
-                db.run(move |conn| sqlite_rows(conn, &statement).map_err(sqlite_err(context))).await
+                db.write(move |conn| sqlite_rows(conn, &statement).map_err(sqlite_err(context))).await
+            }
+            Executor::Postgres(_) => self.read(statement, context).await,
+        }
+    }
+
+    /// Run the read-only query `statement` (on SQLite, on the read connection, beside the
+    /// writer).
+    pub async fn read(&self, statement: Statement, context: &'static str) -> Result<Rows, PlaneError> {
+        match self {
+            Executor::Sqlite(db) => {
+                db.read(move |conn| sqlite_rows(conn, &statement).map_err(sqlite_err(context))).await
             }
             Executor::Postgres(pg) => {
                 let mut session = Executor::session(pg).await?;
@@ -384,7 +365,13 @@ impl Executor {
         match self {
             Executor::Sqlite(db) => {
                 // A SQLite transaction reads one snapshot from its first read on (WAL).
-                db.run(move |conn| sqlite_each(conn, &statements, context, sqlite_rows)).await
+                db.read(move |conn| {
+                    let tx = conn.transaction().map_err(sqlite_err(context))?;
+                    let rows = sqlite_each(&tx, &statements, context, sqlite_rows)?;
+                    tx.commit().map_err(sqlite_err(context))?;
+                    Ok(rows)
+                })
+                .await
             }
             Executor::Postgres(pg) => {
                 let mut session = Executor::session(pg).await?;

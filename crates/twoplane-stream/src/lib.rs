@@ -67,6 +67,7 @@ mod exec;
 mod fanout;
 #[cfg(feature = "testing")]
 mod faulty;
+mod group_commit;
 mod handle;
 mod hosted;
 mod jitter;
@@ -76,6 +77,7 @@ mod options;
 mod pg_client;
 mod plane;
 mod postgres;
+mod postgres_group;
 mod relay;
 mod relay_leg;
 mod relay_queue;
@@ -83,6 +85,7 @@ mod replay;
 mod report;
 mod schema;
 mod sqlite;
+mod sqlite_shared;
 mod sse;
 mod subscription;
 mod sweeper;
@@ -95,7 +98,7 @@ pub use callback::{BoxError, CallbackTarget, CommitInput, CommitReply};
 pub use error::{PlaneError, PlaneErrorKind};
 pub use exec::{
     pg_cell, pg_cells, pg_int, prepare_all, sqlite_execute, sqlite_params, sqlite_rows, Bind, Cell, Executor, PgExec,
-    Rows, SqliteShared,
+    Rows,
 };
 /// Test support, not library API (the `testing` feature): a fault injector around any target and
 /// an in-memory model of the mapped tables.
@@ -116,6 +119,7 @@ pub use postgres::PostgresTarget;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use schema::{migrate, migrate_postgres, migrate_sqlite, read_catalog, PG_SCHEMA_LOCK_KEY};
 pub use sqlite::SqliteTarget;
+pub use sqlite_shared::SqliteShared;
 pub use sse::{Delivered, SseBatch, SseEvents, SseSink};
 pub use subscription::Subscription;
 pub use sweeper::{

@@ -1,13 +1,17 @@
 //! Mapped tables on PostgreSQL.
 //!
-//! Guarantees: every checkpoint and every seal is one transaction built from the core's
-//! [`MappedSql`]; an append is confirmed only by reading the row's length back after the
-//! commit; a dropped connection is re-established on the next call (the statements are
+//! Guarantees: every seal is one transaction built from the core's [`MappedSql`]; the
+//! checkpoints of every stream are group-committed (`postgres_group.rs`: one pipelined
+//! transaction for all the rounds due together); an append is confirmed by the store's own
+//! word, the row its compare-and-swap changed (`RETURNING`), or a read-back where it changed
+//! none; a dropped connection is re-established on the next call (the statements are
 //! idempotent, so whatever was in flight is simply retried). The statements run through the
 //! crate's executor (`exec.rs`: prepared once per connection, parameters bound by reference and
 //! adapted to the column's width, since the message table is the application's and its `seq`
 //! column need not be `bigint`). Text with a lone surrogate is
 //! refused before it reaches the server (which rejects it as invalid UTF-8).
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_postgres::Row;
@@ -16,6 +20,7 @@ use twoplane_core::sql::{stream_schema, Dialect, MappedSql, SqlValue, Statement,
 use crate::error::PlaneError;
 use crate::exec::{pg_cell, pg_int, pg_read_snapshot, prepare_all, PgExec};
 use crate::pg_client::{PgClient, PgSession};
+use crate::postgres_group::GroupCommit;
 use crate::schema::migrate_postgres;
 use crate::target::{
     AppendAck, AppendRequest, CloseRequest, DurableTarget, OpenRequest, ReopenRequest, StoredMessage, TargetCaps,
@@ -23,18 +28,61 @@ use crate::target::{
 use crate::verdict;
 
 pub struct PostgresTarget {
-    sql: MappedSql,
+    sql: Arc<MappedSql>,
     tables: StreamTables,
     conn: PgClient,
+    /// The checkpoints of every stream, group-committed (`postgres_group.rs`).
+    group: GroupCommit,
 }
 
-fn db_err<E: std::error::Error + Send + Sync + 'static>(context: &str) -> impl FnOnce(E) -> PlaneError + '_ {
+pub(crate) fn db_err<E: std::error::Error + Send + Sync + 'static>(context: &str) -> impl FnOnce(E) -> PlaneError + '_ {
     move |e| PlaneError::store(format!("postgres: {context}")).with_source(e)
 }
 
 /// JavaScript-style truthiness of the cancel cell.
 fn truthy_cell(row: &Row, idx: usize) -> Result<bool, tokio_postgres::Error> {
     pg_cell(row, idx).map(|cell| cell.truthy())
+}
+
+/// A row's `seq`, `status` and `host` (`None` without a host column).
+pub(crate) type RowClaim = (Option<i64>, Option<String>, Option<String>);
+
+/// A row of the `probe_state` columns (seq, cancel when mapped, status, host when mapped), read
+/// back or returned by the append's compare-and-swap: the acknowledgement, and the row's claim;
+/// `None` when there is no row.
+pub(crate) fn state_of(
+    sql: &MappedSql,
+    stream_id: &str,
+    row: Option<&Row>,
+) -> Result<(AppendAck, Option<RowClaim>), PlaneError> {
+    let Some(r) = row else {
+        return Ok((AppendAck { durable_seq: verdict::durable_len(stream_id, None)?, cancel_requested: false }, None));
+    };
+    let seq = pg_int(r, 0).map_err(db_err("reading the length column"))?;
+    let cancel = if sql.has_cancel() { truthy_cell(r, 1).map_err(db_err("reading the cancel column"))? } else { false };
+    let status_at = if sql.has_cancel() { 2 } else { 1 };
+    let status = r.try_get::<_, Option<String>>(status_at).map_err(db_err("reading the status column"))?;
+    let host = if sql.has_host() {
+        r.try_get::<_, Option<String>>(status_at + 1).map_err(db_err("reading the host column"))?
+    } else {
+        None
+    };
+    let ack = AppendAck { durable_seq: verdict::durable_len(stream_id, Some(seq))?, cancel_requested: cancel };
+    Ok((ack, Some((seq, status, host))))
+}
+
+/// An acknowledgement whose row still names this writer's claim, or the `fenced` error.
+pub(crate) fn claimed_ack(
+    sql: &MappedSql,
+    stream_id: &str,
+    token: &str,
+    (ack, row): (AppendAck, Option<RowClaim>),
+) -> Result<AppendAck, PlaneError> {
+    if let Some((_, status, host)) = &row {
+        let claim = verdict::Claim { status: status.as_deref(), host: host.as_deref(), has_host: sql.has_host() };
+        verdict::still_claimed(stream_id, claim, token)?;
+    }
+    Ok(ack)
 }
 
 /// The statements of one call, on the connection it holds.
@@ -75,32 +123,14 @@ impl PgConn<'_> {
         self.0.client().query_opt(&statement, &[&id]).await.map_err(db_err(context))
     }
 
-    /// The read-back (column order: seq, cancel when mapped, status, host when mapped): the
-    /// acknowledgement, and the row's claim as `(status, host)`; `None` when there is no row.
+    /// The read-back (see [`state_of`]).
     async fn read_back(
         &mut self,
         sql: &MappedSql,
         stream_id: &str,
-    ) -> Result<(AppendAck, Option<(Option<i64>, Option<String>, Option<String>)>), PlaneError> {
+    ) -> Result<(AppendAck, Option<RowClaim>), PlaneError> {
         let row = self.query_opt(&sql.probe_state(), stream_id, "reading the checkpoint back").await?;
-        let Some(r) = row else {
-            return Ok((
-                AppendAck { durable_seq: verdict::durable_len(stream_id, None)?, cancel_requested: false },
-                None,
-            ));
-        };
-        let seq = pg_int(&r, 0).map_err(db_err("reading the length column"))?;
-        let cancel =
-            if sql.has_cancel() { truthy_cell(&r, 1).map_err(db_err("reading the cancel column"))? } else { false };
-        let status_at = if sql.has_cancel() { 2 } else { 1 };
-        let status = r.try_get::<_, Option<String>>(status_at).map_err(db_err("reading the status column"))?;
-        let host = if sql.has_host() {
-            r.try_get::<_, Option<String>>(status_at + 1).map_err(db_err("reading the host column"))?
-        } else {
-            None
-        };
-        let ack = AppendAck { durable_seq: verdict::durable_len(stream_id, Some(seq))?, cancel_requested: cancel };
-        Ok((ack, Some((seq, status, host))))
+        state_of(sql, stream_id, row.as_ref())
     }
 
     async fn read_state(&mut self, sql: &MappedSql, stream_id: &str) -> Result<AppendAck, PlaneError> {
@@ -119,7 +149,7 @@ impl PostgresTarget {
     /// Connects once, so that a wrong URL fails here.
     pub async fn with_client(conn: PgClient, tables: &StreamTables) -> Result<PostgresTarget, PlaneError> {
         let sql = MappedSql::new(tables, Dialect::Postgres)?;
-        let target = PostgresTarget { sql, tables: tables.clone(), conn };
+        let target = PostgresTarget { sql: Arc::new(sql), tables: tables.clone(), conn, group: GroupCommit::new() };
         drop(target.conn.lock().await.map_err(db_err("connecting"))?);
         Ok(target)
     }
@@ -172,17 +202,8 @@ impl DurableTarget for PostgresTarget {
     }
 
     async fn append(&self, request: AppendRequest<'_>) -> Result<AppendAck, PlaneError> {
-        let statements = verdict::append_statements(&self.sql, &request)?;
-        let mut session = self.conn.lock().await.map_err(db_err("connecting"))?;
-        let mut conn = PgConn(&mut session);
-        conn.transact(&statements, "committing a checkpoint").await?;
-        let (ack, row) = conn.read_back(&self.sql, request.stream_id).await?;
-        if let Some((_, status, host)) = &row {
-            let claim =
-                verdict::Claim { status: status.as_deref(), host: host.as_deref(), has_host: self.sql.has_host() };
-            verdict::still_claimed(request.stream_id, claim, request.host_token)?;
-        }
-        Ok(ack)
+        let statements = self.sql.returning(verdict::append_statements(&self.sql, &request)?);
+        self.group.append(&self.conn, &self.sql, request.stream_id, request.host_token, statements).await
     }
 
     async fn close(&self, request: CloseRequest<'_>) -> Result<(), PlaneError> {

@@ -53,9 +53,10 @@ use twoplane_core::sql::{Dialect, HostLeaseSql, MappedSql, StreamTables};
 pub use twoplane_core::sql::DEFAULT_HOST_LEASE_TABLE;
 
 use crate::error::PlaneError;
-use crate::exec::{Executor, Rows, SqliteShared};
+use crate::exec::{Executor, Rows};
 use crate::pg_client::PgClient;
 use crate::schema::migrate;
+use crate::sqlite_shared::SqliteShared;
 
 /// Default lease time to live: 15 s.
 pub const DEFAULT_LEASE_TTL_MS: u64 = 15_000;

@@ -147,3 +147,18 @@ async fn postgres_goes_on() {
     let Some(db) = connect().await else { return };
     sql::goes_on(&db).await;
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 16, ..Default::default() })]
+
+    /// Group commit with a failure anywhere in a batch (a statement, or the commit itself) loses
+    /// nothing acknowledged and duplicates nothing (`sql::group_commit_faults`).
+    #[test]
+    fn postgres_group_commit_survives_a_fault_anywhere(case in sql::group_cases()) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let Some(db) = connect().await else { return };
+            sql::group_commit_faults(&db, &case).await;
+        });
+    }
+}

@@ -102,3 +102,15 @@ async fn sqlite_schema_matches_the_description() {
 async fn sqlite_goes_on() {
     sql::goes_on(&Sqlite::new("goes-on")).await;
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// Group commit with a failure anywhere in a batch loses nothing acknowledged and duplicates
+    /// nothing (`sql::group_commit_faults`).
+    #[test]
+    fn sqlite_group_commit_survives_a_fault_anywhere(case in sql::group_cases()) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(sql::group_commit_faults(&Sqlite::new("group"), &case));
+    }
+}

@@ -28,6 +28,8 @@ pub struct MappedSql {
     probe_host: Option<String>,
     append_insert: String,
     append_cas: String,
+    /// `append_cas` answering with the `probe_state` columns of the row it changed.
+    append_cas_returning: String,
     compact_update: String,
     compact_delete: String,
     probe_chunk: String,
@@ -163,6 +165,9 @@ impl MappedSql {
             probe_cols.push_str(&format!(", {h} AS host"));
         }
         let probe_state = format!("SELECT {probe_cols} FROM {message} WHERE {key} = {}", p(1));
+        // Both dialects have RETURNING (SQLite since 3.35): a compare-and-swap that applied says
+        // where the row stands in the same statement, so a checkpoint needs no read-back.
+        let append_cas_returning = format!("{append_cas} RETURNING {probe_cols}");
 
         let reopen = ReopenSql::new(
             &Names {
@@ -195,6 +200,7 @@ impl MappedSql {
             probe_host,
             append_insert,
             append_cas,
+            append_cas_returning,
             compact_update,
             compact_delete,
             probe_chunk,
@@ -412,6 +418,14 @@ impl MappedSql {
     /// when mapped (the last two tell whether the writer is still the row's claimant).
     pub fn probe_state(&self) -> String {
         self.probe_state.clone()
+    }
+
+    /// A checkpoint's statements ([`MappedSql::append`] or [`MappedSql::append_parts`]) with the
+    /// compare-and-swap answering the [`MappedSql::probe_state`] columns of the row it changed:
+    /// one row when it applied (the row is this writer's and stands at the slice's end), none
+    /// when it did not (then only a read-back can say why).
+    pub fn returning(&self, [cas, insert]: [Statement; 2]) -> [Statement; 2] {
+        [Statement { sql: self.append_cas_returning.clone(), params: cas.params }, insert]
     }
 
     /// For a sweeper that outlived a crashed host: mark every row that `host` still holds as

@@ -41,7 +41,7 @@ pub async fn create_if_missing(db: &Database, id: &str) -> Result<(), PlaneError
 pub async fn exists(db: &Database, id: &str) -> Result<bool, PlaneError> {
     let p = db.executor().dialect().placeholder(1);
     let sql = format!("SELECT count(*) FROM {} WHERE id = {p}", quote_ident(MESSAGE_TABLE)?);
-    let rows = db.executor().query(Statement { sql, params: vec![text(id)] }, "looking a message row up").await?;
+    let rows = db.executor().read(Statement { sql, params: vec![text(id)] }, "looking a message row up").await?;
     match rows.into_iter().next().and_then(|row| row.into_iter().next()) {
         Some(Cell::Int(n)) => Ok(n > 0),
         other => Err(PlaneError::store(format!("counting message rows returned {other:?}"))),

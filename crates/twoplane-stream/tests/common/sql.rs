@@ -407,3 +407,189 @@ pub async fn schema_matches_the_description(db: &dyn Db) {
     assert_eq!(db.chunks(&old.tables.chunks, "s").await, vec![(3, "abc".to_owned())]);
     old.drop_all(db).await;
 }
+
+/// Where a group commit is made to fail (`group_commit_faults`).
+#[derive(Clone, Copy, Debug)]
+pub enum GroupFault {
+    /// One round's own statement fails (SQLite: a trigger's `RAISE(ABORT)`; PostgreSQL: a
+    /// trigger's exception, which aborts the transaction for the whole batch).
+    Statement,
+    /// The transaction fails as a whole (SQLite: a trigger's `RAISE(ROLLBACK)`, which ends the
+    /// transaction under the batch; PostgreSQL: a deferred trigger, which fails the `COMMIT`).
+    Transaction,
+}
+
+/// A generated case: `slices[r][s]` is stream `s`'s text in round `r` (never empty); the fault
+/// hits stream `fault_stream`'s chunk row in round `fault_round`.
+#[derive(Clone, Debug)]
+pub struct GroupCase {
+    pub slices: Vec<Vec<String>>,
+    pub fault_round: usize,
+    pub fault_stream: usize,
+    pub fault: GroupFault,
+}
+
+/// Many streams checkpoint at once (their appends are group-committed), one round fails where
+/// the case says. Checked: an append answered `Ok` is in the store, whole, and every stream's
+/// store text is always a prefix of what it produced (nothing acknowledged lost, nothing
+/// duplicated); outside the fault round every append succeeds (no round dropped from a batch);
+/// a statement fault fails only its own round on SQLite, and on PostgreSQL the others go on in
+/// a transaction without it; in the end every stream's store holds exactly what it produced.
+pub async fn group_commit_faults(db: &dyn Db, case: &GroupCase) {
+    let t = Tables::create(db, true).await;
+    let target = db.target(&t.tables).await;
+    let streams = case.slices[0].len();
+    let ids: Vec<String> = (0..streams).map(|s| format!("g{s}")).collect();
+    for id in &ids {
+        t.insert(db, id).await;
+        target.open(OpenRequest { stream_id: id, host_token: "h" }).await.unwrap();
+    }
+    let mut produced: Vec<Vec<u16>> = vec![Vec::new(); streams];
+    let mut durable = vec![0u64; streams];
+    for (round, slices) in case.slices.iter().enumerate() {
+        for (s, text) in slices.iter().enumerate() {
+            produced[s].extend(text.encode_utf16());
+        }
+        let faulty = round == case.fault_round;
+        if faulty {
+            let at = produced[case.fault_stream].len();
+            install_group_fault(db, &t, &ids[case.fault_stream], at, case.fault).await;
+        }
+        let outcomes = append_all(&*target, &ids, &produced, &durable).await;
+        if faulty {
+            remove_group_fault(db, &t).await;
+        }
+        let mut failed = 0;
+        for (s, outcome) in outcomes.into_iter().enumerate() {
+            match outcome {
+                Ok(ack) => {
+                    assert_eq!(ack.durable_seq, produced[s].len() as u64, "round {round}, stream {s}: a whole ack");
+                    durable[s] = ack.durable_seq;
+                }
+                Err(e) => {
+                    failed += 1;
+                    assert!(faulty, "round {round}, stream {s}: failed with no fault armed: {e:?}");
+                    if let (GroupFault::Statement, Dialect::Sqlite) = (case.fault, db.dialect()) {
+                        assert_eq!(s, case.fault_stream, "a statement fault fails its own round only: {e:?}");
+                    }
+                }
+            }
+        }
+        if faulty {
+            assert!(failed >= 1, "the fault fired");
+            if let GroupFault::Statement = case.fault {
+                assert_eq!(failed, 1, "the others went on without the failed round");
+            }
+        }
+        for (s, id) in ids.iter().enumerate() {
+            let stored = stored_text(db, &t, id).await;
+            assert!(stored.len() as u64 >= durable[s], "round {round}, stream {s}: an acknowledged append was lost");
+            assert_eq!(&produced[s][..stored.len()], &stored[..], "round {round}, stream {s}: the store is a prefix");
+        }
+    }
+    // The failed rounds go again (as a stream's retry would) and land.
+    let outcomes = append_all(&*target, &ids, &produced, &durable).await;
+    for (s, outcome) in outcomes.into_iter().enumerate() {
+        if durable[s] < produced[s].len() as u64 {
+            assert_eq!(outcome.unwrap().durable_seq, produced[s].len() as u64);
+        }
+        let stored = stored_text(db, &t, &ids[s]).await;
+        assert_eq!(stored, produced[s], "stream {s}: exactly what it produced, once");
+    }
+    t.drop_all(db).await;
+}
+
+/// Every stream's append from its durable length to its produced end, all at once (so they
+/// are group-committed); a stream with nothing outstanding appends nothing.
+async fn append_all(
+    target: &dyn DurableTarget,
+    ids: &[String],
+    produced: &[Vec<u16>],
+    durable: &[u64],
+) -> Vec<Result<AppendAck, PlaneError>> {
+    let appends = ids.iter().enumerate().map(|(s, id)| async move {
+        let (from, to) = (durable[s], produced[s].len() as u64);
+        if from == to {
+            return Ok(AppendAck { durable_seq: to, cancel_requested: false });
+        }
+        let text = &produced[s][from as usize..];
+        target.append(AppendRequest { stream_id: id, host_token: "h", from, seq: to, text, parts: None }).await
+    });
+    futures::future::join_all(appends).await
+}
+
+/// The stream's text as the store holds it (its chunk rows in order), checked against its row:
+/// contiguous chunks that end at the row's length.
+async fn stored_text(db: &dyn Db, t: &Tables, id: &str) -> Vec<u16> {
+    let row = db.message(t.message(), id).await.unwrap();
+    let mut text = Vec::new();
+    for (seq, chunk) in db.chunks(&t.tables.chunks, id).await {
+        text.extend(chunk.encode_utf16());
+        assert_eq!(text.len() as i64, seq, "stream {id}: chunk rows are contiguous, none twice");
+    }
+    assert_eq!(text.len() as i64, row.seq, "stream {id}: the chunk rows end at the row's length");
+    text
+}
+
+async fn install_group_fault(db: &dyn Db, t: &Tables, id: &str, seq: usize, fault: GroupFault) {
+    let (chunks, name) = (&t.tables.chunks, format!("{}_fault", t.message()));
+    let when = format!("NEW.\"streamId\" = '{id}' AND NEW.seq = {seq}");
+    match db.dialect() {
+        Dialect::Sqlite => {
+            let raise = match fault {
+                GroupFault::Statement => "ABORT",
+                GroupFault::Transaction => "ROLLBACK",
+            };
+            db.exec(&format!(
+                "CREATE TRIGGER \"{name}\" BEFORE INSERT ON \"{chunks}\" WHEN {when} \
+                 BEGIN SELECT RAISE({raise}, 'injected fault'); END"
+            ))
+            .await;
+        }
+        Dialect::Postgres => {
+            db.exec(&format!(
+                "CREATE FUNCTION \"{name}\"() RETURNS trigger LANGUAGE plpgsql AS \
+                 $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$"
+            ))
+            .await;
+            let trigger = match fault {
+                GroupFault::Statement => format!("CREATE TRIGGER \"{name}\" BEFORE INSERT ON \"{chunks}\""),
+                GroupFault::Transaction => format!(
+                    "CREATE CONSTRAINT TRIGGER \"{name}\" AFTER INSERT ON \"{chunks}\" DEFERRABLE INITIALLY DEFERRED"
+                ),
+            };
+            db.exec(&format!("{trigger} FOR EACH ROW WHEN ({when}) EXECUTE FUNCTION \"{name}\"()")).await;
+        }
+    }
+}
+
+async fn remove_group_fault(db: &dyn Db, t: &Tables) {
+    let (chunks, name) = (&t.tables.chunks, format!("{}_fault", t.message()));
+    match db.dialect() {
+        Dialect::Sqlite => db.exec(&format!("DROP TRIGGER \"{name}\"")).await,
+        Dialect::Postgres => {
+            db.exec(&format!("DROP TRIGGER \"{name}\" ON \"{chunks}\"; DROP FUNCTION \"{name}\"()")).await;
+        }
+    }
+}
+
+/// Cases for `group_commit_faults`: 2 to 24 streams, 2 to 4 rounds of 1 to 6 characters (some
+/// outside the BMP), the fault anywhere.
+pub fn group_cases() -> impl proptest::strategy::Strategy<Value = GroupCase> {
+    use proptest::prelude::*;
+    (2usize..24, 2usize..5).prop_flat_map(|(streams, rounds)| {
+        let text = proptest::string::string_regex("[a-zé😀]{1,6}").unwrap();
+        (
+            proptest::collection::vec(proptest::collection::vec(text, streams), rounds),
+            0..rounds,
+            0..streams,
+            prop_oneof![Just(GroupFault::Statement), Just(GroupFault::Transaction)],
+        )
+            .prop_map(|(slices, fault_round, fault_stream, fault)| GroupCase {
+                slices,
+                fault_round,
+                fault_stream,
+                fault,
+            })
+    })
+}
