@@ -4,7 +4,8 @@
 //! [`StreamHandle::push`] goes straight to subscribers as a `chunk` frame (the live plane), and a
 //! per-stream checkpoint driver advances the application's own tables at coarse checkpoints (the
 //! durable plane): every `chars` code units, every `interval_ms`, on [`StreamHandle::flush`], and
-//! at the seal, which compacts the chunks into the message body.
+//! at the seal, which compacts the chunks into the message body. The SQL targets group-commit the
+//! rounds of every stream that are due together into one transaction.
 //!
 //! What the crate guarantees, and the tests check after every step of generated schedules:
 //! - **P**: the store's text is always a prefix of the produced text and never shrinks; a
@@ -52,8 +53,12 @@
 //!   the streams, turns joins and relay queues into subscriptions, and evicts.
 //!
 //! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`,
-//! `jitter.rs`, `error.rs`), the durable targets (`target.rs` and its implementations, with
-//! `verdict.rs` for the SQL targets' shared decisions), `exec.rs` (the one way a core statement
+//! `jitter.rs`, `error.rs`), the display-rate writes (`display.rs`, the rule; `display_clock.rs`,
+//! the plane's one timer for the writes due later), the durable targets (`target.rs` and its
+//! implementations, with `verdict.rs` for the SQL targets' shared decisions), group commit
+//! (`group_commit.rs`, the queue and its leader; `sqlite_shared.rs`, SQLite's group-committed
+//! writer and its read connection; `postgres_group.rs`, PostgreSQL's pipelined checkpoint
+//! transaction), `exec.rs` (the one way a core statement
 //! runs on SQLite or PostgreSQL, for the targets, the sweeper and the server alike), `schema.rs`
 //! (the one runner of the core's table shapes: every table created or upgraded goes through it),
 //! the PostgreSQL pool they use (the URL, its TLS and its errors are the `twoplane-pg` crate's),
@@ -62,6 +67,7 @@
 mod auth;
 mod callback;
 mod display;
+mod display_clock;
 mod error;
 mod exec;
 mod fanout;

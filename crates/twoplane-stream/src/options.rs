@@ -224,8 +224,10 @@ pub(crate) struct Config {
     pub topology: RelayTopology,
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
-    /// Zero: every frame is published as it comes (`hosted/display.rs`).
+    /// Zero: every frame is published as it comes (`display.rs`).
     pub write_interval: Duration,
+    /// The plane's one timer for the display-rate writes due later (`display_clock.rs`).
+    pub display_clock: Arc<crate::display_clock::DisplayClock>,
 }
 
 impl Config {
@@ -328,6 +330,7 @@ impl Config {
             topology,
             on_relay_error: options.on_relay_error,
             on_checkpoint_error: options.on_checkpoint_error,
+            display_clock: Arc::default(),
             write_interval: Duration::from_millis(options.write_interval_ms),
         })
     }

@@ -275,6 +275,12 @@ impl LiveStream {
     }
 }
 
+impl crate::display_clock::DisplayWrite for LiveStream {
+    fn flush_display(&self) {
+        LiveStream::flush_display(self);
+    }
+}
+
 /// The unit an event occupies in the text (never read: a replay and a row take events from the
 /// shape, and text only from runs).
 pub(super) const EVENT_PLACEHOLDER: u16 = 0;

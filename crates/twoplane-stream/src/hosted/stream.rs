@@ -112,12 +112,10 @@ impl LiveStream {
         for e in fx.relay_errors {
             report::relay_error(&self.cfg, &self.id, RelayPhase::Publish, e.as_ref());
         }
-        if let (Some(at), Some(me)) = (fx.flush_at, self.me.upgrade()) {
-            // `fan_out` holds frames only inside a runtime, so there is one to spawn on.
-            tokio::spawn(async move {
-                tokio::time::sleep_until(at).await;
-                me.flush_display();
-            });
+        if let Some(at) = fx.flush_at {
+            // `fan_out` holds frames only inside a runtime, so the clock has one to run on.
+            let me: Weak<dyn crate::display_clock::DisplayWrite> = self.me.clone();
+            self.cfg.display_clock.schedule(at, me);
         }
     }
 
