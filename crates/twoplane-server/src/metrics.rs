@@ -53,16 +53,26 @@ const UPKEEP: Duration = Duration::from_secs(5);
 /// across a network in tens, a store that is failing in seconds (retries included).
 const CHECKPOINT_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
+/// Writes per group commit: one stream alone, up to the batch bound (1,024).
+const GROUP_COMMIT_BUCKETS: [f64; 11] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0];
+
 /// The process's recorder, installed by the first server that asks; `None` when the embedding
 /// application installed a recorder of its own first (its exporter then has these metrics).
 fn handle() -> Option<&'static PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
-            let builder = PrometheusBuilder::new().set_buckets_for_metric(
-                Matcher::Full("twoplane_checkpoint_duration_seconds".into()),
-                &CHECKPOINT_BUCKETS,
-            );
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Full("twoplane_checkpoint_duration_seconds".into()),
+                    &CHECKPOINT_BUCKETS,
+                )
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("twoplane_group_commit_writes".into()),
+                        &GROUP_COMMIT_BUCKETS,
+                    )
+                });
             let installed = builder.and_then(|b| b.install_recorder());
             match installed {
                 Ok(handle) => {
@@ -109,6 +119,10 @@ fn describe() {
         "twoplane_checkpoint_duration_seconds",
         Unit::Seconds,
         "Time a checkpoint round took the store, retries included."
+    );
+    describe_histogram!(
+        "twoplane_group_commit_writes",
+        "Writes (checkpoint rounds, opens, seals) committed together in one store transaction."
     );
     describe_counter!(
         "twoplane_checkpoint_failures_total",
