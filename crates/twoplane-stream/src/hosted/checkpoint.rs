@@ -83,6 +83,7 @@ impl LiveStream {
 
     fn next_step(&self) -> Step {
         let mut st = self.lock();
+        st.policy.round_over();
         if st.life.is_sealing() {
             return Step::Seal;
         }

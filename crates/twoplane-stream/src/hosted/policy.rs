@@ -13,6 +13,9 @@
 //!   ignored when the old deadline passes.
 //! - A deadline is the interval plus this round's jitter (`jitter.rs`), so many streams opened
 //!   together do not write together.
+//! - While a round is in flight a push never wakes the driver: the driver looks at the policy
+//!   again as soon as the round ends (`round_over`), so a wakeup then would be spent (with group
+//!   commit a round waits for its batch, and a push per wakeup was most of a stream's wakeups).
 
 use tokio::time::Instant;
 
@@ -25,11 +28,13 @@ pub(crate) struct Policy {
     stalled: bool,
     /// When the interval timer fires.
     deadline: Option<Instant>,
+    /// A round started and the driver has not come back for the next step yet.
+    in_flight: bool,
 }
 
 impl Policy {
     pub fn new() -> Policy {
-        Policy { forced: false, stalled: false, deadline: None }
+        Policy { forced: false, stalled: false, deadline: None, in_flight: false }
     }
 
     /// Ask for a round regardless of the threshold.
@@ -46,7 +51,7 @@ impl Policy {
     /// threshold was reached or the interval timer was just armed (by `arm`, the driver must
     /// learn its deadline).
     pub fn after_push(&mut self, behind: u64, chars: u64, arm: impl FnOnce() -> Instant) -> bool {
-        if behind == 0 {
+        if behind == 0 || self.in_flight {
             return false;
         }
         if !self.stalled && behind >= chars {
@@ -66,10 +71,16 @@ impl Policy {
             self.forced = false;
             self.stalled = false;
             self.deadline = None;
+            self.in_flight = true;
             return true;
         }
         self.forced = false;
         false
+    }
+
+    /// The driver is back from a round (or never left): pushes wake it again.
+    pub fn round_over(&mut self) {
+        self.in_flight = false;
     }
 
     /// The deadline the driver waits for, arming the timer (by `arm`) when text is waiting and
@@ -108,4 +119,23 @@ impl Policy {
 /// (the number of append attempts so far).
 pub(crate) fn interval_deadline(cfg: &Config, id: &str, round: u64) -> Instant {
     Instant::now() + cfg.interval + cfg.jitter.draw(id, round)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_push_wakes_the_driver_only_when_no_round_is_in_flight() {
+        let mut p = Policy::new();
+        let soon = Instant::now;
+        assert!(p.after_push(10, 8, soon), "past the threshold: wake");
+        assert!(p.start_round(10, 8));
+        assert!(!p.after_push(20, 8, soon), "a round is in flight: the driver comes back by itself");
+        assert!(p.deadline.is_none(), "nor is a timer armed meanwhile");
+        p.round_over();
+        assert!(p.start_round(20, 8), "back from the round, the text that came meanwhile is due at once");
+        p.round_over();
+        assert!(p.after_push(30, 8, soon));
+    }
 }
