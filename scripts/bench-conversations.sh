@@ -40,18 +40,24 @@ fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "open-file limit: $(ulimit -n) (10,000 streams with 2 readers each need more than 20,000 in the server)"
 
-# run.mjs appends each server's pid here; on any exit, kill those still running (by pid, checked
-# to be one of the binaries this script started).
+# run.mjs appends each server's pid and temporary directory here; on any exit, kill those still
+# running (by pid, checked to be one of the binaries this script started) and remove the directories.
+TMPDIR_BASE="${TMPDIR:-/tmp}"
+TMPDIR_BASE="${TMPDIR_BASE%/}"
 PIDFILE=$(mktemp /tmp/twoplane-bench-conversations-pids.XXXXXX)
+BINS=("$(readlink -f "$ROOT/target/release/twoplane")" "$(readlink -f "$DS_ROOT/bin/durable-streams-server")" "$(readlink -f "$ELECTRIC_ROOT/bin/durable-streams-server")")
 cleanup() {
-  local pid exe
+  local pid exe bin
   while read -r pid; do
     [ -n "$pid" ] || continue
-    exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
-    case "$exe" in
-      "$ROOT/target/release/twoplane" | "$DS_ROOT/bin/durable-streams-server" | "$ELECTRIC_ROOT/bin/durable-streams-server")
-        kill -9 "$pid" 2>/dev/null || true ;;
+    case "$pid" in
+      "dir $TMPDIR_BASE"/twoplane-bench-conversations-*) rm -rf "${pid#dir }"; continue ;;
+      dir\ *) continue ;;
     esac
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+    for bin in "${BINS[@]}"; do
+      if [ -n "$exe" ] && [ "$exe" = "$bin" ]; then kill -9 "$pid" 2>/dev/null || true; fi
+    done
   done < "$PIDFILE"
   rm -f "$PIDFILE"
 }

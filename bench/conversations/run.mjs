@@ -47,7 +47,7 @@
 // BENCH_PRODUCER_SOCKETS (keep-alive connections per producer process, 256), BENCH_DRAIN_S (how
 // long readers may take after the last scheduled delta, 60), BENCH_WAIT_S (at most this long
 // before each case waiting for a 1-minute load average under 1.0, 15), BENCH_PIDFILE (each
-// server's pid is appended to it, for the script's cleanup).
+// server's pid and temporary directory are appended to it, for the script's cleanup).
 import { spawn, fork } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -174,6 +174,7 @@ async function freePort() {
 }
 
 const running = new Set();
+const dirs = new Set();
 function killAll() {
   for (const child of running) {
     try {
@@ -182,6 +183,7 @@ function killAll() {
       // gone
     }
   }
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 }
 process.on('exit', killAll);
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(130));
@@ -200,6 +202,8 @@ async function startServer(s, fdLimit) {
   } else {
     env = { ...env, DS_SERVER__BIND_ADDRESS: `127.0.0.1:${port}`, DS_STORAGE__DATA_DIR: join(dir, 'data'), DS_OBSERVABILITY__RUST_LOG: 'error', RUST_LOG: 'error' };
   }
+  dirs.add(dir);
+  if (process.env.BENCH_PIDFILE) appendFileSync(process.env.BENCH_PIDFILE, `dir ${dir}\n`);
   const child = spawn(BINS[s.kind], args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   if (process.env.BENCH_PIDFILE) appendFileSync(process.env.BENCH_PIDFILE, `${child.pid}\n`);
@@ -244,6 +248,7 @@ async function stopServer(srv) {
     }
   }
   rmSync(srv.dir, { recursive: true, force: true });
+  dirs.delete(srv.dir);
 }
 
 // ---------------------------------------------------------------------------------------------
