@@ -98,7 +98,12 @@ export interface TwoplaneProducer {
 
 export function createTwoplaneProducer(options: TwoplaneProducerOptions): TwoplaneProducer;
 
-/** What a page holds of a chat's current stream. */
+/**
+ * What a page holds of a chat's current stream: the whole record the transport writes. A store
+ * keeps it as it is given (JSON-safe): a store that keeps only some fields loses what the others
+ * say (without `snapshot`, a client tool's output and an approval the page gave are gone after a
+ * reload).
+ */
 export interface HeldStream {
   /** The stream (the assistant message's id). */
   streamId: string;
@@ -108,6 +113,19 @@ export interface HeldStream {
   offset: number;
   /** Tool calls whose `onToolCall` ran (through `fresh`). */
   toolCalls: string[];
+  /**
+   * The chunks the page's `Chat` processed up to `offset`, compacted, with what the page added to
+   * the message itself when it sent a continuation (a client tool's output, an approval): a resume
+   * replays them locally and asks twoplane only for what follows. Absent or empty: the resume gets
+   * the server's replay, which does not hold what the page added.
+   */
+  snapshot?: UIMessageChunk[];
+  /** A continuation was sent whose answer the page has not seen yet: a resume waits (10 s) for the
+   *  stream to go on. */
+  goesOn?: boolean;
+  /** Tool calls whose `onToolCall` ran on a page that went away before their continuation was sent:
+   *  offered once more to the next page (`fresh`). */
+  reoffered?: string[];
 }
 
 /** Where the transport keeps `HeldStream`s (sync or async). */
@@ -160,6 +178,14 @@ export class TwoplaneChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imp
   reconnectToStream: ChatTransport<UI_MESSAGE>['reconnectToStream'];
   /** What the page holds of a chat's current stream. */
   held(chatId: string): Promise<HeldStream | undefined>;
+  /**
+   * The messages to start the page's `Chat` with (`useChat({ messages })`), given those the app
+   * kept: without the last assistant message when the page holds its stream, which the resume
+   * then rebuilds (with what the page added to it). Needed on SDK releases whose resume builds on
+   * the page's last message; the same result on the others. Asks the `held` store only when it
+   * answers at once (`memoryHeld`, `webStorageHeld`); otherwise returns `messages` as they are.
+   */
+  restore<M extends { id: string; role: string }>(chatId: string, messages: M[]): M[];
   /** Whether a chunk only rebuilds what the page already held. */
   isReplayed(chunk: unknown): boolean;
   /** `onToolCall` or `onData`, called only for what is new to the page. */

@@ -31,8 +31,8 @@ import { signStreamToken } from '../../../npm/twoplane/src/token.js';
 export const FIRST_TEXT = 'Let me ask. ';
 export const CONTINUATION_TEXT = 'You said so; done.';
 
-/** The model's answer to a request: the first turn, or (its messages ending in the assistant
- *  message) the continuation. */
+/** The model's answer to a request: the first turn (a text, then the tool's call, its input
+ *  streamed), or (its messages ending in the assistant message) the continuation. */
 export function continuationSteps(M, flow, continuing) {
   const meta = (id) => [
     { type: 'stream-start', warnings: [] },
@@ -46,7 +46,19 @@ export function continuationSteps(M, flow, continuing) {
   const tool = flow === 'client' ? 'confirm' : 'deploy';
   const input = JSON.stringify(flow === 'client' ? { question: 'Go on?' } : { target: 'prod' });
   if (!continuing) {
-    return [[...meta('r1'), ...text('t1', ['Let ', 'me ', 'ask. ']), { type: 'tool-call', toolCallId: 'call-1', toolName: tool, input }, M.finishPart('tool-calls')]];
+    // The tool's input streams in four pieces, so that a page can go away while it does.
+    const pieces = [0, 1, 2, 3].map((i) => input.slice((i * input.length) >> 2, ((i + 1) * input.length) >> 2));
+    return [
+      [
+        ...meta('r1'),
+        ...text('t1', ['Let ', 'me ', 'ask. ']),
+        { type: 'tool-input-start', id: 'call-1', toolName: tool },
+        ...pieces.map((delta) => ({ type: 'tool-input-delta', id: 'call-1', delta })),
+        { type: 'tool-input-end', id: 'call-1' },
+        { type: 'tool-call', toolCallId: 'call-1', toolName: tool, input },
+        M.finishPart('tool-calls'),
+      ],
+    ];
   }
   return [[...meta('r2'), ...text('t2', ['You ', 'said ', 'so; ', 'done.']), M.finishPart('stop')]];
 }
@@ -56,7 +68,7 @@ export function continuationSteps(M, flow, continuing) {
 export function continuationTools(M, ran = () => {}) {
   return {
     confirm: M.ai.tool({ description: 'ask the user', inputSchema: z.object({ question: z.string() }) }),
-    ...(M.major !== '5'
+    ...(M.base !== '5'
       ? {
           deploy: M.ai.tool({
             description: 'deploy',

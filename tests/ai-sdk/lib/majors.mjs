@@ -8,11 +8,20 @@ const require = createRequire(import.meta.url);
 
 export const MAJORS = ['5', '6', '7'];
 
-// package alias of `ai`, of `@ai-sdk/react`, and the language-model mock each major's `ai/test` has
+// package alias of `ai`, of `@ai-sdk/react`, and the language-model mock each major's `ai/test` has.
+// Besides the pinned release of each major (`5`, `6`, `7`, with their `@ai-sdk/react`), the oldest
+// and the newest published release of each major in twoplane/ai-sdk's peer range (`5old` 5.0.0,
+// `6old` 6.0.0, `7old` 7.0.0; `5` is also the newest 5.x, `6last` 6.0.333, `7last` 7.0.185), without a
+// React package: their tests drive the SDK's own `AbstractChat` (lib/chat.mjs).
 const TABLE = {
   5: { ai: 'ai5', react: 'ai-sdk-react5', mock: 'MockLanguageModelV2', spec: 'v2' },
   6: { ai: 'ai6', react: 'ai-sdk-react6', mock: 'MockLanguageModelV3', spec: 'v3' },
   7: { ai: 'ai7', react: 'ai-sdk-react7', mock: 'MockLanguageModelV4', spec: 'v4' },
+  '5old': { ai: 'ai5old', react: null, mock: 'MockLanguageModelV2', spec: 'v2' },
+  '6old': { ai: 'ai6old', react: null, mock: 'MockLanguageModelV3', spec: 'v3' },
+  '6last': { ai: 'ai6last', react: null, mock: 'MockLanguageModelV3', spec: 'v3' },
+  '7old': { ai: 'ai7old', react: null, mock: 'MockLanguageModelV4', spec: 'v4' },
+  '7last': { ai: 'ai7last', react: null, mock: 'MockLanguageModelV4', spec: 'v4' },
 };
 
 /** The installed version of a package alias. */
@@ -28,10 +37,12 @@ export async function loadMajor(major) {
   const test = await import(`${t.ai}/test`);
   return {
     major,
+    /** The major alone ('5', '6' or '7'). */
+    base: major[0],
     alias: t.ai,
     reactAlias: t.react,
     version: installedVersion(t.ai),
-    reactVersion: installedVersion(t.react),
+    reactVersion: t.react ? installedVersion(t.react) : undefined,
     ai,
     test,
     MockModel: test[t.mock],

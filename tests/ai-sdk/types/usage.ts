@@ -52,8 +52,10 @@ const transport = new TwoplaneChatTransport<UIMessage>({
   cancelOnStop: true,
 });
 const asTransport: ChatTransport<UIMessage> = transport;
+const stored: UIMessage[] = [];
 const chat = new Chat<UIMessage>({
   id: 'c',
+  messages: transport.restore('c', stored),
   transport,
   onToolCall: transport.fresh(({ toolCall }) => {
     const id: string = toolCall.toolCallId;
@@ -64,6 +66,9 @@ const chat = new Chat<UIMessage>({
 const replay: true = transport.resumeStreamIsReplay;
 const held: Promise<HeldStream | undefined> = transport.held('c');
 const fromMemory = new TwoplaneChatTransport({ held: memoryHeld() });
+// the whole record a store gives back: the snapshot holds UI message chunks
+const whole: HeldStream = { streamId: 's', offset: 3, toolCalls: [], snapshot: [{ type: 'start', messageId: 's' }], goesOn: true, reoffered: [] };
+void whole;
 const replayed: boolean = isReplayedChunk({ type: 'start' }) && transport.isReplayed(null);
 export { asTransport, chat, replay, held, fromMemory, replayed };
 

@@ -32,6 +32,12 @@ export function isReplayedChunk(chunk) {
   return chunk !== null && typeof chunk === 'object' && REPLAYED.has(chunk);
 }
 
+/** `chunk` (an object), marked as only rebuilding what the page held. */
+export function markReplayed(chunk) {
+  REPLAYED.add(chunk);
+  return chunk;
+}
+
 /** `{ t, chatId }` of a chunk object a Follow delivered (`t` the transport's internals), or
  *  undefined. */
 export function ownerOf(chunk) {

@@ -20,8 +20,9 @@
 //   `cancelOnStop` is false.
 
 import { DefaultChatTransport } from 'ai';
-import { Follow, compactChunks, isReplayedChunk, ownerOf } from './follow.js';
+import { Follow, compactChunks, isReplayedChunk, markReplayed, ownerOf } from './follow.js';
 import { memoryHeld } from './held.js';
+import { resumeSeed } from './probe.js';
 import { bearer, segment, trimSlash } from './http.js';
 
 const RECONNECT = { attempts: 6, initialMs: 250, maxMs: 4000 };
@@ -40,7 +41,6 @@ export class TwoplaneChatTransport {
   #memory = new Map(); // chatId -> { gen, follow, lastFollow, disconnected }
   #responses = new WeakMap(); // abortSignal -> the route's response headers
   #reconnect;
-  #replayFlag;
   #cancelOnStop;
 
   constructor(options = {}) {
@@ -62,8 +62,6 @@ export class TwoplaneChatTransport {
         return res;
       },
     });
-    // ai 5's transports have no resumeStreamIsReplay: its Chat never resets a resumed state.
-    this.#replayFlag = this.#sender.resumeStreamIsReplay !== undefined;
   }
 
   /** ai 6 and 7: a resume's first `start` resets the SDK's state (the transport replays). */
@@ -88,14 +86,17 @@ export class TwoplaneChatTransport {
   fresh(handler) {
     return (arg, ...rest) => {
       const chunk = arg !== null && typeof arg === 'object' && 'toolCall' in arg ? arg.toolCall : arg;
-      if (isReplayedChunk(chunk)) return undefined;
       const owner = ownerOf(chunk);
-      if (owner && owner.t === this.#internals && arg !== chunk && typeof chunk.toolCallId === 'string') {
+      const call = owner && owner.t === this.#internals && arg !== chunk && typeof chunk.toolCallId === 'string';
+      if (call && this.#reoffer(owner.chatId, chunk.toolCallId)) return handler(arg, ...rest);
+      if (isReplayedChunk(chunk)) return undefined;
+      if (call) {
         const m = this.#mem(owner.chatId);
         const record = m.record;
         if (record) {
           if (record.toolCalls.includes(chunk.toolCallId)) return undefined;
           record.toolCalls.push(chunk.toolCallId);
+          m.ranHere.add(chunk.toolCallId);
           this.#save(owner.chatId, record);
         }
       }
@@ -103,10 +104,65 @@ export class TwoplaneChatTransport {
     };
   }
 
+  /**
+   * Whether a client tool's call is offered once more: its `onToolCall` ran on a page that went
+   * away before the continuation left (`#goingOn` records the output the page gave, and marks
+   * `goesOn`), so the output lived only in that page and no page would ever give it. Once per call
+   * (`reoffered`), and only with the transport's own record (a `snapshot` to tell an answered call
+   * by): a store that dropped it cannot say, and the call is not run again.
+   */
+  #reoffer(chatId, toolCallId) {
+    const m = this.#mem(chatId);
+    const r = m.record;
+    if (!r || m.ranHere.has(toolCallId) || !r.toolCalls.includes(toolCallId) || r.goesOn === true) return false;
+    if (!Array.isArray(r.snapshot) || r.snapshot.length === 0) return false;
+    const answered = r.snapshot.some(
+      (c) => c?.toolCallId === toolCallId && ['tool-output-available', 'tool-output-error', 'tool-output-denied', 'tool-approval-request'].includes(c.type),
+    );
+    if (answered || (r.reoffered ?? []).includes(toolCallId)) return false;
+    r.reoffered = [...(r.reoffered ?? []), toolCallId];
+    m.ranHere.add(toolCallId);
+    this.#save(chatId, r);
+    return true;
+  }
+
+  /**
+   * The messages a page starts its `Chat` with, given those the app kept: without a last assistant
+   * message whose stream the page holds, since the resume rebuilds that message from its stream.
+   * Why the transport does this and does not rely on the SDK's reset: an SDK whose resume builds
+   * on the page's last message and never resets it ('held', probe.js: 5.x before 5.0.233, 6.x
+   * before 6.0.250, 7.x before 7.0.62) would get that message's parts a second time, and the
+   * transport cannot see the page's messages to send only what they lack (`reconnectToStream` is
+   * given the chat id alone). On the other releases the result is the same either way. What the
+   * page added to the message it drops (a client tool's output, an approval) goes into the
+   * resume, as the chunks that say it. Only a store that answers at once (`memoryHeld`,
+   * `webStorageHeld`) can be asked here: with an asynchronous store the messages are returned as
+   * they are.
+   */
+  restore(chatId, messages) {
+    const list = Array.isArray(messages) ? messages : [];
+    const last = list.at(-1);
+    if (last?.role !== 'assistant') return list;
+    const m = this.#mem(chatId);
+    let held = m.record;
+    if (!held) {
+      try {
+        const r = this.#held.get(chatId);
+        held = r && typeof r.then !== 'function' ? r : null;
+      } catch {
+        held = null;
+      }
+    }
+    if (!held || held.streamId !== last.id) return list;
+    m.restored = structuredClone(last);
+    return list.slice(0, -1);
+  }
+
   #mem(chatId) {
     let m = this.#memory.get(chatId);
     if (!m) {
-      m = { gen: 0, follow: null, lastFollow: null, disconnected: false, record: null };
+      // ranHere: the tool calls whose onToolCall ran on this page
+      m = { gen: 0, follow: null, lastFollow: null, disconnected: false, record: null, restored: null, ranHere: new Set() };
       this.#memory.set(chatId, m);
     }
     return m;
@@ -114,7 +170,7 @@ export class TwoplaneChatTransport {
 
   #save(chatId, record) {
     try {
-      const r = this.#held.set(chatId, { ...record, toolCalls: [...record.toolCalls] });
+      const r = this.#held.set(chatId, { ...record, toolCalls: [...record.toolCalls], ...(record.reoffered ? { reoffered: [...record.reoffered] } : {}) });
       if (r && typeof r.catch === 'function') r.catch(() => {});
     } catch {
       // a full storage: the page holds less than it could say
@@ -257,7 +313,7 @@ export class TwoplaneChatTransport {
     if (last?.role !== 'assistant') return null;
     const prior = m.record ?? (await this.#held.get(chatId)) ?? null;
     if (!prior || prior.streamId !== last.id || !Array.isArray(prior.snapshot) || prior.snapshot.length === 0) return null;
-    const snapshot = compactChunks([...prior.snapshot, ...pageFacts(last, prior.snapshot)]);
+    const snapshot = withFacts(prior.snapshot, last);
     const record = { ...prior, toolCalls: [...(prior.toolCalls ?? [])], snapshot, goesOn: true };
     m.record = record;
     this.#save(chatId, record);
@@ -282,15 +338,24 @@ export class TwoplaneChatTransport {
     const record = held && (target.streamId === undefined || target.streamId === held.streamId) ? { ...held, toolCalls: [...(held.toolCalls ?? [])] } : null;
     let from = record?.offset ?? 0;
     let skip = false;
-    // ai 5's Chat goes on from the state it has (after a disconnect, or when the held message has a
-    // tool input still streaming): then the chunks it holds must not be sent again.
+    // Where the SDK's Chat starts this resume (probe.js). Within a page the transport knows what
+    // the page's message holds (what the last stream handed it); a Chat that goes on from that
+    // message must not get it again, and one that starts from nothing must. 'held': always goes on
+    // from the page's last message. 'streaming-tool' (ai 5 from 5.0.233): after a disconnect, or
+    // when that message has a tool input still streaming. After a reload the page holds nothing
+    // of the message when it started from `restore(...)`, which drops it.
+    const seed = await resumeSeed();
     const last = m.lastFollow;
-    if (!this.#replayFlag && last && last.enqueuedEnd !== undefined && (m.disconnected || last.openTools.size > 0)) {
+    const restored = m.restored;
+    m.restored = null;
+    if (last && last.enqueuedEnd !== undefined && (seed === 'held' || (seed === 'streaming-tool' && (m.disconnected || last.openTools.size > 0)))) {
       from = last.enqueuedEnd;
       skip = true;
     }
-    // A snapshot of what the page processed: replayed here, and only the tail asked for.
-    const snapshot = !skip && from > 0 && Array.isArray(record?.snapshot) && record.snapshot.length > 0 ? record.snapshot : undefined;
+    // A snapshot of what the page processed: replayed here, and only the tail asked for; with what
+    // the page added to the message itself, when the app gave it back (`restore`).
+    let snapshot = !skip && from > 0 && Array.isArray(record?.snapshot) && record.snapshot.length > 0 ? record.snapshot : undefined;
+    if (snapshot && restored && restored.id === record.streamId) snapshot = withFacts(snapshot, restored);
     if (record && !skip && snapshot === undefined) record.snapshot = [];
     const prelude = snapshot?.map((c) => structuredClone(c));
     // A continuation was sent and the page went away before its answer: the stream may not have
@@ -299,6 +364,9 @@ export class TwoplaneChatTransport {
     const follow = this.#follow(m, chatId, target, { from, skip, record, signal: abortSignal, prelude, awaitMore });
     if ((await follow.start()) === 'none') {
       follow.stop();
+      // The page dropped the message (`restore`) and twoplane no longer has its stream: what the
+      // page processed of it is given back, so the page does not lose it.
+      if (restored && prelude) return replayOnly(prelude);
       return null;
     }
     return follow.readable;
@@ -333,6 +401,37 @@ function pageFacts(message, snapshot) {
     }
   }
   return facts;
+}
+
+/**
+ * `snapshot` (a message's chunks) with the chunks that say what the page added to `message` itself
+ * (pageFacts), each placed right after the last chunk of its tool call, where the stream would have
+ * said it: the SDK finds a tool's part by its call within the current step, so a fact placed after
+ * a later `start-step` would not find it. Compacted.
+ */
+function withFacts(snapshot, message) {
+  const out = [...snapshot];
+  for (const fact of pageFacts(message, snapshot)) {
+    const toolCallId =
+      fact.toolCallId ?? out.find((c) => c?.type === 'tool-approval-request' && c.approvalId === fact.approvalId)?.toolCallId;
+    let at = -1;
+    if (typeof toolCallId === 'string') for (let i = 0; i < out.length; i += 1) if (out[i]?.toolCallId === toolCallId) at = i;
+    if (at < 0) out.push(fact);
+    else out.splice(at + 1, 0, fact);
+  }
+  return compactChunks(out);
+}
+
+/** A resume that is only `chunks`, marked replayed: a message the page held and twoplane no longer
+ *  has. */
+function replayOnly(chunks) {
+  let i = 0;
+  return new ReadableStream({
+    pull(c) {
+      if (i < chunks.length) c.enqueue(markReplayed(chunks[i++]));
+      else c.close();
+    },
+  });
 }
 
 function cancelUrlOf(url) {
