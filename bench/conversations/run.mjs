@@ -26,7 +26,8 @@
 // Printed per server, size and R: server CPU (user + system, /proc/<pid>/stat) per appended delta
 // and per delivered delta (delta x reader) over the steady part (from 1.25 s after the first
 // stream started, when all have, to 0.25 s before the first stream's last scheduled delta); write
-// system calls per delivered delta (/proc/<pid>/io syscw); p50 / p99 from a delta's send (its
+// system calls per delivered delta (/proc/<pid>/io syscw); context switches per appended delta (every
+// thread's, voluntary and not, /proc/<pid>/task/*/status); p50 / p99 from a delta's send (its
 // request written, or its chunk written) to its receipt by a reader (streams sampled so that at
 // most 500 are; one clock: performance.timeOrigin + performance.now() in every process); RSS per
 // open stream and per idle reader (RSS after creating the streams, then with every reader
@@ -40,7 +41,8 @@
 // A case whose sockets do not fit the open-file limit (server side: S x R readers, the
 // producers' connections, and electric's one open file per stream) is skipped and says why.
 //
-// Env: TWOPLANE_BIN, DS_BIN (ds-rust), DS_ELECTRIC_BIN; BENCH_SIZES (comma list of stream counts:
+// Env: TWOPLANE_BIN, DS_BIN (ds-rust), DS_ELECTRIC_BIN; TWOPLANE_BASE_BIN (and TWOPLANE_BASE_LABEL):
+// an older twoplane build run beside the current one as `twoplane-base`; BENCH_SIZES (comma list of stream counts:
 // 100,1000,10000), BENCH_R (comma list: 1,2), BENCH_SERVERS (comma list of the keys above),
 // BENCH_ROUNDS (1; means over rounds), BENCH_QUICK=1 (100 and 1,000 streams, R = 1, a quarter of
 // the deltas), BENCH_DELTAS (n for every size), BENCH_PRODUCERS, BENCH_READER_PROCS,
@@ -83,6 +85,11 @@ const SERVERS = [
   { key: 'electric-mem', label: 'Electric durable-streams 0.1.5, --durability memory', kind: 'electric', durability: 'memory', mode: 'append' },
   { key: 'electric-wal', label: 'Electric durable-streams 0.1.5, --durability wal', kind: 'electric', durability: 'wal', mode: 'append' },
   { key: 'ds-rust', label: 'durable-streams-server 0.3.0 (memory)', kind: 'ds-rust', mode: 'append' },
+  // An older build of twoplane beside the current one (TWOPLANE_BASE_BIN), for a before/after of
+  // a change in one run; only when that variable is set.
+  ...(process.env.TWOPLANE_BASE_BIN
+    ? [{ key: 'twoplane-base', label: `twoplane at ${process.env.TWOPLANE_BASE_LABEL ?? 'TWOPLANE_BASE_BIN'}, a request per delta`, kind: 'twoplane', mode: 'append', bin: process.env.TWOPLANE_BASE_BIN }]
+    : []),
 ].filter((s) => !process.env.BENCH_SERVERS || list(process.env.BENCH_SERVERS).includes(s.key));
 
 const BINS = { twoplane: process.env.TWOPLANE_BIN, electric: process.env.DS_ELECTRIC_BIN, 'ds-rust': process.env.DS_BIN };
@@ -99,6 +106,19 @@ for (const s of SERVERS) {
 function cpuOf(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return { user: Number(f[11]) / TICK, system: Number(f[12]) / TICK };
+}
+// Context switches of every thread of the process (voluntary: it waited; involuntary: preempted).
+function ctxOf(pid) {
+  let n = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
+      n += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(st)?.[1] ?? 0) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(st)?.[1] ?? 0);
+    } catch {
+      // a thread that ended between the listing and the read
+    }
+  }
+  return n;
 }
 const syscwOf = (pid) => Number(/syscw: (\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))[1]);
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
@@ -204,7 +224,7 @@ async function startServer(s, fdLimit) {
   }
   dirs.add(dir);
   if (process.env.BENCH_PIDFILE) appendFileSync(process.env.BENCH_PIDFILE, `dir ${dir}\n`);
-  const child = spawn(BINS[s.kind], args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(s.bin ?? BINS[s.kind], args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   if (process.env.BENCH_PIDFILE) appendFileSync(process.env.BENCH_PIDFILE, `${child.pid}\n`);
   let log = '';
@@ -418,7 +438,7 @@ async function runCase(s, z, R, round, fdLimit) {
     }
 
     // The steady window's readings.
-    const reading = () => ({ t: now(), ...cpuOf(pid), syscw: syscwOf(pid) });
+    const reading = () => ({ t: now(), ...cpuOf(pid), syscw: syscwOf(pid), ctx: ctxOf(pid) });
     const atA = sleep(A - now()).then(reading);
     const atB = sleep(B - now()).then(reading);
 
@@ -493,6 +513,7 @@ async function runCase(s, z, R, round, fdLimit) {
     result.deliverUser = (user * 1e6) / delivered;
     result.deliverSystem = (system * 1e6) / delivered;
     result.writes = (rb.syscw - ra.syscw) / delivered;
+    result.switches = (rb.ctx - ra.ctx) / appended;
     result.cpuShare = (user + system) / result.windowS;
     result.achieved = appended / result.windowS;
     result.asked = S * rate;
@@ -571,9 +592,9 @@ console.log(
 );
 console.log('');
 console.log(
-  '| streams x deltas at rate | R | server | CPU per appended delta, µs (user + sys) | CPU per delivered delta, µs (user + sys) | writes per delivered delta | p50 / p99 send to receipt, ms | RSS per stream | RSS per idle reader | max seq − durableSeq | /readyz | achieved / asked deltas/s (send lateness p99) | readers exact |',
+  '| streams x deltas at rate | R | server | CPU per appended delta, µs (user + sys) | CPU per delivered delta, µs (user + sys) | writes per delivered delta | context switches per appended delta | p50 / p99 send to receipt, ms | RSS per stream | RSS per idle reader | max seq − durableSeq | /readyz | achieved / asked deltas/s (send lateness p99) | readers exact |',
 );
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 const totals = {};
 for (const z of SIZES) {
   for (const R of RS) {
@@ -584,7 +605,7 @@ for (const z of SIZES) {
       const sizeCell = `${z.S} x ${z.n} at ${z.rate}/s`;
       if (rs.length === 0) {
         const why = all.find((r) => r.skipped)?.skipped ?? (all.find((r) => r.problems?.length) ? 'FAILED (see above)' : 'not run');
-        console.log(`| ${sizeCell} | ${R} | ${s.label} | ${why} | | | | | | | | | |`);
+        console.log(`| ${sizeCell} | ${R} | ${s.label} | ${why} | | | | | | | | | | |`);
         continue;
       }
       const m = (k) => mean(rs.map((r) => r[k]));
@@ -593,7 +614,7 @@ for (const z of SIZES) {
       const undurable = s.kind === 'twoplane' ? String(Math.max(...rs.map((r) => r.maxUndurable))) : 'n/a';
       const star = rs.some((r) => r.compiling) ? ' *' : '';
       console.log(
-        `| ${sizeCell} | ${R} | ${s.label}${star} | ${f(m('appendUser') + m('appendSystem'), 2)} (${f(m('appendUser'), 2)} + ${f(m('appendSystem'), 2)}) | ${f(totals[key], 2)} (${f(m('deliverUser'), 2)} + ${f(m('deliverSystem'), 2)}) | ${f(m('writes'), 3)} | ${f(m('p50'))} / ${f(m('p99'))} | ${kib(m('rssPerStream'))} | ${kib(m('rssPerReader'))} | ${undurable} | ${ready} | ${f(m('achieved'), 0)} / ${z.S * z.rate} (${f(m('lateP99'))} ms) | ${rs.reduce((a, r) => a + r.readersOk, 0)} of ${rs.reduce((a, r) => a + r.readers, 0)}${m('reconnects') > 0 ? `, ${f(m('reconnects'), 0)} reconnects` : ''} |`,
+        `| ${sizeCell} | ${R} | ${s.label}${star} | ${f(m('appendUser') + m('appendSystem'), 2)} (${f(m('appendUser'), 2)} + ${f(m('appendSystem'), 2)}) | ${f(totals[key], 2)} (${f(m('deliverUser'), 2)} + ${f(m('deliverSystem'), 2)}) | ${f(m('writes'), 3)} | ${f(m('switches'), 2)} | ${f(m('p50'))} / ${f(m('p99'))} | ${kib(m('rssPerStream'))} | ${kib(m('rssPerReader'))} | ${undurable} | ${ready} | ${f(m('achieved'), 0)} / ${z.S * z.rate} (${f(m('lateP99'))} ms) | ${rs.reduce((a, r) => a + r.readersOk, 0)} of ${rs.reduce((a, r) => a + r.readers, 0)}${m('reconnects') > 0 ? `, ${f(m('reconnects'), 0)} reconnects` : ''} |`,
       );
     }
   }
