@@ -58,7 +58,7 @@
 //! implementations, with `verdict.rs` for the SQL targets' shared decisions), group commit
 //! (`group_commit.rs`, the queue and its leader; `sqlite_shared.rs`, SQLite's group-committed
 //! writer and its read connection; `postgres_group.rs`, PostgreSQL's pipelined checkpoint
-//! transaction), `exec.rs` (the one way a core statement
+//! transaction, with `pg_state.rs`, the store's word on a row it returns), `exec.rs` (the one way a core statement
 //! runs on SQLite or PostgreSQL, for the targets, the sweeper and the server alike), `schema.rs`
 //! (the one runner of the core's table shapes: every table created or upgraded goes through it),
 //! the PostgreSQL pool they use (the URL, its TLS and its errors are the `twoplane-pg` crate's),
@@ -81,6 +81,7 @@ mod jitter;
 mod memory;
 mod options;
 mod pg_client;
+mod pg_state;
 mod plane;
 mod postgres;
 mod postgres_group;

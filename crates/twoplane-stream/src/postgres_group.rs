@@ -29,7 +29,7 @@ use crate::error::PlaneError;
 use crate::exec::PgExec;
 use crate::group_commit::{GroupQueue, Leading, MAX_BATCH};
 use crate::pg_client::PgClient;
-use crate::postgres::{claimed_ack, db_err, state_of};
+use crate::pg_state::{claimed_ack, db_err, state_of};
 use crate::target::AppendAck;
 
 /// The queue of one target's checkpoint rounds.
