@@ -49,12 +49,23 @@ done
 
 # A message that goes on (client tools, tool approvals), against the SDK's own Chat and
 # DefaultChatTransport, in every major (tool approvals from ai 6 on): in Node, then with pages
-# reloaded mid first turn, between the turns and mid continuation, in Node (continue-reload) and
-# through useChat in Chromium (browser-continue).
+# killed at every point of the conversation, in Node (continue-reload) and through useChat in
+# Chromium (browser-continue); a stream sealed `error` read live, resumed and from the store
+# (error.test.mjs); and the code blocks of docs/ai-sdk.md run as written (docs.test.mjs).
 for m in 5 6 7; do
-  say "aisdk: continuations with ai $m: a client tool and a tool approval go on with the same message, reloaded or not, in Node and Chromium"
+  say "aisdk: continuations with ai $m: a client tool and a tool approval go on with the same message, reloaded or not, in Node and Chromium; the guide's code"
   (cd tests/ai-sdk && TWOPLANE_AI=$m TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" CHROMIUM=/usr/bin/chromium \
-    node --import ./lib/ai-alias.mjs --test --test-concurrency=1 continue.test.mjs continue-reload.test.mjs browser-continue.test.mjs)
+    node --import ./lib/ai-alias.mjs --test --test-concurrency=1 continue.test.mjs continue-reload.test.mjs browser-continue.test.mjs error.test.mjs docs.test.mjs)
+done
+
+# The oldest and the newest published release of each major in twoplane/ai-sdk's peer range
+# (5.0.0, 6.0.0, 6.0.333, 7.0.0, 7.0.185; 5.0.277, the newest 5.x, is the pinned `5` above), with
+# the SDK's own AbstractChat: the pages killed at every point (continue-reload). The releases
+# before 5.0.233, 6.0.250 and 7.0.62 build a resume on the page's last message.
+for m in 5old 6old 6last 7old 7last; do
+  say "aisdk: continuations with ai $m (AbstractChat), the page killed at every point"
+  (cd tests/ai-sdk && TWOPLANE_AI=$m TWOPLANE_BIN="$CARGO_TARGET_DIR/debug/twoplane" \
+    node --import ./lib/ai-alias.mjs --test --test-concurrency=1 continue-reload.test.mjs)
 done
 
 # The AI SDK example (examples/ai-sdk-chat, issue #24), started exactly as its README says

@@ -201,6 +201,10 @@ export class Follow {
       throw networkError(`twoplane: ${e?.message ?? e}`, e);
     }
     if (res.status === 204 || res.ok) return res;
+    if (res.status === 404 && this.target.missingIsNone) {
+      res.body?.cancel().catch(() => {});
+      return new Response(null, { status: 204 });
+    }
     const text = await res.text().catch(() => '');
     throw new Error(text.trim() || `twoplane: GET ${url}: ${res.status}`);
   }

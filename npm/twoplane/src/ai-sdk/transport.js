@@ -212,7 +212,9 @@ export class TwoplaneChatTransport {
   };
 
   #target(chatId, streamId, token) {
-    if (streamId === undefined) return { url: `${trimSlash(this.#api)}/${segment(chatId)}/stream` };
+    // The app's resume route, for a page that holds no stream: an app without one (a 404) has
+    // nothing to resume, as a 204 says.
+    if (streamId === undefined) return { url: `${trimSlash(this.#api)}/${segment(chatId)}/stream`, missingIsNone: true };
     return {
       url: `${this.#endpoint}/v1/streams/${segment(streamId)}/ui-message-stream`,
       cancelUrl: `${this.#endpoint}/v1/streams/${segment(streamId)}/cancel`,
