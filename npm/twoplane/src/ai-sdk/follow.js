@@ -44,6 +44,9 @@ export function ownerOf(chunk) {
   return chunk !== null && typeof chunk === 'object' ? OWNER.get(chunk) : undefined;
 }
 
+/** The chunks that answer a tool call in its stream: after one, no page gives the call's output. */
+export const TOOL_ANSWERS = ['tool-output-available', 'tool-output-error', 'tool-output-denied', 'tool-approval-request'];
+
 /** Resolves after `ms`, or at once when `signal` aborts. */
 const sleep = (ms, signal) =>
   new Promise((resolve) => {
@@ -129,12 +132,17 @@ export class Follow {
     this.received = o.from; // the offset of the last complete batch received
     this.enqueuedEnd = o.skip ? o.from : undefined; // the offset the reader stands at
     this.buffer = [];
+    // The chunks that tell a client tool from one the server answers, and who waits to know
+    // (`fateOf`).
+    this.calls = [];
+    this.fates = [];
     // A replay the page's snapshot holds, handed the SDK before anything the server sends.
     if (Array.isArray(o.prelude) && o.prelude.length > 0) {
       for (const chunk of o.prelude) {
         REPLAYED.add(chunk);
         OWNER.set(chunk, { t: this.t, chatId: this.chatId });
         this.buffer.push({ chunk, local: true });
+        this.note(chunk);
       }
       this.buffer[this.buffer.length - 1].end = o.from;
     }
@@ -158,6 +166,48 @@ export class Follow {
     const w = this.wakeUp;
     this.wakeUp = null;
     w?.();
+    if (this.fates.length > 0) this.settle();
+  }
+
+  /** Keeps, in stream order, the chunks that say what became of a tool call (see `fateOf`). */
+  note(chunk) {
+    if (chunk === null || typeof chunk !== 'object') return;
+    const t = chunk.type;
+    if (typeof chunk.toolCallId === 'string' || t === 'finish-step' || t === 'finish') {
+      this.calls.push({ type: t, toolCallId: chunk.toolCallId });
+    }
+  }
+
+  /**
+   * What the stream says of tool call `toolCallId` after its input: 'answered' (an output, an
+   * error, a denial or an approval request follows it: the server or the SDK answers it),
+   * 'unanswered' (its step or the stream ends without one: only a page can give its output), or
+   * 'unknown' (the stream stopped or failed first). Resolves as soon as the chunks received say;
+   * the connection is read on meanwhile, whether or not the SDK asks for the next chunk.
+   */
+  fateOf(toolCallId) {
+    return new Promise((resolve) => {
+      this.fates.push({ toolCallId, resolve });
+      this.settle();
+    });
+  }
+
+  settle() {
+    this.fates = this.fates.filter(({ toolCallId, resolve }) => {
+      let from = 0;
+      for (let i = 0; i < this.calls.length; i += 1) {
+        const c = this.calls[i];
+        if (c.toolCallId === toolCallId && c.type === 'tool-input-available') from = i + 1;
+      }
+      for (let i = from; i < this.calls.length; i += 1) {
+        const c = this.calls[i];
+        if (c.toolCallId === toolCallId && TOOL_ANSWERS.includes(c.type)) return void resolve('answered');
+        if (c.type === 'finish-step' || c.type === 'finish') return void resolve('unanswered');
+      }
+      if (this.done) return void resolve('unanswered');
+      if (this.stopped || this.failure !== null) return void resolve('unknown');
+      return true;
+    });
   }
 
   stop() {
@@ -272,6 +322,7 @@ export class Follow {
       if (chunk !== null && typeof chunk === 'object') {
         if (replayed) REPLAYED.add(chunk);
         OWNER.set(chunk, { t: this.t, chatId: this.chatId });
+        this.note(chunk);
         if (chunk.type === 'tool-input-start') this.openTools.add(chunk.toolCallId);
         else if (chunk.type === 'tool-input-available' || chunk.type === 'tool-input-error') this.openTools.delete(chunk.toolCallId);
       }

@@ -20,7 +20,7 @@
 //   `cancelOnStop` is false.
 
 import { DefaultChatTransport } from 'ai';
-import { Follow, compactChunks, isReplayedChunk, markReplayed, ownerOf } from './follow.js';
+import { Follow, TOOL_ANSWERS, compactChunks, isReplayedChunk, markReplayed, ownerOf } from './follow.js';
 import { memoryHeld } from './held.js';
 import { resumeSeed } from './probe.js';
 import { bearer, segment, trimSlash } from './http.js';
@@ -88,7 +88,9 @@ export class TwoplaneChatTransport {
       const chunk = arg !== null && typeof arg === 'object' && 'toolCall' in arg ? arg.toolCall : arg;
       const owner = ownerOf(chunk);
       const call = owner && owner.t === this.#internals && arg !== chunk && typeof chunk.toolCallId === 'string';
-      if (call && this.#reoffer(owner.chatId, chunk.toolCallId)) return handler(arg, ...rest);
+      if (call && this.#mayReoffer(owner.chatId, chunk.toolCallId)) {
+        return this.#reoffer(owner.chatId, chunk.toolCallId).then((again) => (again ? handler(arg, ...rest) : undefined));
+      }
       if (isReplayedChunk(chunk)) return undefined;
       if (call) {
         const m = this.#mem(owner.chatId);
@@ -105,21 +107,32 @@ export class TwoplaneChatTransport {
   }
 
   /**
-   * Whether a client tool's call is offered once more: its `onToolCall` ran on a page that went
+   * Whether a client tool's call may be offered once more: its `onToolCall` ran on a page that went
    * away before the continuation left (`#goingOn` records the output the page gave, and marks
-   * `goesOn`), so the output lived only in that page and no page would ever give it. Once per call
-   * (`reoffered`), and only with the transport's own record (a `snapshot` to tell an answered call
-   * by): a store that dropped it cannot say, and the call is not run again.
+   * `goesOn`), and what that page processed holds no answer to it. Once per call (`reoffered`), and
+   * only with the transport's own record (a `snapshot` to tell an answered call by): a store that
+   * dropped it cannot say, and the call is not run again.
    */
-  #reoffer(chatId, toolCallId) {
+  #mayReoffer(chatId, toolCallId) {
     const m = this.#mem(chatId);
     const r = m.record;
     if (!r || m.ranHere.has(toolCallId) || !r.toolCalls.includes(toolCallId) || r.goesOn === true) return false;
     if (!Array.isArray(r.snapshot) || r.snapshot.length === 0) return false;
-    const answered = r.snapshot.some(
-      (c) => c?.toolCallId === toolCallId && ['tool-output-available', 'tool-output-error', 'tool-output-denied', 'tool-approval-request'].includes(c.type),
-    );
-    if (answered || (r.reoffered ?? []).includes(toolCallId)) return false;
+    if ((r.reoffered ?? []).includes(toolCallId)) return false;
+    return !r.snapshot.some((c) => c?.toolCallId === toolCallId && TOOL_ANSWERS.includes(c.type));
+  }
+
+  /**
+   * Offers the call again only when the stream says no one else answers it: the page may have died
+   * inside `onToolCall` of a tool the server runs, before the SDK read its output, and that call
+   * must not run twice. The SDK awaits `onToolCall`, and the stream is read on meanwhile (Follow's
+   * `fateOf`), so the wait ends with the call's output or its step's end.
+   */
+  async #reoffer(chatId, toolCallId) {
+    const m = this.#mem(chatId);
+    const fate = m.follow ? await m.follow.fateOf(toolCallId) : 'unknown';
+    if (fate !== 'unanswered' || m.record === null || !this.#mayReoffer(chatId, toolCallId)) return false;
+    const r = m.record;
     r.reoffered = [...(r.reoffered ?? []), toolCallId];
     m.ranHere.add(toolCallId);
     this.#save(chatId, r);
