@@ -472,7 +472,15 @@ test('pages that die mid-answer, each new page resuming from the offset the last
     const toolCalls = pages.flatMap((q) => q.seen.toolCalls);
     const data = pages.flatMap((q) => q.seen.data);
     const values = pages.flatMap((q) => q.seen.values);
-    assert.deepEqual(toolCalls, ['call-1', 'call-2'], 'onToolCall once per call over all pages');
+    // call-1 runs on the server (its output is in the stream): once. call-2 is a client tool
+    // whose output no page gave: a page that ran it and then died hands it to the next page once
+    // more (the output would have lived only in the dead page), and never again after that.
+    const ran = pages.map((q) => q.seen.toolCalls.filter((c) => c === 'call-2').length);
+    const first = ran.findIndex((n) => n > 0);
+    assert.ok(first >= 0, 'a page ran the client tool');
+    const expected = ran.map((_, i) => (i === first || (i === first + 1 && first < pages.length - 1) ? 1 : 0));
+    assert.deepEqual(ran, expected, `call-2 on the page that first ran it and, if that page died, on the next (per page: ${ran})`);
+    assert.deepEqual(toolCalls.filter((c) => c !== 'call-2'), ['call-1'], 'the server tool once over all pages');
     assertData(values);
     assert.deepEqual(freshBodies(pages.map((q) => q.log)), BODIES, 'the fresh deltas of all pages add up to each body exactly');
     const run = app.runs.get(streamId);
