@@ -1,8 +1,8 @@
 // The page of browser.test.mjs: `useChat({ resume: true })` of @ai-sdk/react with the
 // `twoplane/ai-sdk` transport, reading twoplane through the app's own origin (`/tp`, a proxy). The
 // user's messages are kept in sessionStorage (what an app stores), the transport's held offset too
-// (`webStorageHeld`). `onToolCall` reports every call it runs to the app (`POST /tool-ran`), so the
-// test counts how often a client-side tool ran across reloads. The page shows the assistant message
+// (`webStorageHeld`). `onToolCall` reports every call it runs to the app (`POST /tool-ran`, with the
+// page's load number), so the test counts how often and where a client-side tool ran across reloads. The page shows the assistant message
 // as JSON in #message and its status in #status.
 import React from 'react';
 import { createRoot } from 'react-dom/client';
@@ -22,7 +22,7 @@ function App() {
     transport,
     messages: stored,
     onToolCall: transport.fresh(async ({ toolCall }) => {
-      await fetch('/tool-ran', { method: 'POST', body: toolCall.toolCallId, keepalive: true });
+      await fetch('/tool-ran', { method: 'POST', body: `${toolCall.toolCallId} ${window.__loads}`, keepalive: true });
     }),
     onData: transport.fresh((part) => {
       window.__data = (window.__data ?? 0) + 1;
