@@ -22,7 +22,7 @@ use twoplane_core::message::{Attrs, Event};
 use twoplane_core::{StreamStatus, Text};
 
 use crate::error::{PlaneError, PlaneErrorKind};
-use crate::hosted::{wait_seal, FlushWait, LiveStream, Seal};
+use crate::hosted::{wait_seal, FlushWait, LiveStream, Position, Refused, Seal};
 
 /// The producer's handle on one stream. Dropping it without a seal seals the stream
 /// `interrupted` (a producer that died must not leave readers waiting).
@@ -63,6 +63,13 @@ impl StreamHandle {
     /// Append a delta: fanned out to subscribers now, checkpointed on policy.
     pub fn push(&self, text: &str) -> Result<(), PlaneError> {
         self.stream.push(Text::from(text))
+    }
+
+    /// A producer's append in one step: refused (appending nothing) when a reader cancelled,
+    /// the stream is sealing or ended, or `offset` (if given) is not [`StreamHandle::seq`];
+    /// either way, with where the stream stands after it, read together with the append.
+    pub fn push_checked(&self, text: &str, offset: Option<u64>) -> Result<Position, Refused> {
+        self.stream.push_checked(0, Text::from(text), offset)
     }
 
     /// Append raw UTF-16 code units (text that came from JavaScript: a delta may end in half a

@@ -112,6 +112,7 @@ pub use exec::{
 #[cfg(feature = "testing")]
 pub use faulty::{Fault, FaultOp, FaultyTarget};
 pub use handle::StreamHandle;
+pub use hosted::{Position, Refusal, Refused};
 #[cfg(feature = "testing")]
 pub use memory::{MemoryRow, MemoryTarget, MemoryWrite};
 pub use options::{

@@ -355,6 +355,67 @@ async fn checkpoints_follow_chars_interval_and_flush() {
     assert_eq!((row.body, row.seq, row.chunks.len()), (units("abcd0123456789xy"), 16, 0));
 }
 
+/// A producer's checked push (the producer API's append): refused whole on a wrong offset, a
+/// cancel or a seal, and always answered with where the stream stood right after it.
+#[tokio::test(start_paused = true)]
+async fn a_checked_push_is_refused_whole_and_says_where_the_stream_stands() {
+    let m = memory();
+    let plane = plane_with(m.clone(), |o| o.interval_jitter_ms = Some(0));
+    let h = plane.open(ID).await.unwrap();
+    let at = |seq, durable_seq| Position { seq, durable_seq };
+    assert_eq!(h.push_checked("ab", Some(0)).unwrap(), at(2, 0));
+    assert_eq!(h.push_checked("cd", None).unwrap(), at(4, 0));
+    for asked in [0, 3, 5] {
+        let r = h.push_checked("x", Some(asked)).unwrap_err();
+        assert!(matches!(r.why, Refusal::Offset { asked: a } if a == asked), "{r:?}");
+        assert_eq!(r.at, at(4, 0), "nothing appended at offset {asked}");
+    }
+    assert_eq!(h.flush().await.unwrap(), 4);
+    assert_eq!(h.push_checked("", Some(4)).unwrap(), at(4, 4), "an empty append only answers");
+    assert_eq!(h.push_checked("e", Some(4)).unwrap(), at(5, 4));
+    assert!(plane.cancel(ID));
+    let r = h.push_checked("f", Some(5)).unwrap_err();
+    assert!(matches!(r.why, Refusal::Cancelled), "{r:?}");
+    assert_eq!(r.at.seq, 5);
+    assert_eq!(h.seq(), 5);
+
+    // Sealed: refused before the offset is looked at.
+    m.insert_message("m2");
+    let h2 = plane.open("m2").await.unwrap();
+    h2.push_checked("abc", Some(0)).unwrap();
+    h2.close().await.unwrap();
+    let r = h2.push_checked("d", Some(0)).unwrap_err();
+    assert!(matches!(r.why, Refusal::Sealed), "{r:?}");
+    assert_eq!(r.at, at(3, 3));
+}
+
+/// Producers racing at one offset: exactly one lands, and every answer is a length the stream
+/// had (each read under the lock of its own push).
+#[test]
+fn checked_pushes_racing_at_one_offset_land_once() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let m = memory();
+        let plane = plane_with(m.clone(), |_| {});
+        let h = Arc::new(plane.open(ID).await.unwrap());
+        for round in 0..50u64 {
+            let landed: Vec<_> = std::thread::scope(|s| {
+                let racers: Vec<_> = (0..4).map(|_| s.spawn(|| h.push_checked("ab", Some(round * 2)))).collect();
+                racers.into_iter().map(|r| r.join().unwrap()).collect()
+            });
+            let oks: Vec<_> = landed.iter().filter_map(|r| r.as_ref().ok()).collect();
+            assert_eq!(oks.len(), 1, "round {round}: {landed:?}");
+            assert_eq!(oks[0].seq, round * 2 + 2);
+            for r in landed.iter().filter_map(|r| r.as_ref().err()) {
+                assert!(matches!(r.why, Refusal::Offset { .. }), "{r:?}");
+                assert!(r.at.seq >= round * 2, "{r:?}");
+            }
+        }
+        assert_eq!(h.seq(), 100);
+        h.close().await.unwrap();
+    });
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_lost_acknowledgement_is_absorbed_by_the_read_back() {
     let m = memory();

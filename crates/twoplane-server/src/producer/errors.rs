@@ -87,6 +87,11 @@ impl ApiError {
         ApiError { seq: Some(handle.seq()), durable_seq: Some(handle.durable_seq()), ..self }
     }
 
+    /// Where the stream stands, as a checked push read it.
+    pub fn at_position(self, at: twoplane_stream::Position) -> ApiError {
+        ApiError { seq: Some(at.seq), durable_seq: Some(at.durable_seq), ..self }
+    }
+
     /// A plane error of stream `id` (add where it stands with [`at`](ApiError::at)).
     pub fn from_plane(e: &PlaneError, id: &str) -> ApiError {
         match e.kind() {

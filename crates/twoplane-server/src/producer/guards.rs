@@ -9,6 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use axum::http::StatusCode;
+use twoplane_stream::{Position, Refusal, Refused};
 
 use super::errors::ApiError;
 use super::registry::Producing;
@@ -28,20 +29,32 @@ pub(super) fn ensure_open(p: &Producing) -> Result<(), ApiError> {
 fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), ApiError> {
     let seq = p.handle.seq();
     match offset {
-        Some(at) if at < seq => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "offset_behind",
-            format!("offset {at} is behind the stream, which has {seq} code units (an earlier append landed)"),
-        )
-        .with_seq(seq)),
-        Some(at) if at > seq => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "offset_ahead",
-            format!("offset {at} is past the end of the stream, which has {seq} code units (an append is missing)"),
-        )
-        .with_seq(seq)),
+        Some(at) if at != seq => Err(wrong_offset(at, seq)),
         _ => Ok(()),
     }
+}
+
+/// The refusal of an offset that is not the stream's length `seq`.
+fn wrong_offset(at: u64, seq: u64) -> ApiError {
+    let (kind, why) = if at < seq {
+        ("offset_behind", format!("offset {at} is behind the stream, which has {seq} code units (an earlier append landed)"))
+    } else {
+        ("offset_ahead", format!("offset {at} is past the end of the stream, which has {seq} code units (an append is missing)"))
+    };
+    ApiError::new(StatusCode::CONFLICT, kind, why).with_seq(seq)
+}
+
+/// A producer's text append: the checks of [`in_order`] and the push under one acquisition of
+/// the stream's lock (`StreamHandle::push_checked`), in turn with the stream's other producer
+/// calls; the answer says where the stream stood right after it.
+pub(super) fn push_in_order(p: &Producing, text: &str, offset: Option<u64>) -> Result<Position, ApiError> {
+    let _order = twoplane_runtime::lock(&p.order);
+    p.handle.push_checked(text, offset).map_err(|Refused { why, at }| match why {
+        Refusal::Cancelled => ApiError::cancelled(&p.id, at.seq),
+        Refusal::Sealed => ApiError::closed(&p.id, at.seq),
+        Refusal::Offset { asked } => wrong_offset(asked, at.seq),
+        Refusal::Plane(e) => ApiError::from_plane(&e, &p.id).at_position(at),
+    })
 }
 
 /// The one way a producer call changes its stream: under the stream's order lock (so

@@ -26,11 +26,12 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
+use twoplane_stream::Position;
 
 use super::body::TextBody;
 use super::errors::ApiError;
 use super::events::{self, Lines};
-use super::guards::{ensure_open, in_order, start_streaming_body};
+use super::guards::{ensure_open, in_order, push_in_order, start_streaming_body};
 use super::registry::{Producers, Producing};
 use super::rows::{self, CancelOutcome};
 use crate::access;
@@ -174,8 +175,8 @@ async fn append(
     // Decoded before anything is pushed: a bad delta appends nothing at all.
     let text =
         std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was appended"))?;
-    in_order(&p, Some(offset), || p.handle.push(text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle)))?;
-    Ok(appended(&p))
+    let at = push_in_order(&p, text, Some(offset))?;
+    Ok(answer_at(at))
 }
 
 async fn body(
@@ -189,7 +190,7 @@ async fn body(
     let _guard = start_streaming_body(&p, offset)?;
     let mut body = TextBody::new(request, producers.limits.max_body_bytes);
     while let Some(piece) = body.next(&p).await? {
-        in_order(&p, None, || p.handle.push(&piece.text).map_err(|e| ApiError::from_plane(&e, &id).at(&p.handle)))?;
+        push_in_order(&p, &piece.text, None)?;
         if piece.bad {
             return Err(ApiError::invalid_utf8(p.handle.seq(), "the text before the first invalid byte was appended"));
         }
@@ -277,6 +278,11 @@ fn applied(p: &Producing, part: Option<u32>) -> Response {
 /// re-open and append from there.
 fn appended(p: &Producing) -> Response {
     Json(json!({ "seq": p.handle.seq(), "durableSeq": p.handle.durable_seq() })).into_response()
+}
+
+/// [`appended`], from where a checked push left the stream.
+fn answer_at(at: Position) -> Response {
+    Json(json!({ "seq": at.seq, "durableSeq": at.durable_seq })).into_response()
 }
 
 async fn flush(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {

@@ -47,5 +47,6 @@ mod writers;
 
 pub(crate) use join::{Join, JoinUi, Reader};
 pub(crate) use lifecycle::{wait_seal, Seal};
+pub use produce::{Position, Refusal, Refused};
 pub(crate) use stream::LiveStream;
 pub(crate) use waiters::FlushWait;

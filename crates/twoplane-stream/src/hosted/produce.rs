@@ -16,6 +16,8 @@
 //!   resolves the flushes it covers.
 //! - A relay's `publish` failure or panic is collected and reported after the lock (it never
 //!   reaches the producer); the terminal frame goes to every subscriber past the queue cap.
+//! - `push_checked` is a producer call's whole append under one acquisition of the lock: the
+//!   stream open, the offset its length, the push, and where the stream then stands.
 //! - A flush registers for everything produced so far and forces a checkpoint round, unless it
 //!   can be answered at once (already durable, fenced, or ended short).
 
@@ -50,31 +52,63 @@ impl LiveStream {
             return Ok(());
         }
         let mut fx = Effects::default();
-        {
-            let mut st = self.lock();
-            st.life.admits_text(&self.id)?;
-            let from = st.text.seq();
-            let seq = chunk_end(from, text.len()).map_err(|_| {
-                PlaneError::new(PlaneErrorKind::InvalidArgument, "the stream would pass 2^53 - 1 code units")
-            })?;
-            if part != 0 && st.shape.is_none() {
-                return Err(unknown_part(&self.id, part));
-            }
-            self.admit(&st, text.len() as u64)?;
-            // The part rules first (nothing has changed yet); a single text has no shape and
-            // part 0 is always at its `from`.
-            let at = match st.shape.as_mut() {
-                None => from,
-                Some(shape) => shape.delta(part, text.len()).map_err(|e| rule_broken(&self.id, e))?.1,
-            };
-            st.text.append(text.units(), seq);
-            if self.has_readers() || self.cfg.topology.publish {
-                let frame = Arc::new(MessageFrame::Chunk { from, seq, part, at, text });
-                self.fan_out(&mut st, frame, &mut fx);
-            }
-            self.after_push(&mut st, &mut fx);
-        }
+        let pushed = self.push_locked(&mut self.lock(), part, text, &mut fx);
         self.apply(fx);
+        pushed
+    }
+
+    /// A producer's append in one acquisition of the lock: refused when a reader cancelled,
+    /// when the stream is sealing or ended, or when `offset` (if given) is not the produced
+    /// length; otherwise `push_part`. Either way, where the stream stands after it, read under
+    /// the same lock (an answer that read it later could show another call's text).
+    pub fn push_checked(&self, part: u32, text: Text, offset: Option<u64>) -> Result<Position, Refused> {
+        let mut fx = Effects::default();
+        let answer = {
+            let mut st = self.lock();
+            let why = if st.life.cancelled() {
+                Some(Refusal::Cancelled)
+            } else if st.life.is_sealing_or_ended() {
+                Some(Refusal::Sealed)
+            } else {
+                match offset {
+                    Some(at) if at != st.text.seq() => Some(Refusal::Offset { asked: at }),
+                    _ if text.is_empty() => None,
+                    _ => self.push_locked(&mut st, part, text, &mut fx).err().map(Refusal::Plane),
+                }
+            };
+            let at = Position { seq: st.text.seq(), durable_seq: st.durable.seq() };
+            match why {
+                None => Ok(at),
+                Some(why) => Err(Refused { why, at }),
+            }
+        };
+        self.apply(fx);
+        answer
+    }
+
+    /// The push itself, under the lock; `fx` collects what runs after it.
+    fn push_locked(&self, st: &mut State, part: u32, text: Text, fx: &mut Effects) -> Result<(), PlaneError> {
+        st.life.admits_text(&self.id)?;
+        let from = st.text.seq();
+        let seq = chunk_end(from, text.len()).map_err(|_| {
+            PlaneError::new(PlaneErrorKind::InvalidArgument, "the stream would pass 2^53 - 1 code units")
+        })?;
+        if part != 0 && st.shape.is_none() {
+            return Err(unknown_part(&self.id, part));
+        }
+        self.admit(st, text.len() as u64)?;
+        // The part rules first (nothing has changed yet); a single text has no shape and
+        // part 0 is always at its `from`.
+        let at = match st.shape.as_mut() {
+            None => from,
+            Some(shape) => shape.delta(part, text.len()).map_err(|e| rule_broken(&self.id, e))?.1,
+        };
+        st.text.append(text.units(), seq);
+        if self.has_readers() || self.cfg.topology.publish {
+            let frame = Arc::new(MessageFrame::Chunk { from, seq, part, at, text });
+            self.fan_out(st, frame, fx);
+        }
+        self.after_push(st, fx);
         Ok(())
     }
 
@@ -284,6 +318,33 @@ impl crate::display_clock::DisplayWrite for LiveStream {
 /// The unit an event occupies in the text (never read: a replay and a row take events from the
 /// shape, and text only from runs).
 pub(super) const EVENT_PLACEHOLDER: u16 = 0;
+
+/// Where a stream stands: its produced and durable lengths, read together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub seq: u64,
+    pub durable_seq: u64,
+}
+
+/// Why a checked push appended nothing.
+#[derive(Debug)]
+pub enum Refusal {
+    /// A reader cancelled the stream.
+    Cancelled,
+    /// The stream is sealing or ended.
+    Sealed,
+    /// The producer's offset is not the produced length.
+    Offset { asked: u64 },
+    /// The plane refused the push (backpressure, a part rule, the 2^53 bound).
+    Plane(PlaneError),
+}
+
+/// A checked push that appended nothing: why, and where the stream stands.
+#[derive(Debug)]
+pub struct Refused {
+    pub why: Refusal,
+    pub at: Position,
+}
 
 fn unknown_part(id: &str, part: u32) -> PlaneError {
     PlaneError::new(PlaneErrorKind::InvalidArgument, format!("stream {id}: part {part} has not started"))
