@@ -37,9 +37,15 @@ fn check_offset(p: &Producing, offset: Option<u64>) -> Result<(), ApiError> {
 /// The refusal of an offset that is not the stream's length `seq`.
 fn wrong_offset(at: u64, seq: u64) -> ApiError {
     let (kind, why) = if at < seq {
-        ("offset_behind", format!("offset {at} is behind the stream, which has {seq} code units (an earlier append landed)"))
+        (
+            "offset_behind",
+            format!("offset {at} is behind the stream, which has {seq} code units (an earlier append landed)"),
+        )
     } else {
-        ("offset_ahead", format!("offset {at} is past the end of the stream, which has {seq} code units (an append is missing)"))
+        (
+            "offset_ahead",
+            format!("offset {at} is past the end of the stream, which has {seq} code units (an append is missing)"),
+        )
     };
     ApiError::new(StatusCode::CONFLICT, kind, why).with_seq(seq)
 }
