@@ -15,13 +15,15 @@
 //!
 //! Guarantees:
 //! - The first frame after a quiet interval is published at once, so a slow model sees no added
-//!   latency, and frames further apart than the interval are published exactly as without it. A
-//!   `durable` frame (published at once, or flushed alone) does not start an interval: the store's
-//!   confirmations come at their own pace, and a delta right after one must not wait for it.
+//!   latency, and frames further apart than the interval are published exactly as without it.
+//! - A `durable` frame waits for the readers' next write (it goes out in front of the next delta,
+//!   in the same write) or at most a wait the caller gives (the checkpoint interval), whichever
+//!   comes first, and never starts an interval: a delta right after one does not wait for it.
 //! - Nothing is reordered or dropped: held frames are published in order, merged only where the
 //!   contract says the result reads the same, and anything that must see the stream's frames in
 //!   order (a join, a terminal frame) publishes what is held first ([`Display::take`]).
-//! - At most one flush is armed at a time, due at most one interval after the publish it follows.
+//! - A held delta is flushed at most one interval after the publish it follows, whatever a
+//!   `durable` frame armed before it.
 
 use std::time::Duration;
 
@@ -33,8 +35,8 @@ use twoplane_core::message::{push_merged, MessageFrame};
 pub(crate) struct Display {
     held: Vec<MessageFrame>,
     last: Option<Instant>,
-    /// A flush is scheduled (its deadline was handed out by [`Display::offer`]).
-    armed: bool,
+    /// The earliest flush scheduled (a deadline handed out by [`Display::offer`]), until it fires.
+    armed: Option<Instant>,
 }
 
 /// What [`Display::offer`] decided for a frame.
@@ -42,27 +44,39 @@ pub(crate) struct Display {
 pub(crate) enum Offer {
     /// Publish it now (after whatever [`Display::take`] returns, when `flush` says so).
     Now { flush: bool },
-    /// Held; when `arm` is set, a flush must be scheduled for that moment.
+    /// Held; when `arm` is set, a flush must be scheduled for that moment (earlier than any
+    /// scheduled before it; a later one that fires early finds less held, or nothing).
     Held { arm: Option<Instant> },
 }
 
 impl Display {
-    /// Decide for `frame`, arriving at `now`, under an interval of `interval` (not zero).
-    pub fn offer(&mut self, frame: &MessageFrame, interval: Duration, now: Instant) -> Offer {
+    /// Decide for `frame`, arriving at `now`, under an interval of `interval` (not zero). A
+    /// `durable` frame waits for the readers' next write, or `durable_wait` at most.
+    pub fn offer(&mut self, frame: &MessageFrame, interval: Duration, durable_wait: Duration, now: Instant) -> Offer {
+        if matches!(frame, MessageFrame::Durable { .. }) {
+            // It carries no text, and the package's reader does nothing with it: a write of its
+            // own per checkpoint and reader (at model rates, one for every few deltas) buys a
+            // reader nothing that riding along with its next delta does not.
+            push_merged(&mut self.held, frame);
+            return self.arm(now + durable_wait);
+        }
         let due = self.last.map(|last| last + interval);
         if due.is_none_or(|due| now >= due) {
             // Quiet for an interval (or a late flush): out now, with anything held before it.
-            if !matches!(frame, MessageFrame::Durable { .. }) || !self.held.is_empty() {
-                self.last = Some(now);
-            }
+            self.last = Some(now);
             return Offer::Now { flush: !self.held.is_empty() };
         }
         push_merged(&mut self.held, frame);
-        if self.armed {
+        self.arm(due.unwrap_or(now))
+    }
+
+    /// Hold until `at`: a flush to schedule when none as early is.
+    fn arm(&mut self, at: Instant) -> Offer {
+        if self.armed.is_some_and(|armed| armed <= at) {
             return Offer::Held { arm: None };
         }
-        self.armed = true;
-        Offer::Held { arm: due }
+        self.armed = Some(at);
+        Offer::Held { arm: Some(at) }
     }
 
     /// The held frames, in order, for the caller to publish now (at `now`, the write they make).
@@ -75,9 +89,9 @@ impl Display {
         std::mem::take(&mut self.held)
     }
 
-    /// The armed flush ran: whatever it finds held is [`Display::take`]n by the caller.
+    /// A scheduled flush ran: whatever it finds held is [`Display::take`]n by the caller.
     pub fn fired(&mut self) {
-        self.armed = false;
+        self.armed = None;
     }
 
     /// Whether frames are held.
@@ -92,11 +106,20 @@ impl Display {
     }
 }
 
+/// The earlier of two optional deadlines (a holder keeps the earliest flush it was asked for).
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MS16: Duration = Duration::from_millis(16);
+    const WAIT: Duration = Duration::from_millis(750);
 
     fn chunk(from: u64, text: &str) -> MessageFrame {
         MessageFrame::chunk(from, 0, from, text.into()).unwrap()
@@ -106,32 +129,42 @@ mod tests {
     fn the_first_frame_after_quiet_goes_out_and_the_rest_wait_merged() {
         let t0 = Instant::now();
         let mut d = Display::default();
-        assert_eq!(d.offer(&chunk(0, "a"), MS16, t0), Offer::Now { flush: false });
-        assert_eq!(d.offer(&chunk(1, "b"), MS16, t0 + Duration::from_millis(2)), Offer::Held { arm: Some(t0 + MS16) });
-        assert_eq!(d.offer(&chunk(2, "c"), MS16, t0 + Duration::from_millis(5)), Offer::Held { arm: None });
+        assert_eq!(d.offer(&chunk(0, "a"), MS16, WAIT, t0), Offer::Now { flush: false });
+        assert_eq!(
+            d.offer(&chunk(1, "b"), MS16, WAIT, t0 + Duration::from_millis(2)),
+            Offer::Held { arm: Some(t0 + MS16) }
+        );
+        assert_eq!(d.offer(&chunk(2, "c"), MS16, WAIT, t0 + Duration::from_millis(5)), Offer::Held { arm: None });
         d.fired();
         assert_eq!(d.take(t0 + MS16), vec![chunk(1, "bc")]);
         // The flush counts as a write: the next frame within an interval of it waits again.
         assert_eq!(
-            d.offer(&chunk(3, "d"), MS16, t0 + MS16 + Duration::from_millis(1)),
+            d.offer(&chunk(3, "d"), MS16, WAIT, t0 + MS16 + Duration::from_millis(1)),
             Offer::Held { arm: Some(t0 + MS16 + MS16) }
         );
     }
 
     #[test]
-    fn a_durable_frame_sent_at_once_does_not_hold_the_next_delta() {
+    fn a_durable_frame_rides_with_the_next_write_and_never_holds_a_delta() {
         let t0 = Instant::now();
+        let ms = Duration::from_millis;
         let mut d = Display::default();
-        assert_eq!(d.offer(&MessageFrame::Durable { seq: 1 }, MS16, t0), Offer::Now { flush: false });
-        assert_eq!(d.offer(&chunk(1, "b"), MS16, t0 + Duration::from_millis(3)), Offer::Now { flush: false });
-        // A durable held after a delta and flushed alone does not start the next interval either.
-        assert!(matches!(
-            d.offer(&MessageFrame::Durable { seq: 2 }, MS16, t0 + Duration::from_millis(5)),
-            Offer::Held { .. }
-        ));
+        assert_eq!(d.offer(&MessageFrame::Durable { seq: 1 }, MS16, WAIT, t0), Offer::Held { arm: Some(t0 + WAIT) });
+        // The next delta takes it along, in front of itself: one write.
+        assert_eq!(d.offer(&chunk(1, "b"), MS16, WAIT, t0 + ms(3)), Offer::Now { flush: true });
+        assert_eq!(d.take(t0 + ms(3)), vec![MessageFrame::Durable { seq: 1 }]);
+        // A durable while a flush is already due sooner asks for no flush of its own.
+        assert_eq!(d.offer(&MessageFrame::Durable { seq: 2 }, MS16, WAIT, t0 + ms(5)), Offer::Held { arm: None });
+        // A delta inside the interval is due at the interval's end, sooner than the durable's wait.
+        assert_eq!(d.offer(&chunk(2, "c"), MS16, WAIT, t0 + ms(10)), Offer::Held { arm: Some(t0 + ms(19)) });
         d.fired();
-        assert_eq!(d.take(t0 + Duration::from_millis(19)), vec![MessageFrame::Durable { seq: 2 }]);
-        assert_eq!(d.offer(&chunk(2, "c"), MS16, t0 + Duration::from_millis(23)), Offer::Now { flush: false });
+        assert_eq!(d.take(t0 + ms(19)), vec![MessageFrame::Durable { seq: 2 }, chunk(2, "c")]);
+        // Flushed alone after its wait, a durable does not start an interval.
+        let t1 = t0 + ms(100);
+        assert_eq!(d.offer(&MessageFrame::Durable { seq: 3 }, MS16, WAIT, t1), Offer::Held { arm: Some(t1 + WAIT) });
+        d.fired();
+        assert_eq!(d.take(t1 + WAIT), vec![MessageFrame::Durable { seq: 3 }]);
+        assert_eq!(d.offer(&chunk(3, "d"), MS16, WAIT, t1 + WAIT + ms(1)), Offer::Now { flush: false });
     }
 
     #[test]
@@ -140,7 +173,7 @@ mod tests {
         let mut d = Display::default();
         for i in 0..5u64 {
             let at = t0 + Duration::from_millis(20 * i);
-            assert_eq!(d.offer(&chunk(i, "x"), MS16, at), Offer::Now { flush: false });
+            assert_eq!(d.offer(&chunk(i, "x"), MS16, WAIT, at), Offer::Now { flush: false });
         }
         assert!(!d.holds());
     }
@@ -149,10 +182,10 @@ mod tests {
     fn a_late_frame_takes_what_is_held_with_it_in_order() {
         let t0 = Instant::now();
         let mut d = Display::default();
-        d.offer(&chunk(0, "a"), MS16, t0);
-        d.offer(&chunk(1, "b"), MS16, t0 + Duration::from_millis(1));
+        d.offer(&chunk(0, "a"), MS16, WAIT, t0);
+        d.offer(&chunk(1, "b"), MS16, WAIT, t0 + Duration::from_millis(1));
         // The timer is late: a frame past the deadline flushes the held one before itself.
-        assert_eq!(d.offer(&chunk(2, "c"), MS16, t0 + Duration::from_millis(30)), Offer::Now { flush: true });
+        assert_eq!(d.offer(&chunk(2, "c"), MS16, WAIT, t0 + Duration::from_millis(30)), Offer::Now { flush: true });
         assert_eq!(d.take(t0 + Duration::from_millis(30)), vec![chunk(1, "b")]);
     }
 }

@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use twoplane_core::message::{MessageConformed, MessageFrame, MessageRelayConform};
 use twoplane_core::Text;
 
-use crate::display::{Display, Offer as Hold};
+use crate::display::{earliest, Display, Offer as Hold};
 use crate::options::Config;
 use crate::relay::{FrameSource, RelayFailure, RelayPhase};
 use crate::relay_queue::{Offer, RelayQueue};
@@ -141,7 +141,7 @@ impl Leg<'_> {
                 }
                 continue;
             }
-            match self.display.offer(&frame, interval, Instant::now()) {
+            match self.display.offer(&frame, interval, self.cfg.interval, Instant::now()) {
                 Hold::Now { flush } => {
                     if flush && !self.release(conform) {
                         return false;
@@ -152,7 +152,7 @@ impl Leg<'_> {
                     going = true;
                 }
                 Hold::Held { arm } => {
-                    self.due = self.due.or(arm);
+                    self.due = earliest(self.due, arm);
                     // Frames that do not merge pile up as they come: past the queue's bound they
                     // go to the queue now, which ends a reader that cannot take them with `stale`.
                     if self.display.held_len() >= self.cfg.max_queued_frames && !self.release(conform) {

@@ -1174,6 +1174,47 @@ async fn a_fast_model_reaches_a_reader_in_one_merged_write_per_interval() {
     }
 }
 
+/// A checkpoint's `durable` frame gets no write of its own: it goes out in front of the next
+/// delta, in that delta's write, or alone within one checkpoint interval when no delta comes.
+#[tokio::test(start_paused = true)]
+async fn a_durable_frame_rides_with_the_next_delta_or_goes_alone_after_an_interval() {
+    let plane = plane_with(memory(), |o| {
+        o.chars = 1_000_000;
+        o.interval_ms = 500;
+        o.interval_jitter_ms = Some(0);
+        o.write_interval_ms = 16;
+    });
+    let h = plane.open(ID).await.unwrap();
+    let mut sub = plane.subscribe(&(), ID, 0).await.unwrap();
+    assert_eq!(sse_now(&mut sub).map(|b| b.frames), Some(1), "the open frame");
+    h.push("ab").unwrap();
+    assert_eq!(sse_now(&mut sub).map(|b| b.frames), Some(1), "the delta at once");
+    assert_eq!(h.flush().await.unwrap(), 2);
+    settle().await;
+    assert!(sse_now(&mut sub).is_none(), "the durable frame waits for the next write");
+    tokio::time::advance(Duration::from_millis(100)).await;
+    settle().await;
+    assert!(sse_now(&mut sub).is_none(), "no write of its own, past the display interval too");
+    h.push("c").unwrap();
+    let batch = sse_now(&mut sub).expect("the next delta at once");
+    assert_eq!(batch.frames, 2, "the durable frame and the delta, one write");
+    let want = [Frame::Durable { seq: 2 }, Frame::chunk(2, 0, 2, "c".into()).unwrap()]
+        .iter()
+        .map(twoplane_core::message::encode_message_event)
+        .collect::<String>();
+    assert_eq!(batch.bytes, want.as_bytes());
+    // No delta after a checkpoint: the durable frame goes alone, within one checkpoint interval
+    // (a flush armed for an earlier one may take it sooner).
+    assert_eq!(h.flush().await.unwrap(), 3);
+    settle().await;
+    assert!(sse_now(&mut sub).is_none(), "not at once");
+    tokio::time::advance(Duration::from_millis(501)).await;
+    settle().await;
+    let alone = sse_now(&mut sub).expect("alone after the interval");
+    assert_eq!(alone.bytes, twoplane_core::message::encode_message_event(&Frame::Durable { seq: 3 }).as_bytes());
+    h.close().await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_join_and_the_end_come_after_what_is_held_and_nothing_is_lost_or_doubled() {
     let plane = display_plane();

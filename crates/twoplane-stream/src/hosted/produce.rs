@@ -36,7 +36,7 @@ use super::policy::interval_deadline;
 use super::state::State;
 use super::stream::{Effects, LiveStream};
 use super::waiters::{shortfall, FlushWait};
-use crate::display::Offer;
+use crate::display::{earliest, Offer};
 use crate::error::{PlaneError, PlaneErrorKind};
 use crate::relay::{RelayError, RelayFailure};
 
@@ -214,14 +214,15 @@ impl LiveStream {
             return self.publish_now(st, frame, fx);
         }
         let now = Instant::now();
-        match st.display.offer(&frame, interval, now) {
+        // A `durable` frame waits for the next delta's write, at most a checkpoint interval.
+        match st.display.offer(&frame, interval, self.cfg.interval, now) {
             Offer::Now { flush } => {
                 if flush {
                     self.flush_held(st, fx);
                 }
                 self.publish_now(st, frame, fx);
             }
-            Offer::Held { arm } => fx.flush_at = fx.flush_at.or(arm),
+            Offer::Held { arm } => fx.flush_at = earliest(fx.flush_at, arm),
         }
     }
 
