@@ -314,3 +314,42 @@ async fn a_cancel_stops_a_quiet_stream_at_once() {
     let (status, answer) = post(addr, &format!("/v1/streams/{id}/cancel"), "").await;
     assert_eq!((status, answer["kind"].as_str()), (409, Some("not_streaming")), "{answer}");
 }
+
+/// A streaming body refused mid-way (here a chunk that is not JSON) while the client is still
+/// sending: the server closes the connection after its answer, and a client whose write fails
+/// first (Node says EPIPE) may never read it; the stream's status repeats the refusal. Raw TCP,
+/// the client sending on after the refused chunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_refused_while_the_client_still_sends_is_told_by_the_status_too() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let served = start().await;
+    let id = "refused-mid-body";
+    let stream = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let head = format!(
+        "POST /v1/streams/{id}/ui-message-stream HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {}\r\n\
+         content-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+        served.addr,
+        common::producer::SECRET
+    );
+    wr.write_all(head.as_bytes()).await.unwrap();
+    let bad = "data: {\"type\":\"start\",\"messageId\":\"m\"}\n\ndata: not json\n\n";
+    wr.write_all(format!("{:x}\r\n{bad}\r\n", bad.len()).as_bytes()).await.unwrap();
+    // Keep sending (comments the server would skip) while the answer comes back.
+    let filler = format!(": {}\n", "x".repeat(16 * 1024));
+    let sending = tokio::spawn(async move {
+        let until = tokio::time::Instant::now() + Duration::from_millis(300);
+        while tokio::time::Instant::now() < until {
+            wr.write_all(format!("{:x}\r\n{filler}\r\n", filler.len()).as_bytes()).await?;
+        }
+        wr.write_all(b"0\r\n\r\n").await
+    });
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), rd.read_to_end(&mut answer)).await;
+    let _ = sending.await;
+    let (code, status) = get(served.addr, &format!("/v1/streams/{id}")).await;
+    assert_eq!(code, 200, "{status}");
+    assert_eq!(status["live"]["refused"]["kind"], "bad_chunk", "{status}");
+    assert!(status["live"]["refused"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{status}");
+    assert_eq!(status["live"]["ended"], "error", "{status}");
+}

@@ -88,6 +88,9 @@ pub(crate) struct Producing {
     touched: Mutex<Instant>,
     /// How the stream was sealed (the first seal wins) and when.
     sealed: Mutex<Option<(StreamStatus, Instant)>>,
+    /// The refusal that ended its last streaming body (`kind`, message): the status answer
+    /// repeats it, for a client whose connection was reset before the refusal reached it.
+    pub refused: Mutex<Option<(&'static str, String)>>,
 }
 
 impl Producing {
@@ -102,6 +105,7 @@ impl Producing {
             part_ids: Mutex::new(Default::default()),
             touched: Mutex::new(Instant::now()),
             sealed: Mutex::new(None),
+            refused: Mutex::new(None),
         })
     }
 

@@ -319,6 +319,7 @@ async fn status(State(producers): State<Producers>, Path(id): Path<String>) -> R
             "cancelled": p.handle.cancelled(),
             "ended": p.ended().map(|e| e.as_str()),
             "parts": p.handle.part_count(),
+            "refused": twoplane_runtime::lock(&p.refused).as_ref().map(|(kind, message)| json!({ "kind": kind, "message": message })),
         })
     });
     let stored = messages::one(&producers.db, &id).await.map_err(|e| ApiError::store(&e))?;

@@ -10,7 +10,8 @@
 //! - A chunk that is not JSON, or that the mapping cannot place (a delta for an id no part was
 //!   started with, a `start` naming another message), is `400 bad_chunk` naming the core's kind
 //!   and field; what came before it stays, and the stream is sealed `error` with that message,
-//!   so its readers end.
+//!   so its readers end. The stream's status (`GET /v1/streams/{id}`, `live.refused`) repeats
+//!   that refusal's kind and message while the stream is hosted here.
 //! - A reader's cancel ends the request with `409 cancelled` (the producer stops its model) and
 //!   the readers get `abort`; a body that breaks off (the producer went away) seals the stream
 //!   `interrupted`. `[DONE]`, comments and empty events are skipped.
@@ -86,7 +87,12 @@ pub(super) async fn ingest(
             let _ = p.seal_as(Ending::Interrupted).await;
             return Err(e_at(outcome.unwrap_err(), &p));
         }
-        Err(e) => Ending::Failed(&e.message),
+        Err(e) => {
+            // Said again by the status answer: a client still sending when this answer leaves can
+            // have its connection reset under it, and ask there why (docs/ai-sdk.md).
+            *twoplane_runtime::lock(&p.refused) = Some((e.kind, e.message.clone()));
+            Ending::Failed(&e.message)
+        }
     };
     let (ended, sealed) = p.seal_as(ending).await;
     match outcome {

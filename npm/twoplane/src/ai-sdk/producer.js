@@ -46,7 +46,7 @@ async function streamState(doFetch, url, streamId, producerToken) {
     const s = await res.json();
     const cancelled = s.live?.cancelled === true || s.stored?.status === 'cancelled';
     const seq = s.live?.seq ?? s.stored?.seq;
-    return { cancelled, seq, durableSeq: s.live?.durableSeq ?? s.stored?.seq };
+    return { cancelled, seq, durableSeq: s.live?.durableSeq ?? s.stored?.seq, refused: s.live?.refused ?? null };
   } catch {
     return null;
   }
@@ -99,10 +99,14 @@ export async function produceUIMessageStream({ url, streamId, stream, producerTo
     });
   } catch (e) {
     stopSource();
-    // A server that answers `409 cancelled` while the body is still being sent may close the
-    // connection under it (the request then fails here): ask the stream how it stands.
+    // A server that answers (`409 cancelled`, `400 bad_chunk`) while the body is still being sent
+    // closes the connection under it, and the answer can be lost with it (the request then fails
+    // here, Node says EPIPE): ask the stream how it stands.
     const stream = await streamState(doFetch, url, streamId, producerToken);
     if (stream?.cancelled) return { status: 'cancelled', readerCancelled: true, seq: stream.seq, durableSeq: stream.durableSeq, kind: 'cancelled' };
+    // The server refused the body (a chunk it cannot place, say) and its answer was lost with the
+    // connection: the stream's status says why.
+    if (stream?.refused) return { status: 'failed', readerCancelled: false, seq: stream.seq, durableSeq: stream.durableSeq, kind: stream.refused.kind, message: stream.refused.message };
     return { status: 'failed', readerCancelled: false, kind: 'network', message: String(e?.cause?.message ?? e?.message ?? e) };
   }
   const answer = await answerOf(res);
