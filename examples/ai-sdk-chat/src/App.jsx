@@ -26,6 +26,10 @@ export function App({ chatId, transport, held }) {
     // ran must not run again.
     onToolCall: transport.fresh(({ toolCall }) => {
       if (toolCall.toolName !== 'readerLocale') return;
+      // A page reloaded before the answer went on has this call offered once more (docs/ai-sdk.md,
+      // "A client tool whose page went away"); this page kept its output, which the effect below
+      // puts back, so the tool does not run again.
+      if (store.answer(toolCall.toolCallId) !== undefined) return;
       const output = readerLocale();
       store.saveAnswer(toolCall.toolCallId, output);
       setRuns(store.countRun());
