@@ -65,6 +65,11 @@ impl StreamHandle {
         self.stream.push(Text::from(text))
     }
 
+    /// [`StreamHandle::seq`] and [`StreamHandle::durable_seq`] read together.
+    pub fn position(&self) -> Position {
+        self.stream.position()
+    }
+
     /// A producer's append in one step: refused (appending nothing) when a reader cancelled,
     /// the stream is sealing or ended, or `offset` (if given) is not [`StreamHandle::seq`];
     /// either way, with where the stream stands after it, read together with the append.

@@ -84,7 +84,7 @@ impl ApiError {
 
     /// Where the stream stands: produced and durable lengths.
     pub fn at(self, handle: &twoplane_stream::StreamHandle) -> ApiError {
-        ApiError { seq: Some(handle.seq()), durable_seq: Some(handle.durable_seq()), ..self }
+        self.at_position(handle.position())
     }
 
     /// Where the stream stands, as a checked push read it.

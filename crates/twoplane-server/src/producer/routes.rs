@@ -266,7 +266,8 @@ fn in_line(e: ApiError, line: u64) -> ApiError {
 
 /// The answer to an event taken in: as an append's, and the part it touched.
 fn applied(p: &Producing, part: Option<u32>) -> Response {
-    let mut body = json!({ "seq": p.handle.seq(), "durableSeq": p.handle.durable_seq() });
+    let at = p.handle.position();
+    let mut body = json!({ "seq": at.seq, "durableSeq": at.durable_seq });
     if let Some(part) = part {
         body["part"] = json!(part);
     }
@@ -277,7 +278,7 @@ fn applied(p: &Producing, part: Option<u32>) -> Response {
 /// holds (`durableSeq`): a producer that keeps its text until `durableSeq` covers it can always
 /// re-open and append from there.
 fn appended(p: &Producing) -> Response {
-    Json(json!({ "seq": p.handle.seq(), "durableSeq": p.handle.durable_seq() })).into_response()
+    answer_at(p.handle.position())
 }
 
 /// [`appended`], from where a checked push left the stream.

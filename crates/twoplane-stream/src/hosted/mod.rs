@@ -47,6 +47,7 @@ mod writers;
 
 pub(crate) use join::{Join, JoinUi, Reader};
 pub(crate) use lifecycle::{wait_seal, Seal};
-pub use produce::{Position, Refusal, Refused};
+pub use produce::{Refusal, Refused};
+pub use state::Position;
 pub(crate) use stream::LiveStream;
 pub(crate) use waiters::FlushWait;

@@ -33,7 +33,7 @@ use twoplane_core::Text;
 
 use super::backlog::OverBound;
 use super::policy::interval_deadline;
-use super::state::State;
+use super::state::{Position, State};
 use super::stream::{Effects, LiveStream};
 use super::waiters::{shortfall, FlushWait};
 use crate::display::{earliest, Offer};
@@ -76,7 +76,7 @@ impl LiveStream {
                     _ => self.push_locked(&mut st, part, text, &mut fx).err().map(Refusal::Plane),
                 }
             };
-            let at = Position { seq: st.text.seq(), durable_seq: st.durable.seq() };
+            let at = st.position();
             match why {
                 None => Ok(at),
                 Some(why) => Err(Refused { why, at }),
@@ -319,13 +319,6 @@ impl crate::display_clock::DisplayWrite for LiveStream {
 /// The unit an event occupies in the text (never read: a replay and a row take events from the
 /// shape, and text only from runs).
 pub(super) const EVENT_PLACEHOLDER: u16 = 0;
-
-/// Where a stream stands: its produced and durable lengths, read together.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Position {
-    pub seq: u64,
-    pub durable_seq: u64,
-}
 
 /// Why a checked push appended nothing.
 #[derive(Debug)]

@@ -34,6 +34,13 @@ pub(crate) struct State {
     pub display: Display,
 }
 
+/// Where a stream stands: its produced and durable lengths, read together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub seq: u64,
+    pub durable_seq: u64,
+}
+
 impl State {
     pub fn new() -> State {
         State {
@@ -46,6 +53,11 @@ impl State {
             shape: None,
             display: Display::default(),
         }
+    }
+
+    /// Where the stream stands: produced and durable lengths.
+    pub fn position(&self) -> Position {
+        Position { seq: self.text.seq(), durable_seq: self.durable.seq() }
     }
 
     /// Produced units the store has not confirmed.

@@ -162,6 +162,11 @@ impl LiveStream {
         self.lock().durable.seq()
     }
 
+    /// Both lengths, read under one acquisition of the lock.
+    pub fn position(&self) -> super::Position {
+        self.lock().position()
+    }
+
     pub fn part_count(&self) -> usize {
         self.lock().shape.as_ref().map_or(1, |shape| shape.part_count())
     }
