@@ -34,7 +34,7 @@ import { CHROMIUM_ARGS } from '../browser/lib/chromium-args.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const major = process.env.TWOPLANE_AI;
-const M = await loadMajor(major);
+await loadMajor(major); // fails early on a major this run does not have
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -44,7 +44,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const major = process.env.TWOPLANE_AI;
 const M = await loadMajor(major);
 const { Chat } = await import(M.reactAlias);
-const { createTwoplaneProducer, TwoplaneChatTransport, isReplayedChunk, memoryHeld } = await import('../../npm/twoplane/src/ai-sdk.node.js');
+const { createTwoplaneProducer, TwoplaneChatTransport, isReplayedChunk } = await import('../../npm/twoplane/src/ai-sdk.node.js');
 
 const SEED = Number(process.env.TWOPLANE_AISDK_SEED ?? Math.floor(Math.random() * 2 ** 31));
 console.log(`ai ${M.version}: seed ${SEED} (TWOPLANE_AISDK_SEED=${SEED} replays it)`);
@@ -470,7 +470,6 @@ test('pages that die mid-answer, each new page resuming from the offset the last
     assert.deepEqual(assistant(p.chat), whole, `round ${round}: the last page holds the whole message (${pages.length} pages)`);
     assert.equal(p.chat.messages.length, 2, 'one user and one assistant message');
     const toolCalls = pages.flatMap((q) => q.seen.toolCalls);
-    const data = pages.flatMap((q) => q.seen.data);
     const values = pages.flatMap((q) => q.seen.values);
     // call-1 runs on the server (its output is in the stream): once. call-2 is a client tool
     // whose output no page gave: a page that ran it and then died hands it to the next page once

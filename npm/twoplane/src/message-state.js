@@ -26,8 +26,8 @@
 import { Accumulator } from './accumulator.js';
 import { num, textLen } from './frames.js';
 import {
-  KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN, MESSAGE_ACTIONS, MKIND_FINISH, MKIND_META, MKIND_PART,
-  MKIND_PART_END, MKIND_SET, MKIND_TRANSIENT, messageKindCode,
+  KIND_CHUNK, KIND_DURABLE, KIND_END, KIND_OPEN, KIND_UNKNOWN, MESSAGE_ACTIONS, MKIND_FINISH, MKIND_PART, MKIND_TRANSIENT,
+  messageKindCode,
 } from './codes.js';
 
 // The action codes, by name from the generated table (twoplane_core::message::MessageAction).

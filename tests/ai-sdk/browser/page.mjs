@@ -24,7 +24,7 @@ function App() {
     onToolCall: transport.fresh(async ({ toolCall }) => {
       await fetch('/tool-ran', { method: 'POST', body: `${toolCall.toolCallId} ${window.__loads}`, keepalive: true });
     }),
-    onData: transport.fresh((part) => {
+    onData: transport.fresh(() => {
       window.__data = (window.__data ?? 0) + 1;
     }),
   });
