@@ -16,15 +16,10 @@ cd "$ROOT"
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/h-wasm}
 
-rust_target wasm32-unknown-unknown
-# The glue and the module must come from the same wasm-bindgen: read the version cargo resolved.
-wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-if [ -z "$wb_version" ]; then
-  cargo generate-lockfile >/dev/null 2>&1 || true
-  wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-fi
-cargo_tool wasm-bindgen wasm-bindgen-cli "$wb_version"
-npm_ci "$ROOT/tests/browser"
+# Idempotent: after scripts/setup.sh this finds everything in place (the demo's script calls
+# this one without a setup step).
+wasm_tools
+wb_version=$(wasm_bindgen_version)
 
 # One module: bindings/wasm with the features "$1" (empty: the defaults) into npm/twoplane/$2/ as
 # $3_bg.wasm and $3.js. Both builds share the target directory and the core's compiled rlib (the

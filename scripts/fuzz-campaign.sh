@@ -28,8 +28,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   for f in fuzz/fuzz_targets/*.rs; do targets+=("$(basename "$f" .rs)"); done
 fi
 
-cargo_tool cargo-fuzz cargo-fuzz 0.13.2
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+fuzz_tools
 target_dir=${FUZZ_TARGET_DIR:-$ROOT/fuzz/target}
 host=$(rustc +nightly -vV | sed -n 's/^host: //p')
 

@@ -50,6 +50,32 @@ cargo_tool() {
   cargo install --quiet --root "$ROOT/.tools" "$crate" --version "$version"
 }
 
+# wasm_bindgen_version: the wasm-bindgen crate's version in Cargo.lock (the glue and the module
+# must come from the same wasm-bindgen).
+wasm_bindgen_version() {
+  local v
+  v=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock")
+  if [ -z "$v" ]; then
+    (cd "$ROOT" && cargo generate-lockfile >/dev/null 2>&1) || true
+    v=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock")
+  fi
+  echo "$v"
+}
+
+# wasm_tools: what scripts/build-wasm.sh builds with: the rustup target, wasm-bindgen-cli at the
+# crate's version (into .tools/), and the npm tools of tests/browser (binaryen's wasm-opt, tsc).
+wasm_tools() {
+  rust_target wasm32-unknown-unknown
+  cargo_tool wasm-bindgen wasm-bindgen-cli "$(wasm_bindgen_version)"
+  npm_ci "$ROOT/tests/browser"
+}
+
+# fuzz_tools: cargo-fuzz, pinned, and the nightly toolchain it runs on.
+fuzz_tools() {
+  cargo_tool cargo-fuzz cargo-fuzz 0.13.2
+  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+}
+
 # npm_ci DIR : install a folder's npm dependencies when package.json changed since the last run.
 npm_ci() {
   local dir=$1 stamp
@@ -85,4 +111,64 @@ start_pg_and_redis() {
   : "${TWOPLANE_PG_URL:?scripts/pg.sh printed no URL}" "${TWOPLANE_REDIS_URL:?scripts/redis.sh printed no URL}"
   export TWOPLANE_PG_URL TWOPLANE_REDIS_URL
   echo "$1: TWOPLANE_PG_URL=$TWOPLANE_PG_URL TWOPLANE_REDIS_URL=$TWOPLANE_REDIS_URL" | redact_urls >&2
+}
+
+# ---- checks shared by the fast loop (test-check.sh) and the core and lint parts ----------------
+
+# check_format: the Rust as rustfmt writes it (rustfmt.toml), so formatting never rides in a
+# commit of its own.
+check_format() {
+  say "check: cargo fmt --all -- --check"
+  cargo fmt --all -- --check
+  echo "fmt: clean"
+}
+
+# check_imports: no import circle among the modules of any crate (every crate under crates/ and
+# bindings/, found rather than listed, so a new crate is covered from its first commit): each
+# layer uses only those below it, so a reader can follow the tree one way.
+check_imports() {
+  local crate_srcs=() manifest
+  for manifest in "$ROOT"/crates/*/Cargo.toml "$ROOT"/bindings/*/Cargo.toml; do
+    [ -d "$(dirname "$manifest")/src" ] && crate_srcs+=("$(dirname "$manifest")/src")
+  done
+  say "check: no import cycle among the modules of ${#crate_srcs[@]} crates"
+  python3 "$ROOT/scripts/check-module-cycles.py" "${crate_srcs[@]}"
+}
+
+# check_clippy: clippy with warnings as errors on every target, and once more on the wasm
+# binding's opt-in features (the full build's modules compile only with them on).
+check_clippy() {
+  say "check: cargo clippy --workspace --all-targets -- -D warnings"
+  cargo clippy -q --workspace --all-targets -- -D warnings
+  say "check: cargo clippy -p twoplane-wasm --features message-text,ui --all-targets -- -D warnings"
+  cargo clippy -q -p twoplane-wasm --features message-text,ui --all-targets -- -D warnings
+  echo "clippy: clean"
+}
+
+# check_js: ESLint over the repository's JavaScript (tests/lint holds the pinned linter and its
+# rules).
+check_js() {
+  say "check: eslint (tests/lint/eslint.config.mjs)"
+  "$ROOT/tests/lint/node_modules/.bin/eslint" --config "$ROOT/tests/lint/eslint.config.mjs" "$ROOT"
+  echo "eslint: clean"
+}
+
+# core_tests: the core's and the read-token crate's unit, property, vector and crash-replay tests,
+# then the vectors and the JavaScript code tables regenerated and diffed with the checked-in copies.
+core_tests() {
+  say "check: cargo test -p twoplane-core -p twoplane-token"
+  cargo test -q -p twoplane-core -p twoplane-token
+  local tmp
+  tmp=$(mktemp -d)
+  say "check: the vectors are up to date"
+  cargo run -q -p twoplane-core --example gen_vectors -- "$tmp"
+  # token.json is the server's (examples/gen_token_vectors.rs); scripts/test-server.sh diffs it.
+  diff -ru "$ROOT/tests/vectors" "$tmp" --exclude README.md --exclude token.json
+  echo "vectors: identical"
+  say "check: the JavaScript code tables are up to date (npm/twoplane/src/codes.js, codes.d.ts)"
+  cargo run -q -p twoplane-core --example gen_js_codes -- "$tmp/codes"
+  diff -u "$ROOT/npm/twoplane/src/codes.js" "$tmp/codes/codes.js"
+  diff -u "$ROOT/npm/twoplane/src/codes.d.ts" "$tmp/codes/codes.d.ts"
+  echo "codes: identical"
+  rm -rf "$tmp"
 }

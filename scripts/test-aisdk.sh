@@ -14,8 +14,6 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
-npm_ci "$ROOT/tests/ai-sdk"
-
 say "aisdk: the recorded fixtures and each major's resume (tests/ai-sdk: npm test)"
 (cd tests/ai-sdk && npm test --silent)
 
@@ -37,7 +35,6 @@ for m in $majors; do
 done
 echo "types: ok"
 
-[ -x /usr/bin/chromium ] || apt_install chromium
 say "aisdk: cargo build --bin twoplane"
 cargo build -q -p twoplane-server --bin twoplane
 
@@ -73,5 +70,4 @@ done
 # tests/browser's helper and its playwright-core: reloaded mid-answer it renders what an
 # undisturbed page renders, each part once; Stop cancels; SIGINT stops everything it started.
 say "aisdk: examples/ai-sdk-chat through scripts/example-ai-sdk.sh, reloaded mid-answer in Chromium"
-npm_ci "$ROOT/tests/browser"
 CHROMIUM_PATH=/usr/bin/chromium node --test examples/ai-sdk-chat/test/reload.test.mjs

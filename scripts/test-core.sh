@@ -6,31 +6,13 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-say "core: cargo test (and twoplane-token)"
-cargo test -p twoplane-core -p twoplane-token
-
-say "core: vectors are up to date"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cargo run -q -p twoplane-core --example gen_vectors -- "$tmp"
-# token.json is the server's (examples/gen_token_vectors.rs); scripts/test-server.sh diffs it.
-diff -ru tests/vectors "$tmp" --exclude README.md --exclude token.json
-echo "vectors: identical"
-
-say "core: the JavaScript code tables are up to date (npm/twoplane/src/codes.js, codes.d.ts)"
-cargo run -q -p twoplane-core --example gen_js_codes -- "$tmp/codes"
-diff -u npm/twoplane/src/codes.js "$tmp/codes/codes.js"
-diff -u npm/twoplane/src/codes.d.ts "$tmp/codes/codes.d.ts"
-echo "codes: identical"
+core_tests
 
 say "core: builds for wasm32-unknown-unknown"
-rust_target wasm32-unknown-unknown
 cargo check -q -p twoplane-core --target wasm32-unknown-unknown
 echo "wasm32 check: ok"
 
 say "core: fuzz smoke (${FUZZ_SECONDS:=20}s per target)"
-cargo_tool cargo-fuzz cargo-fuzz 0.13.2
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 found=0
 for target in frame_json sse_decode relay_conform message_conform producer_event sse_json_array token_verify; do
   # From the committed seeds plus whatever corpus earlier runs grew (new inputs go to the first).

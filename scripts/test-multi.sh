@@ -14,7 +14,7 @@
 # mid-part; and the same with its host killed mid-message.
 #
 # PostgreSQL and Redis run on 127.0.0.1, started by scripts/pg.sh and scripts/redis.sh (Debian
-# packages, installed when missing) and left running (scripts/test.sh stops what its run
+# packages, installed by scripts/setup.sh) and left running (scripts/test.sh stops what its run
 # started); each run creates a fresh database. The
 # plan is random from one seed, printed first: TWOPLANE_MULTI_SEED=N replays it. The test run is
 # bounded (a few tens of seconds; killed after 300 s). Extra arguments go to the test binary.

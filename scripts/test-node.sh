@@ -8,7 +8,7 @@
 # vs plain JavaScript: conform against a model of docs/contract.md §3, the reader against a model
 # of §4, and the core's SSE decoder against npm/twoplane/src/sse.js) and the entry-point tests. The Node entries'
 # type declarations are compiled against a usage file (tsc from tests/browser, which
-# build-wasm.sh installs).
+# scripts/setup.sh installs).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"

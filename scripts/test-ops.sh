@@ -13,20 +13,14 @@
 #   builds from the packaged crates alone (unpacked, sibling crates found through a local
 #   registry), nothing outside each crate's folder.
 #
-# Installs what it needs, idempotently: Debian's python3-venv, curl, systemd and dpkg-dev;
-# schemathesis and openapi-spec-validator, pinned, in a venv under .tools/; cargo-deb, pinned,
-# under .tools/ (cargo_tool).
+# Runs with what scripts/setup.sh installs for it: Debian's python3-venv, curl, systemd and
+# dpkg-dev; schemathesis and openapi-spec-validator, pinned, in a venv under .tools/; cargo-deb,
+# pinned, under .tools/.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-SCHEMATHESIS_VERSION=4.32.5
-SPEC_VALIDATOR_VERSION=0.9.0
-CARGO_DEB_VERSION=3.8.0
-
-apt_install python3-venv curl systemd dpkg-dev
-
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -38,18 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The Python tools, pinned, in a venv of their own (Debian's python3, not whatever is first on
-# PATH); reinstalled only when the pins change.
+# The Python tools scripts/setup.sh put in a venv of their own.
 venv="$ROOT/.tools/openapi-venv"
-want="schemathesis==$SCHEMATHESIS_VERSION openapi-spec-validator==$SPEC_VALIDATOR_VERSION"
-if [ "$(cat "$venv/.twoplane-stamp" 2>/dev/null)" != "$want" ]; then
-  say "ops: pip install $want (into .tools/openapi-venv)"
-  rm -rf "$venv"
-  /usr/bin/python3 -m venv "$venv"
-  # shellcheck disable=SC2086 # two requirement words
-  "$venv/bin/pip" install --quiet --disable-pip-version-check $want
-  echo "$want" > "$venv/.twoplane-stamp"
-fi
 
 say "ops: docs/openapi.yaml is a valid OpenAPI description"
 "$venv/bin/openapi-spec-validator" docs/openapi.yaml
@@ -99,8 +83,7 @@ if grep -q "panicked" "$tmp/serve.log"; then
   exit 1
 fi
 
-say "ops: the Debian package (cargo-deb $CARGO_DEB_VERSION, from the debug binary)"
-cargo_tool cargo-deb cargo-deb "$CARGO_DEB_VERSION"
+say "ops: the Debian package (cargo-deb, from the debug binary)"
 # The debug binary the server part built: a release build would cost minutes more on a small
 # machine. A release package is `cargo deb -p twoplane-server` (docs/server.md).
 cargo-deb -p twoplane-server --no-build --profile dev --no-strip --fast -o "$tmp/" 2>&1 | grep -v "^warning: dev profile\|^ *To enable debug symbols" || true

@@ -2,7 +2,7 @@
 # Beyond one machine: the Redis relay adapters (crates/twoplane-redis) against a real Redis, and
 # the host lease and sweeper (crates/twoplane-stream, tests/sweeper.rs) against a real PostgreSQL
 # and SQLite. Redis and PostgreSQL run on loopback, started by scripts/redis.sh and scripts/pg.sh
-# (installed from Debian packages when missing) and left running for the next run (scripts/test.sh
+# (Debian packages, installed by scripts/setup.sh) and left running for the next run (scripts/test.sh
 # stops what its run started); stop them with `scripts/redis.sh stop` and `scripts/pg.sh stop`. Extra arguments go to both `cargo test` runs.
 set -euo pipefail
 

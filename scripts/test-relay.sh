@@ -68,9 +68,6 @@ echo "==> relay I/O: cargo test -p twoplane-server --test relay_e2e (one at a ti
 cargo test -p twoplane-server --test relay_e2e "$@" -- --ignored --test-threads=1 --nocapture
 
 echo "==> relay I/O: fuzz smoke of pgoutput (${FUZZ_SECONDS:=20}s)" >&2
-source "$ROOT/scripts/lib.sh"
-cargo_tool cargo-fuzz cargo-fuzz 0.13.2
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 mkdir -p fuzz/corpus/pgoutput
 fuzz_failed=0
 cargo +nightly fuzz run pgoutput fuzz/corpus/pgoutput fuzz/seeds/pgoutput -- \

@@ -4,9 +4,9 @@
 # with `stale` while memory stays flat, release on disconnect), then the demo page in headless
 # Chromium (a reload mid-answer ends with the full answer, once), then the read-token vectors in
 # Rust, Node and Python, cross-origin readers (tests/demo/cors.test.mjs) and the producer API end
-# to end (tests/demo/producer.test.mjs, on SQLite and on PostgreSQL). Installs what it needs,
-# idempotently: Debian's chromium, curl and python3, the npm tools of tests/demo, the wasm build of
-# the package. A plain PostgreSQL on loopback serves tests/store_migration.rs and the producer API
+# to end (tests/demo/producer.test.mjs, on SQLite and on PostgreSQL). Needs what
+# scripts/setup.sh installs for it (Debian's chromium, curl and python3, the npm tools of
+# tests/demo) and builds the wasm build of the package. A plain PostgreSQL on loopback serves tests/store_migration.rs and the producer API
 # on PostgreSQL; the TLS part adds PostgreSQL and Redis with TLS (scripts/pg.sh, scripts/redis.sh)
 # and checks sslmode, rediss:// and that no password reaches a message.
 set -euo pipefail
@@ -43,12 +43,6 @@ eval "$redis_tls_env"
 export TWOPLANE_PG_URL TWOPLANE_PG_TLS_URL TWOPLANE_PG_TLS_CA TWOPLANE_PG_TLS_WRONG_CA TWOPLANE_REDIS_TLS_URL \
   TWOPLANE_REDIS_TLS_CA
 cargo test -q -p twoplane-server --test tls -- --ignored --test-threads=1
-
-[ -x /usr/bin/chromium ] || apt_install chromium
-# The producer test drives curl and a Python reader.
-command -v curl >/dev/null || apt_install curl
-command -v python3 >/dev/null || apt_install python3
-npm_ci "$ROOT/tests/demo"
 
 say "server: cargo build --bin twoplane"
 cargo build -q -p twoplane-server --bin twoplane

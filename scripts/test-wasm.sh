@@ -9,13 +9,11 @@
 #      in both, the facade and reader in Node (fixture SSE server), the React hooks in Node, the
 #      browser end-to-end reconnect test, the Vite app, the size budget (printed) and the type
 #      check.
-# Installs what it needs, idempotently (Chromium from Debian when /usr/bin/chromium is missing).
+# Needs what scripts/setup.sh installs for it (Debian's Chromium, the wasm tools).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/h-wasm}
-
-[ -x /usr/bin/chromium ] || apt_install chromium
 
 say "wasm: cargo test -p twoplane-wasm --features message-text,ui"
 cargo test -q -p twoplane-wasm --features message-text,ui

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Every test of twoplane, on a fresh machine or an old one: installs what it needs (idempotently)
-# and runs each part in turn. A failing part does not stop the others; the exit code is non-zero
-# when any part failed, and the last line counts the parts.
+# Every test of twoplane, on a fresh machine or an old one: installs what the chosen parts need
+# in one step first (scripts/setup.sh, idempotent), then runs each part in turn. A failing part
+# does not stop the others; the exit code is non-zero when any part failed (or the setup did), and
+# the last line counts the parts.
 #
 #   bash scripts/test.sh            # everything
 #   bash scripts/test.sh core node  # only the named parts
+#   bash scripts/test.sh check      # the fast loop: fmt, clippy, the core's tests, JS lint and
+#                                   # unit tests; no services, no nightly (scripts/test-check.sh)
 #
 # The parts are listed here, not discovered: a part whose script went missing (or is not a
 # part's name) fails the run instead of quietly dropping out of it. Each script runs with `bash`,
@@ -21,6 +24,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 all=(core lint wasm node plane redis server multi relay aisdk ops)
+# Parts that can be named but are not in the full run (what they check, it checks too).
+extra=(check)
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=("${all[@]}")
 
@@ -60,12 +65,20 @@ passed=0
 failed=0
 failures=()
 start=$(date +%s)
+
+say "setup: what ${parts[*]} need"
+if ! bash scripts/setup.sh "${parts[@]}"; then
+  echo "setup: FAILED after $(( $(date +%s) - start ))s: no part ran"
+  exit 1
+fi
+echo "setup: done in $(( $(date +%s) - start ))s"
+
 for part in "${parts[@]}"; do
   say "part: $part"
   t0=$(date +%s)
   script="scripts/test-$part.sh"
-  if [[ " ${all[*]} " != *" $part "* ]]; then
-    echo "part $part: FAILED: not a part (the parts: ${all[*]})"
+  if [[ " ${all[*]} ${extra[*]} " != *" $part "* ]]; then
+    echo "part $part: FAILED: not a part (the parts: ${all[*]} ${extra[*]})"
     ok=""
   elif [ ! -f "$script" ]; then
     echo "part $part: FAILED: $script is missing"
