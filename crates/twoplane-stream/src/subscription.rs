@@ -11,7 +11,8 @@
 //! - `try_next` never waits, so a writer can coalesce everything queued into one socket write.
 //! - [`Subscription::poll_sse`] yields the same frames already encoded as server-sent events,
 //!   several per call: for a hosted stream they are the bytes the stream's log encoded once for
-//!   every reader (see `fanout.rs`), byte for byte what encoding each frame here would give.
+//!   every reader (see `fanout/encoding.rs`), byte for byte what encoding each frame here would
+//!   give.
 //! - Dropping a subscription detaches it at once (a hosted reader leaves its shard; a relayed
 //!   one also stops its reader task, which drops the adapter's source).
 

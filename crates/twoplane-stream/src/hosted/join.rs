@@ -21,7 +21,7 @@
 //!   nothing new, and wait again, without that lock. So a push costs each waiting reader one
 //!   wake-up and one lock, however many frames it then takes.
 //! - Its SSE batches are the bytes its shard's log encoded once for every reader
-//!   (`fanout.rs`), byte for byte what encoding each frame would give.
+//!   (`fanout/encoding.rs`), byte for byte what encoding each frame would give.
 //! - Dropping a reader detaches it from its shard at once (and wakes its writer task when it was
 //!   that writer's last handed-over subscriber, so the writer can end).
 
@@ -186,7 +186,7 @@ pub(crate) enum JoinUi {
 pub(crate) struct Reader {
     stream: Arc<LiveStream>,
     key: SubKey,
-    /// Its shard's change counter (see `fanout.rs`).
+    /// Its shard's change counter (see `fanout/wake.rs`).
     changes: Arc<AtomicU64>,
     /// The counter when this cursor last took everything available.
     caught_up_at: Option<u64>,

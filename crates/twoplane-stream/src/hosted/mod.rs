@@ -2,7 +2,7 @@
 //! its checkpoint driver.
 //!
 //! The files, each depending only on those listed before it (and on the crate's lower
-//! modules: `fanout.rs`, `sse.rs`, `relay.rs`, `options.rs`, `display.rs` (the frames held for
+//! modules: `fanout/`, `sse.rs`, `relay.rs`, `options.rs`, `display.rs` (the frames held for
 //! the next display-rate write, the relay leg's too), ...):
 //! - `text.rs`: the produced text still held, and where a checkpoint may cut it.
 //! - `waiters.rs`: the durable length and the flushes waiting for it.

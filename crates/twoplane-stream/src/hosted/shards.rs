@@ -1,6 +1,6 @@
 //! The fan-out shards of one hosted stream: where its subscribers' cursors live.
 //!
-//! Owns: up to [`SHARDS`] shards (`fanout.rs`, each under a lock of its own), the totals of
+//! Owns: up to [`SHARDS`] shards (`fanout/`, each under a lock of its own), the totals of
 //! readers over them, and which shards are in use (that part lives in the stream's state, under
 //! the stream's lock: [`ShardUse`]).
 //!

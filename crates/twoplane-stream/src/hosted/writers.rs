@@ -25,7 +25,7 @@
 //! - The terminal ends direct delivery: after a batch whose `terminal` is set (or a slot that
 //!   ended owing nothing), the subscription is taken back and the owner resumed; it then sees the
 //!   subscription end.
-//! - Every other guarantee of the fan-out holds unchanged (`fanout.rs`): one encoding per frame,
+//! - Every other guarantee of the fan-out holds unchanged (`fanout/`): one encoding per frame,
 //!   the bounded queue ending in `stale`, the terminal last.
 //! - A sink that panics is treated as one that kept its bytes; the writer task survives.
 //! - A stream has one writer task per runtime worker, each with a fixed share of the subscribers
