@@ -12,7 +12,9 @@
 //! - [`pgoutput`]: decoding of PostgreSQL's logical replication messages (pure, fuzzed).
 //! - [`pg_source`], [`pg_record`] (feature `postgres`): the change source over a PostgreSQL
 //!   logical replication slot, and the record reader; [`schema`]: the relay's tables (the
-//!   record's documented shape and the state table), each described once.
+//!   record's documented shape and the state table), each described once; `pg_bridge`
+//!   (feature `postgres`): the replication client's connection, made over TLS by `twoplane-pg`
+//!   and handed to it through a private Unix socket.
 //! - [`s2`] (feature `s2`): the log store over S2's REST API (s2-lite or the hosted service).
 //! - [`redis_log`] (feature `redis`): the log store on Redis Streams, conditional appends in Lua.
 //! - [`relay`]: the core: [`Relay::start`]`(source, record, log, options)` on a tokio runtime,

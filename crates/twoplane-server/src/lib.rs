@@ -26,6 +26,8 @@
 //!   pure and fuzzed on its own); [`cors`]: which other origins' pages may read.
 //! - [`metrics`]: `/metrics` (Prometheus), `/readyz` and `/healthz`; [`refusal`]: the JSON shape of
 //!   every refusal, with its `kind` on the response for the refusal counter.
+//! - `error_text`: an error turned into the one sentence a person reads (a startup failure, a log
+//!   line), never with a connection string in it.
 //! - taking a mutex, poisoned or not, is `twoplane_runtime::lock`.
 //!
 //! Dependencies run one way (`scripts/check-module-cycles.py`, run by the lint part, fails on a

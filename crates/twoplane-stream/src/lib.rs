@@ -35,34 +35,66 @@
 //! The live side is layered like tokio's channels (public handles over a shared state over
 //! storage that knows no handle); each layer uses only those below it, and
 //! `scripts/check-module-cycles.py` (run by `scripts/test-lint.sh`) keeps the crate free of
-//! import circles. From the bottom:
-//! - `sse.rs`: the SSE types a server receives ([`SseBatch`], [`SseEvents`], [`SseSink`],
+//! import circles. Every module, one line each; the live side from the bottom:
+//! - `sse`: the SSE types a server receives ([`SseBatch`], [`SseEvents`], [`SseSink`],
 //!   [`Delivered`]) and the one encoding of frames into events.
-//! - `fanout.rs`: one fan-out shard: a frame log and its subscribers' cursors, plain storage
-//!   (no tokio, no stream).
-//! - `relay.rs`: the [`Relay`] seam; `relay_queue.rs`: the bounded queue between a relay reader
-//!   task and its subscriber; `relay_leg.rs`: the subscribe-miss leg that dials the relay and
-//!   fills that queue.
-//! - `hosted/`: one hosted stream, split by concern (`text`, `waiters`, `policy`, `lifecycle`
-//!   under its lock in `state`; `shards` and `writers` beside it; `stream` the whole; `produce`,
-//!   `checkpoint` and `join` what it does). It knows no plane and no subscription: its
+//! - `fanout/`: one fan-out shard: a frame log and its subscribers' cursors, plain storage (no
+//!   tokio, no stream), one file per concern (`wake`, `log`, `encoding`, `direct`, `shard`;
+//!   `fanout/mod.rs` says what each holds).
+//! - `display`: the display-rate writes' rule: the frames held until their write interval ends,
+//!   then published merged (a hosted stream's and a relay leg's alike).
+//! - `display_clock`: the plane's one timer for the display-rate writes due later.
+//! - `replay`: a join's replay, its text a view of the stream's own blocks, cut into `chunk`
+//!   pieces only as the subscriber drains.
+//! - `ui_log`: the AI SDK's UI message stream as the plane writes it, a subscription's second
+//!   encoding beside the frames ([`Plane::subscribe_ui`]).
+//! - `relay`: the [`Relay`] seam, the live plane across processes.
+//! - `relay_queue`: the bounded queue between a relay reader task and its one subscriber.
+//! - `relay_leg`: the subscribe-miss leg that dials the relay and fills that queue.
+//! - `hosted/`: one hosted stream, split by concern (`text`, `waiters`, `policy`, `backlog`,
+//!   `lifecycle`, `shards`, `writers`, `state`, `stream`, `produce`, `checkpoint`, `join`,
+//!   `goes_on`; `hosted/mod.rs` says what each holds). It knows no plane and no subscription: its
 //!   checkpoint driver returns when the stream is to be evicted, and a join is a value.
-//! - `subscription.rs`: [`Subscription`], one handle over a fixed replay, a hosted stream's
-//!   reader, or a relay queue.
-//! - `handle.rs`: [`StreamHandle`], the producer's handle; `plane.rs`: [`Plane`], which hosts
-//!   the streams, turns joins and relay queues into subscriptions, and evicts.
+//! - `subscription`: [`Subscription`], one handle over a fixed replay, a hosted stream's reader,
+//!   or a relay queue.
+//! - `handle`: [`StreamHandle`], the producer's handle.
+//! - `plane`: [`Plane`], which hosts the streams, turns joins and relay queues into
+//!   subscriptions, and evicts.
 //!
-//! Beside them: the options and hooks (`options.rs`, `report.rs`, `auth.rs`,
-//! `jitter.rs`, `error.rs`), the display-rate writes (`display.rs`, the rule; `display_clock.rs`,
-//! the plane's one timer for the writes due later), the durable targets (`target.rs` and its
-//! implementations, with `verdict.rs` for the SQL targets' shared decisions), group commit
-//! (`group_commit.rs`, the queue and its leader; `sqlite_shared.rs`, SQLite's group-committed
-//! writer and its read connection; `postgres_group.rs`, PostgreSQL's pipelined checkpoint
-//! transaction, with `pg_state.rs`, the store's word on a row it returns), `exec.rs` (the one way a core statement
-//! runs on SQLite or PostgreSQL, for the targets, the sweeper and the server alike), `schema.rs`
-//! (the one runner of the core's table shapes: every table created or upgraded goes through it),
-//! the PostgreSQL pool they use (the URL, its TLS and its errors are the `twoplane-pg` crate's),
-//! and the [`Sweeper`]. Retry schedules and taking a mutex are the `twoplane-runtime` crate's.
+//! Beside them, settings and hooks:
+//! - `options`: [`PlaneOptions`], their defaults and the construction-time check.
+//! - `report`: the diagnostics hooks, run outside every plane lock, a panicking one contained.
+//! - `auth`: who may read a stream ([`Authorizer`]).
+//! - `jitter`: the bounded per-stream, per-round shift of each checkpoint interval's deadline.
+//! - `error`: [`PlaneError`], the plane's one error type.
+//!
+//! The durable side:
+//! - `target`: the durable seam ([`DurableTarget`]): what the plane needs from wherever
+//!   checkpoints land.
+//! - `sqlite`: [`SqliteTarget`], the mapped tables on SQLite, the embedded default.
+//! - `postgres`: [`PostgresTarget`], the mapped tables on PostgreSQL.
+//! - `callback`: [`CallbackTarget`], checkpoints persisted however the application likes.
+//! - `memory` (feature `testing`): `MemoryTarget`, an in-memory model of the mapped tables,
+//!   the reference the SQL targets are tested against.
+//! - `faulty` (feature `testing`): `FaultyTarget`, a fault injector around any target.
+//! - `verdict`: the decisions both SQL targets make: which statements a checkpoint and a seal
+//!   run, and what a read-back means.
+//! - `group_commit`: the queue and its leader: many callers' writes in one transaction.
+//! - `sqlite_shared`: [`SqliteShared`], SQLite's group-committed write connection and the read
+//!   connection beside it.
+//! - `postgres_group`: PostgreSQL's group-committed checkpoints, one transaction pipelined on
+//!   one connection.
+//! - `pg_state`: the store's word on a message row as PostgreSQL returns it.
+//! - `pg_client`: [`PgClient`], the bounded PostgreSQL pool (the URL, its TLS and its errors
+//!   are the `twoplane-pg` crate's).
+//! - `exec`: [`Executor`], the one way a core statement runs on SQLite or PostgreSQL, for the
+//!   targets, the sweeper and the server alike.
+//! - `schema`: the one runner of the core's table shapes: every table created or upgraded goes
+//!   through it.
+//! - `sweeper`: [`Sweeper`], the host leases and the sweep that releases a dead instance's
+//!   streams.
+//!
+//! Retry schedules and taking a mutex are the `twoplane-runtime` crate's.
 
 mod auth;
 mod callback;
