@@ -476,11 +476,19 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     // A path or method no route has is a refusal like any other (JSON with a kind); a handler
     // that panics answers `500 internal` instead of dropping the connection. Outermost, the
     // refusal counter, so that every refusal is counted whichever route (or layer) answered it.
-    let router = router
-        .fallback(crate::refusal::not_found)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(crate::refusal::panicked))
-        .layer(axum::middleware::from_fn(crate::refusal::method_not_allowed))
-        .layer(axum::middleware::from_fn(crate::metrics::count_refusals));
+    //
+    // The three wrap the router once, as one service, rather than through `Router::layer`, which
+    // wraps every route in each of them: a request then cloned its route's whole stack of boxed
+    // layers (two dozen allocations per request, a tenth of the server's user instructions on a
+    // request per delta; callgrind). Wrapped once, a request clones the router's `Arc`.
+    let routes = router.fallback(crate::refusal::not_found);
+    let router = Router::new().fallback_service(
+        tower::ServiceBuilder::new()
+            .layer(axum::middleware::from_fn(crate::metrics::count_refusals))
+            .layer(axum::middleware::from_fn(crate::refusal::method_not_allowed))
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(crate::refusal::panicked))
+            .service(routes),
+    );
     let http = HttpConfig {
         direct_sse_path: config.direct_sse.then(|| crate::http::STREAM_PATH.to_owned()),
         conn_limits,
