@@ -200,12 +200,12 @@ pub async fn serve(
                 }
                 First::Sse(request, rest) => {
                     let close = sse_conn::wants_close(request.headers());
-                    let Ok(response) = router.clone().oneshot(*request).await;
+                    let answer = sse_conn::answer(router.clone(), *request).await;
                     // A copy: `rest` shares the buffer the head was read into, which must not
                     // live as long as the subscription does.
                     let mut pending = BytesMut::from(&rest[..]);
                     drop(rest);
-                    match sse_conn::write_response(stream, response, &mut pending, write_stall).await {
+                    match sse_conn::write_response(stream, answer, &mut pending, write_stall).await {
                         Served::Done(_) if close => return,
                         Served::Done(returned) => {
                             stream = returned;

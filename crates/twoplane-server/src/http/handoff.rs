@@ -1,28 +1,47 @@
-//! A reader's response: the contract's headers and its [`SseBody`], for hyper to poll or for the
-//! direct SSE path ([`crate::sse_conn`]) to take and serve itself.
+//! A reader's response: the contract's headers and its [`SseBody`], for whichever writer answers
+//! the request: hyper, which polls the response's body, or the direct SSE path
+//! ([`crate::sse_conn`]), which serves the body itself.
+//!
+//! The direct path answers a request through the same router as hyper (the same layers, the same
+//! handler), with a place for a reader's body set for the time its router call runs
+//! ([`answer_here`]). A handler building a reader's response ([`handoff_response`],
+//! [`sse_response`]) gives the body to that place when there is one, and to the response
+//! otherwise.
 //!
 //! Guarantees:
-//! - The headers are exactly the ones given (the SSE endpoint's are [`STREAM_SSE_HEADERS`]).
-//! - One server of a body: whichever side takes the body first (hyper polling the response's
-//!   body, or the direct path taking it out of the response's extensions) serves it; the other
-//!   then finds nothing.
-//! - The response's body owns the [`SseBody`]: dropping it drops the subscription, whoever else
-//!   holds a hand-off (the extension only reaches the body while it lives).
+//! - One owner of a body from handler to socket: the response's body for hyper, or the
+//!   connection of the direct path, never both; nothing else holds or reaches it, so dropping its
+//!   owner drops the subscription.
+//! - The direct path serves the body only under the response its handler built (that response
+//!   carries a mark): a response replaced on its way out (by a layer) is served as it is, and the
+//!   body is dropped as the router call returns.
+//! - The headers are exactly the ones given (the SSE endpoint's are [`STREAM_SSE_HEADERS`]), on
+//!   either path.
 
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
-use bytes::Bytes;
 use twoplane_core::sse::STREAM_SSE_HEADERS;
 use twoplane_stream::Subscription;
 
 use super::body::SseBody;
 use super::config::{SseConfig, SseStats};
+
+tokio::task_local! {
+    /// Set while the direct SSE path's router call runs: where a reader's body goes.
+    static HERE: Place;
+}
+
+/// Where the direct SSE path takes a reader's body from.
+#[derive(Clone, Default)]
+struct Place(Arc<Mutex<Option<SseBody>>>);
+
+/// Marks a response whose body went to the direct SSE path's [`Place`].
+#[derive(Clone)]
+struct Placed;
 
 /// An SSE response for `subscription`: the contract's headers and an [`SseBody`]. Use this to
 /// serve a subscription from a route of your own.
@@ -35,14 +54,13 @@ pub(super) fn body_response(body: SseBody) -> Response {
     handoff_response(body, &STREAM_SSE_HEADERS)
 }
 
-/// The response of a reader's `body` with `headers`: its body for hyper, and the hand-off the
-/// direct SSE path takes it through.
+/// The response of a reader's `body` with `headers`: the body goes to the direct SSE path when
+/// it is answering this request, and is the response's body otherwise.
 pub(crate) fn handoff_response(body: SseBody, headers: &[(&'static str, &'static str)]) -> Response {
-    let (body, extension) = SseHandoff::new(body);
-    // As the body hyper polls, and as an extension the direct SSE path (`crate::sse_conn`) takes
-    // the body out of to serve the subscription itself.
-    let mut response = Response::new(Body::new(body));
-    response.extensions_mut().insert(extension);
+    let mut response = match HERE.try_with(Place::clone) {
+        Ok(place) => place.offer(body),
+        Err(_) => Response::new(Body::new(body)),
+    };
     let map = response.headers_mut();
     for (name, value) in headers {
         map.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
@@ -50,59 +68,82 @@ pub(crate) fn handoff_response(body: SseBody, headers: &[(&'static str, &'static
     response
 }
 
-/// The [`SseBody`] of a response from [`sse_response`], seen from the response's body (which owns
-/// it: dropping the response body drops the subscription, whoever else holds a hand-off) and from
-/// its extensions (which only reach it while the body lives). Whichever side takes it first
-/// serves it; the other then finds nothing.
-#[derive(Clone)]
-pub(crate) struct SseHandoff(Side);
-
-#[derive(Clone)]
-enum Side {
-    Body(Arc<Mutex<Option<SseBody>>>),
-    Extension(Weak<Mutex<Option<SseBody>>>),
-}
-
-impl SseHandoff {
-    /// The body's side and the extension's side of `body`.
-    fn new(body: SseBody) -> (SseHandoff, SseHandoff) {
-        let owner = Arc::new(Mutex::new(Some(body)));
-        let viewer = Arc::downgrade(&owner);
-        (SseHandoff(Side::Body(owner)), SseHandoff(Side::Extension(viewer)))
-    }
-
-    fn with<R>(&self, f: impl FnOnce(&mut Option<SseBody>) -> R) -> R {
-        // A panic while polling leaves the body as it was: still usable.
-        match &self.0 {
-            Side::Body(owner) => f(&mut twoplane_runtime::lock(owner)),
-            Side::Extension(viewer) => match viewer.upgrade() {
-                Some(owner) => f(&mut twoplane_runtime::lock(&owner)),
-                None => f(&mut None),
-            },
+impl Place {
+    /// The response of `body` kept here: empty, and marked. A second body in one answer (none
+    /// is built) is the response's own.
+    fn offer(&self, body: SseBody) -> Response {
+        let mut held = twoplane_runtime::lock(&self.0);
+        if held.is_some() {
+            return Response::new(Body::new(body));
         }
-    }
-
-    /// The body, for a writer that serves it itself; the response's own body is then empty.
-    pub(crate) fn take(&self) -> Option<SseBody> {
-        self.with(Option::take)
+        *held = Some(body);
+        let mut response = Response::new(Body::empty());
+        response.extensions_mut().insert(Placed);
+        response
     }
 }
 
-impl http_body::Body for SseHandoff {
-    type Data = Bytes;
-    type Error = Infallible;
+/// The direct SSE path's answer to a request: `respond` (the router's call for it) runs with a
+/// place for a reader's body, and the body comes back apart from the response when the
+/// response is the one its handler built.
+pub(crate) async fn answer_here(respond: impl Future<Output = Response>) -> (Response, Option<SseBody>) {
+    let place = Place::default();
+    let mut response = HERE.scope(place.clone(), respond).await;
+    let placed = response.extensions_mut().remove::<Placed>().is_some();
+    let body = twoplane_runtime::lock(&place.0).take().filter(|_| placed);
+    (response, body)
+}
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        self.with(|body| match body.as_mut() {
-            Some(body) => Pin::new(body).poll_frame(cx),
-            None => Poll::Ready(None),
-        })
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    const EVENTS: &[u8] = b"data: {\"type\":\"finish\"}\n\n";
+
+    fn body() -> SseBody {
+        let subscription = Subscription::ui_fixed(Bytes::from_static(EVENTS));
+        SseBody::new(subscription, &SseConfig::default(), Arc::new(SseStats::default()))
     }
 
-    fn is_end_stream(&self) -> bool {
-        self.with(|body| body.as_ref().is_none_or(http_body::Body::is_end_stream))
+    async fn collect(body: impl http_body::Body<Data = Bytes, Error = impl std::fmt::Debug>) -> Bytes {
+        body.collect().await.unwrap().to_bytes()
+    }
+
+    fn assert_headers(response: &Response) {
+        let got: Vec<_> = response.headers().iter().map(|(k, v)| (k.as_str(), v.to_str().unwrap())).collect();
+        assert_eq!(got, STREAM_SSE_HEADERS.to_vec());
+    }
+
+    #[tokio::test]
+    async fn a_body_is_the_responses_or_the_direct_paths_never_both() {
+        // Hyper's path: the response's body is the reader's own.
+        let response = handoff_response(body(), &STREAM_SSE_HEADERS);
+        assert!(response.extensions().get::<Placed>().is_none());
+        assert_headers(&response);
+        assert_eq!(collect(response.into_body()).await, EVENTS);
+
+        // The direct path: the body comes back apart, the response's own is empty.
+        let (response, sse) = answer_here(async { handoff_response(body(), &STREAM_SSE_HEADERS) }).await;
+        assert!(response.extensions().get::<Placed>().is_none(), "the mark is taken off");
+        assert_headers(&response);
+        assert_eq!(collect(response.into_body()).await, "");
+        assert_eq!(collect(sse.expect("the body came back")).await, EVENTS);
+
+        // A response replaced on its way out: served as it is, and the body is gone.
+        let stats = Arc::new(SseStats::default());
+        let held = stats.clone();
+        let replaced = async move {
+            let subscription = Subscription::ui_fixed(Bytes::from_static(EVENTS));
+            let built = handoff_response(SseBody::new(subscription, &SseConfig::default(), held), &[]);
+            drop(built);
+            Response::new(Body::from("replaced"))
+        };
+        let (response, sse) = answer_here(replaced).await;
+        assert!(sse.is_none());
+        assert_eq!(stats.active(), 0, "the body was dropped with its answer");
+        assert_eq!(collect(response.into_body()).await, "replaced");
     }
 }

@@ -11,7 +11,8 @@
 //!   of the stream's end (the AI SDK's resume route, `crate::ui_stream`).
 //! - `body.rs`: [`SseBody`]: one write per wakeup, keep-alives, no buffering of its own, and
 //!   the hand-over of a caught-up subscription to its stream's writer task.
-//! - `handoff.rs`: a reader's response, its headers and its body, for hyper or the direct path.
+//! - `handoff.rs`: a reader's response, its headers and its body, which goes to one owner:
+//!   the response (for hyper), or the direct path's connection when that answers the request.
 //! - `endpoint.rs`: `GET /api/stream` itself ([`sse_router`]).
 
 mod admission;
@@ -29,4 +30,4 @@ pub use config::{SseConfig, SseStats};
 pub(crate) use continuation::{Continuation, Continue};
 pub use endpoint::{sse_router, sse_router_with, HttpCaller, STREAM_PATH};
 pub use handoff::sse_response;
-pub(crate) use handoff::{handoff_response, SseHandoff};
+pub(crate) use handoff::{answer_here, handoff_response};

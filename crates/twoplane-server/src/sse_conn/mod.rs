@@ -59,14 +59,16 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, Response};
+use axum::Router;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+use tower::ServiceExt as _;
 use twoplane_stream::SseSink;
 
-use crate::http::{SseBody, SseHandoff, Step};
+use crate::http::{SseBody, Step};
 use framing::{parse, response_head, Parsed, LAST_CHUNK};
 pub use framing::{wants_close, Prefixed, MAX_HEAD};
 use sink::ConnSink;
@@ -102,6 +104,26 @@ pub async fn read_first(stream: &mut TcpStream, peer: SocketAddr, path: &str) ->
     }
 }
 
+/// A request's answer as this path writes it: the router's response, and apart from it the body
+/// of a reader's response, which its handler gave to this connection instead of to the response
+/// (`crate::http`'s hand-off).
+pub struct Answer {
+    response: Response<Body>,
+    sse: Option<SseBody>,
+}
+
+/// Answer `request` (a request [`read_first`] took) with `router`: the same layers and handler
+/// as under hyper, and a reader's body comes back apart from the response, for
+/// [`write_response`] to serve.
+pub async fn answer(router: Router, request: Request<Body>) -> Answer {
+    let respond = async move {
+        let Ok(response) = router.oneshot(request).await;
+        response
+    };
+    let (response, sse) = crate::http::answer_here(respond).await;
+    Answer { response, sse }
+}
+
 /// How [`write_response`] ended.
 pub enum Served {
     /// The body ended and its last chunk was written: the connection can serve another request.
@@ -110,23 +132,19 @@ pub enum Served {
     Gone,
 }
 
-/// Write `response` to `stream` as an HTTP/1.1 response with a chunked body, pulling the body
+/// Write `answer` to `stream` as an HTTP/1.1 response with a chunked body, pulling the body
 /// only when the previous batch has been written, and watching the socket for the client's
 /// end-of-file while the body has nothing to send. Bytes the client sends meanwhile (a
-/// pipelined request) are appended to `pending`. A subscription's body (from
-/// [`crate::http::sse_response`]) is delivered directly while it is caught up (see
-/// `ConnSink`).
-pub async fn write_response(
-    stream: TcpStream,
-    response: Response<Body>,
-    pending: &mut BytesMut,
-    stall: Duration,
-) -> Served {
-    let (mut parts, body) = response.into_parts();
+/// pipelined request) are appended to `pending`. A reader's body (from
+/// [`crate::http::sse_response`], or a reader route's handler) is delivered directly while it
+/// is caught up (see `ConnSink`).
+pub async fn write_response(stream: TcpStream, answer: Answer, pending: &mut BytesMut, stall: Duration) -> Served {
+    let Answer { response, sse } = answer;
+    let (parts, body) = response.into_parts();
     let head = response_head(&parts);
     let close = wants_close(&parts.headers);
     let socket = Arc::new(stream);
-    let served = match parts.extensions.remove::<SseHandoff>().and_then(|h| h.take()) {
+    let served = match sse {
         Some(sse) => {
             drop(body);
             serve_sse(&socket, &head, sse, pending, stall).await
