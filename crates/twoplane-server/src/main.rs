@@ -27,12 +27,6 @@ use twoplane_server::demo::{answer, Pace};
 use twoplane_server::serve::{self, LiveRelayConfig, ServeConfig, Store};
 use twoplane_server::token::Claims;
 
-// mimalloc, not the C library's allocator: a request per delta allocates and frees a few dozen
-// small blocks across worker threads, and under glibc's malloc that was about a third of the
-// server's user instructions (callgrind, 100 streams of 100 deltas, docs/server.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser, Debug)]
 #[command(
     name = "twoplane",
