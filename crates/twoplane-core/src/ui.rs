@@ -23,7 +23,7 @@ pub mod ingest;
 mod vocab;
 
 pub use egress::{end_chunks, frame_chunks, message_chunks, start_chunk, UiEgress};
-pub use events::{write_group, DONE_EVENT};
+pub use events::{write_group, UiEvents, UiOutcome, DONE_EVENT};
 pub use ingest::{UiIngest, UiOp};
 pub use vocab::{HINT_APPROVAL_RESPONSE, HINT_DROPPED, HINT_INPUT_ERROR, HINT_STREAMED};
 

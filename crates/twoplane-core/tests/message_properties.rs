@@ -21,6 +21,11 @@
 //!   a reader cut after any merged frame that resumes from its resume point (through a merged
 //!   replay again) ends with it too; every resume point the merged frames carry is one the
 //!   unmerged frames carried.
+//! - U: a UI reader's events (`twoplane_core::ui::UiEvents`): joined holding the message at any
+//!   offset, at a stream whose message is now at any later one, then every later frame and the
+//!   end, its group ids never go back nor past the length, `[DONE]` ends it once, it holds the
+//!   produced message, a response under way gets exactly what a new one gets after its first
+//!   group, and a join with nothing to advance gives the chunks `resume_all` gives.
 
 mod common;
 
@@ -31,7 +36,8 @@ use twoplane_core::message::{
     Event, FrameNumbers, Message, MessageAction, MessageChunkRow, MessageConform, MessageFrame, MessageLog,
     MessageReader, MessageVerdict,
 };
-use twoplane_core::Text;
+use twoplane_core::ui::{resume_all, UiEvents, DONE_EVENT};
+use twoplane_core::{StreamStatus, Text};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -446,6 +452,51 @@ proptest! {
             }
             let _ = v.code();
             let _ = r.feed_numbers(n).code();
+        }
+    }
+
+    /// U: the UI events rule: replay to what the reader holds, advance to now, every later frame,
+    /// the end.
+    #[test]
+    fn u_ui_events_replay_advance_and_end((ops, _) in production(), held in any::<prop::sample::Index>(), now in any::<prop::sample::Index>(), status in 0usize..4) {
+        let log = produce(&ops);
+        let len = log.len();
+        let a = held.index(len as usize + 1) as u64;
+        let b = a + now.index((len - a) as usize + 1) as u64;
+        let status = StreamStatus::ALL[status];
+        let id = Text::from("m");
+        let write = |fresh: bool| {
+            let mut out = String::new();
+            let mut events = UiEvents::join(&mut out, &id, log.message_at(a), Some(&log.message_at(b)), fresh);
+            assert_eq!(events.message(), &log.message_at(b));
+            // Every frame pushed after `b` (one across it cut there), as the producer pushed them.
+            for piece in log.frames().iter().filter_map(|f| f.cut_at(b).1) {
+                assert!(!events.frame(&mut out, &piece));
+            }
+            assert_eq!(events.message(), log.message());
+            assert!(events.frame(&mut out, &MessageFrame::End { seq: len, status, error: None }));
+            out
+        };
+        let fresh = write(true);
+        let tail = write(false);
+        // Ids: never back, never past the length; `[DONE]` once, at the end.
+        let ids: Vec<u64> = fresh.lines().filter_map(|l| l.strip_prefix("id: ")).map(|n| n.parse().unwrap()).collect();
+        prop_assert!(ids.windows(2).all(|w| w[0] <= w[1]), "{:?}", ids);
+        prop_assert!(ids.iter().all(|&i| i <= len));
+        prop_assert_eq!(ids.first(), Some(&a));
+        prop_assert!(fresh.ends_with(DONE_EVENT));
+        prop_assert_eq!(fresh.matches(DONE_EVENT).count(), 1);
+        // A response under way: the same events without the first group (`start` and the message
+        // at `a`, whose last event carries `id: a`).
+        let first = fresh.find("id: ").unwrap();
+        let first = first + fresh[first..].find("\n\n").unwrap() + 2;
+        prop_assert_eq!(&fresh[first..], tail.as_str());
+        // Nothing to advance: the chunks `resume_all` gives for a reader at `a`.
+        if a == b {
+            let data: Vec<&str> = fresh.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|d| *d != "[DONE]").collect();
+            let want = resume_all(&id, log.frames(), a, status, None).unwrap();
+            let want: Vec<String> = want.iter().map(|c| { let mut s = String::new(); twoplane_core::json::write_json_value(&mut s, c); s }).collect();
+            prop_assert_eq!(data, want);
         }
     }
 }

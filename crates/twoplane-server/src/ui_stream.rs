@@ -48,7 +48,7 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 use twoplane_core::message::{assemble_durable_message_at, Message};
-use twoplane_core::ui::{write_group, UiEgress, DONE_EVENT};
+use twoplane_core::ui::UiEvents;
 use twoplane_core::{StreamStatus, Text};
 use twoplane_stream::{Plane, PlaneErrorKind, Subscription, UiOutcome};
 
@@ -154,11 +154,10 @@ async fn resume(
     // just read, without asking the relay (and waiting for it).
     let subscription = if sealed && !state.plane.is_hosted(&id) {
         let mut out = String::new();
-        let mut egress = UiEgress::new();
         // A tail only where the rows can say what the message was at `from`; otherwise the whole
         // replay (with its `start`, which the SDK rebuilds from).
         let held = (tail && held_at(&view, from).is_some()).then_some(from);
-        from_store(&Text::from(id.as_str()), &view, from, held, &mut egress, &mut out);
+        from_store(&Text::from(id.as_str()), &view, from, held, &mut out);
         Subscription::ui_fixed(Bytes::from(out))
     } else {
         match state.plane.subscribe_ui(&caller, &id, from, !tail).await {
@@ -221,14 +220,14 @@ impl Continue for UiContinue {
             // Not served here: what the store holds beyond what the reader has, and the end when
             // the row says the stream ended.
             if !plane.is_hosted(&id) {
-                let mut egress = UiEgress::new();
                 let held = started.then_some(at);
-                if from_store(&Text::from(id.as_str()), &view, at, held, &mut egress, &mut out) {
+                let (ended, events) = from_store(&Text::from(id.as_str()), &view, at, held, &mut out);
+                if ended {
                     return Some(Continuation { bytes: Bytes::from(out), subscription: None });
                 }
                 if !out.is_empty() {
                     started = true;
-                    at = egress.message().len();
+                    at = events.at();
                 }
             }
             let subscription = plane.subscribe_ui(&caller, &id, at, !started).await.ok()?;
@@ -237,58 +236,34 @@ impl Continue for UiContinue {
     }
 }
 
-/// The store's answer to a reader that holds the message at `from`: with `held` `None` (a new
-/// response), `start` and the message there, then the rest of the stored message; with `held`
-/// (a response under way, whose reader holds `held`), only the rest, when the rows can say what
-/// the message was there. Then, when the row says the stream ended, its end chunks and `[DONE]`:
-/// returns whether it ended. `egress` is left holding what the reader then holds.
-fn from_store(
-    id: &Text,
-    view: &MessageView,
-    from: u64,
-    held: Option<u64>,
-    egress: &mut UiEgress,
-    out: &mut String,
-) -> bool {
+/// The store's answer to a reader that holds the message at `from`, by the core's rule
+/// ([`UiEvents`]): with `held` `None` (a new response), `start` and the message there, then the
+/// rest of the stored message; with `held` (a response under way, whose reader holds `held`),
+/// only the rest, when the rows can say what the message was there. Then, when the row says the
+/// stream ended, its end chunks and `[DONE]`. Returns whether it ended, and what the reader then
+/// holds.
+fn from_store(id: &Text, view: &MessageView, from: u64, held: Option<u64>, out: &mut String) -> (bool, UiEvents) {
     let stored = stored(view);
     let whole = stored.message.unwrap_or_default();
-    match held {
-        None => {
-            // Cut only where the reader lacks something: a reader at or past the end takes the
-            // whole message in one group, and its rows are not assembled a second time.
-            match (from < whole.len()).then(|| held_at(view, from)).flatten() {
-                Some(at_from) => {
-                    write_group(out, &egress.replay(id, at_from), from);
-                    let rest = egress.advance_to(whole);
-                    write_group(out, &rest, egress.message().len());
-                }
-                // The reader holds all of it (or claims more), or the message was compacted without
-                // its spans and is known only whole: one group at its length (docs/server.md says what that costs).
-                None => {
-                    let chunks = egress.replay(id, whole);
-                    write_group(out, &chunks, egress.message().len());
-                }
-            }
-        }
-        Some(at) => {
-            if whole.len() > at {
-                if let Some(had) = held_at(view, at) {
-                    drop(egress.replay(id, had));
-                    let rest = egress.advance_to(whole);
-                    write_group(out, &rest, egress.message().len());
-                }
-            }
-        }
+    let mut events = match held {
+        // Cut only where the reader lacks something: a reader at or past the end takes the whole
+        // message in one group, and its rows are not assembled a second time. The reader holds
+        // all of it (or claims more), or the message was compacted without its spans and is
+        // known only whole: one group at its length (docs/server.md says what that costs).
+        None => match (from < whole.len()).then(|| held_at(view, from)).flatten() {
+            Some(at_from) => UiEvents::join(out, id, at_from, Some(&whole), true),
+            None => UiEvents::join(out, id, whole, None, true),
+        },
+        Some(at) => match (whole.len() > at).then(|| held_at(view, at)).flatten() {
+            Some(had) => UiEvents::join(out, id, had, Some(&whole), false),
+            None => UiEvents::new(),
+        },
+    };
+    let ended = stored.sealed.is_some();
+    if let Some(status) = stored.sealed {
+        events.end(out, status, None);
     }
-    match stored.sealed {
-        Some(status) => {
-            let chunks = egress.end(status, None);
-            write_group(out, &chunks, egress.message().len());
-            out.push_str(DONE_EVENT);
-            true
-        }
-        None => false,
-    }
+    (ended, events)
 }
 
 /// The message's row and chunk rows, counted (`twoplane_store_reads_total`): a live reader's

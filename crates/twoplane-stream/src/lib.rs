@@ -170,9 +170,9 @@ pub use target::{
     AppendAck, AppendRequest, CloseRequest, DurableTarget, ExpandRow, OpenRequest, ReopenRequest, StoredMessage,
     TargetCaps, TargetMode,
 };
+pub use twoplane_core::ui::UiOutcome;
 pub use twoplane_pg::{redact_url, PgConnectError, PgEndpoint, PgFailure, SslMode};
 pub use twoplane_runtime::Backoff;
-pub use ui_log::UiOutcome;
 
 pub use twoplane_core::message::{Attrs, Event, MessageFrame};
 /// The core types a user of this crate needs, re-exported so versions cannot drift.

@@ -24,13 +24,14 @@ use futures::Stream;
 use twoplane_core::message::MessageFrame;
 
 use bytes::Bytes;
+use twoplane_core::ui::UiOutcome;
 use twoplane_core::Text;
 
 use crate::hosted::{Join, JoinUi, Reader};
 use crate::relay_queue::RelayQueue;
 use crate::replay::{Replay, FRAME_PIECE_BYTES};
 use crate::sse::{encode_batch, SseBatch, SseSink};
-use crate::ui_log::{UiFollow, UiOutcome};
+use crate::ui_log::UiFollow;
 
 pub struct Subscription {
     inner: Inner,

@@ -3,9 +3,9 @@
 //! ([`crate::Plane::subscribe_ui`]).
 //!
 //! Owns: [`UiLog`], a stream's one UI encoder (the message as its UI readers hold it at the log's
-//! head), [`ui_replay`] (what a UI reader gets first), [`UiFollow`] (the same encoding for a
-//! subscription that is not a hosted stream's log: a relayed stream, `absent`), and
-//! [`UiOutcome`] (where a UI reader got to, and whether the stream's `end` reached it).
+//! head), and [`UiFollow`] (the same encoding for a subscription that is not a hosted stream's
+//! log: a relayed stream, `absent`). What a UI reader gets first, each frame's events and the end
+//! follow the core's one rule ([`UiEvents`]); where a reader got to is the core's [`UiOutcome`].
 //!
 //! Guarantees:
 //! - The chunks are the core's (`twoplane_core::ui`), in groups whose last event carries `id:` the
@@ -24,91 +24,33 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use twoplane_core::message::{Message, MessageFrame};
-use twoplane_core::ui::{write_group, UiEgress, DONE_EVENT};
+use twoplane_core::ui::{UiEvents, UiOutcome};
 use twoplane_core::Text;
 
 use crate::sse::SseBatch;
 
-/// Where a UI reader got to: the message length of the last group it was handed, whether that
-/// was the stream's end (`[DONE]`), and whether it was handed anything at all (its replay: a
-/// relayed stream that never answered, or `absent`, hands nothing). Anything short of the end can
-/// be continued from `at`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UiOutcome {
-    pub at: u64,
-    pub ended: bool,
-    pub started: bool,
-}
-
 /// A stream's UI encoder: the message at the log's head, as every UI reader holds it there.
 pub(crate) struct UiLog {
-    egress: UiEgress,
+    events: UiEvents,
 }
 
 impl UiLog {
     /// An encoder for a stream whose message is now `message`.
     pub fn new(message_id: &Text, message: Message) -> UiLog {
-        let mut egress = UiEgress::new();
-        // The replay's chunks are not wanted, only the state it leaves (what it sent, `finish`).
-        drop(egress.replay(message_id, message));
-        UiLog { egress }
+        UiLog { events: UiEvents::holding(message_id, message) }
     }
 
     /// The message at the log's head.
     pub fn message(&self) -> &Message {
-        self.egress.message()
+        self.events.message()
     }
 
     /// The UI events of one published frame (empty for a frame no reader sees).
     pub fn encode(&mut self, frame: &MessageFrame) -> Bytes {
         let mut out = String::new();
-        encode_into(&mut self.egress, frame, &mut out);
+        self.events.frame(&mut out, frame);
         Bytes::from(out)
     }
-}
-
-/// The events of `frame` for a reader holding `egress`'s message, appended to `out`; whether it
-/// was the stream's `end`.
-fn encode_into(egress: &mut UiEgress, frame: &MessageFrame, out: &mut String) -> bool {
-    match frame {
-        MessageFrame::Chunk { .. } | MessageFrame::Event { .. } => {
-            // A frame the message's rules refuse (a relay's doing) changes nothing and says nothing.
-            if let Ok(chunks) = egress.frame(frame) {
-                write_group(out, &chunks, frame.span().map_or(0, |(_, seq)| seq));
-            }
-            false
-        }
-        MessageFrame::End { status, error, .. } => {
-            let chunks = egress.end(*status, error.as_ref());
-            write_group(out, &chunks, egress.message().len());
-            out.push_str(DONE_EVENT);
-            true
-        }
-        _ => false,
-    }
-}
-
-/// What a UI reader gets first, and the message it then holds: with `fresh` (a new response),
-/// `start` and the message at `held` (what the reader says it holds, `id: held.len()`), then what
-/// takes it to `now`; without (a continuation of a response already under way), only the latter.
-pub(crate) fn ui_replay(message_id: &Text, held: Message, now: &Message, fresh: bool) -> (String, UiEgress) {
-    let mut egress = UiEgress::new();
-    let mut out = String::new();
-    let at = held.len();
-    let first = egress.replay(message_id, held);
-    if fresh {
-        write_group(&mut out, &first, at);
-    }
-    if now.len() > at {
-        let rest = egress.advance_to(now.clone());
-        write_group(&mut out, &rest, egress.message().len());
-    }
-    (out, egress)
-}
-
-/// The end of a replay whose stream already ended with `end`: its end chunks and `[DONE]`.
-pub(crate) fn ui_end(egress: &mut UiEgress, end: &MessageFrame, out: &mut String) -> bool {
-    encode_into(egress, end, out)
 }
 
 /// A UI reader over a subscription of frames (a relayed stream's, or `absent`): its own encoder,
@@ -129,7 +71,7 @@ enum Stage {
     /// holds, clamped to the length) once reached.
     Joining { target: u64, held_at: u64, message: Message, held: Option<Message> },
     /// Following the tail.
-    Live(UiEgress),
+    Live(UiEvents),
     /// The terminal was handed out.
     Done,
 }
@@ -215,11 +157,11 @@ impl UiFollow {
 
     /// A live frame's events; `true` for the terminal.
     fn live(&mut self, frame: &MessageFrame, out: &mut String) -> bool {
-        let Stage::Live(egress) = &mut self.stage else { return frame.is_terminal() };
+        let Stage::Live(events) = &mut self.stage else { return frame.is_terminal() };
         let before = out.len();
-        let ended = encode_into(egress, frame, out);
+        let ended = events.frame(out, frame);
         if out.len() > before {
-            self.outcome.at = egress.message().len();
+            self.outcome.at = events.at();
         }
         self.outcome.ended = ended;
         frame.is_terminal()
@@ -237,10 +179,9 @@ impl UiFollow {
     fn join_now(&mut self, out: &mut String) {
         let Stage::Joining { message, held, .. } = std::mem::replace(&mut self.stage, Stage::Done) else { return };
         let held = held.unwrap_or_else(|| message.clone());
-        let (bytes, egress) = ui_replay(&self.id, held, &message, self.fresh);
-        out.push_str(&bytes);
-        self.outcome.at = egress.message().len();
+        let events = UiEvents::join(out, &self.id, held, Some(&message), self.fresh);
+        self.outcome.at = events.at();
         self.outcome.started = true;
-        self.stage = Stage::Live(egress);
+        self.stage = Stage::Live(events);
     }
 }

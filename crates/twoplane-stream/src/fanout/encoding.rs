@@ -20,11 +20,11 @@
 
 use bytes::Bytes;
 use twoplane_core::message::MessageFrame;
+use twoplane_core::ui::UiOutcome;
 
 use super::log::{Cursor, Log};
 use super::wake::Drained;
 use crate::sse::{encode, SseEvents};
-use crate::ui_log::UiOutcome;
 
 /// What a slot reads.
 pub(super) enum Reads {

@@ -23,6 +23,7 @@ use std::task::Waker;
 
 use bytes::Bytes;
 use twoplane_core::message::MessageFrame;
+use twoplane_core::ui::UiOutcome;
 
 use super::direct::{Delivery, Direct, Due, Writers, DIRECT_MAX_OWED};
 use super::encoding::{Batch, Encoder, Reads, SseDrained};
@@ -30,7 +31,6 @@ use super::log::{Cursor, Entry, Log, REPLAY_ALLOWANCE};
 use super::wake::{Drained, Parking, Waiters, Wakes};
 use crate::replay::Replay;
 use crate::sse::SseSink;
-use crate::ui_log::UiOutcome;
 
 pub(crate) struct FanOut {
     /// Which of its stream's shards this is (named in each [`Delivery`]).

@@ -32,6 +32,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use twoplane_core::message::{Item, Message, MessageFrame};
+use twoplane_core::ui::{UiEvents, UiOutcome};
 use twoplane_core::Text;
 
 use super::shards::SubKey;
@@ -41,7 +42,7 @@ use super::writers::Writers;
 use crate::fanout::Drained;
 use crate::replay::Replay;
 use crate::sse::{encode_batch, SseBatch, SseSink};
-use crate::ui_log::{ui_end, ui_replay, UiLog, UiOutcome};
+use crate::ui_log::UiLog;
 
 /// At most this many frames of a hosted stream are taken per lock for `next`/`try_next`.
 pub(crate) const LOCAL_BATCH: usize = 64;
@@ -134,20 +135,18 @@ impl LiveStream {
         }
         let now = message_at(&st, seq);
         let held = message_at(&st, from.min(seq));
-        let (mut out, mut egress) = ui_replay(&self.id_text, held, &now, fresh);
+        let mut out = String::new();
+        let mut events = UiEvents::join(&mut out, &self.id_text, held, Some(&now), fresh);
         if st.life.is_ended() {
-            let ended = st.life.end_frame().is_some_and(|end| ui_end(&mut egress, end, &mut out));
+            let ended = st.life.end_frame().is_some_and(|end| events.frame(&mut out, end));
             drop(st);
             self.apply(fx);
-            return Some(JoinUi::Fixed(
-                Bytes::from(out),
-                UiOutcome { at: egress.message().len(), ended, started: true },
-            ));
+            return Some(JoinUi::Fixed(Bytes::from(out), UiOutcome { at: events.at(), ended, started: true }));
         }
         if st.shards.ui.as_ref().is_none_or(|log| log.message().len() != seq) {
             st.shards.ui = Some(UiLog::new(&self.id_text, now));
         }
-        let at = egress.message().len();
+        let at = events.at();
         let (key, changes) = self.shards.attach_ui(&mut st.shards, self.cfg.max_queued_frames, Bytes::from(out), at);
         drop(st);
         self.apply(fx);

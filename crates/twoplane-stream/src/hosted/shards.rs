@@ -22,11 +22,12 @@ use std::task::Waker;
 
 use bytes::Bytes;
 use twoplane_core::message::MessageFrame;
+use twoplane_core::ui::UiOutcome;
 
 use crate::fanout::{Drained, FanOut, SseDrained};
 use crate::replay::Replay;
 use crate::sse::encode;
-use crate::ui_log::{UiLog, UiOutcome};
+use crate::ui_log::UiLog;
 
 /// Fan-out shards per stream, at most. One lock for every subscriber made the readers of a
 /// stream queue on each other whenever two runtime workers ran them at once: `bench_fanout` at
