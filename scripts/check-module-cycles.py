@@ -20,6 +20,13 @@ shortest cycle through it, every edge with the file and line that makes it. The 
 if there is one, unless --report-only (which prints the same and exits 0). --edges also prints
 every module with the modules it uses, in dependency order when there is no cycle.
 
+Layers: a crate may also declare named layers ([`LAYERS`] below, per crate directory name),
+lowest first, each a list of module names (a name covers that module and every module under it).
+A module may use modules of its own layer and of the layers below it, never one above: each such
+upward import is printed with the file and line that makes it, and fails the check like a
+cycle. A module in no layer is not checked; a layer entry that names no module is an error (so
+a rename cannot turn the rule off unseen).
+
 Python 3 standard library only; it reads each file once (a whole crate in well under a second)."""
 
 import os
@@ -28,6 +35,34 @@ import sys
 from collections import deque
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+# Named layers per crate (the name of the directory that holds its src/), lowest first.
+LAYERS = {
+    "twoplane-server": [
+        # What every route and the transport share: limits, refusals, origins, the store.
+        ("base", ["conn_limits", "refusal", "cors", "loopback", "browser", "error_text", "store", "relay", "assets"]),
+        # A reader's response: admission, the SSE body, its hand-off, the reader paths.
+        ("http", ["http"]),
+        # The accept loop and the direct SSE path (its framing, sockets, sinks): bytes, not routes.
+        ("transport", ["server", "sse_conn"]),
+        # The routes: who may read and write, the producer, the AI SDK's resume route, the demo.
+        ("routes", ["access", "metrics", "producer", "ui_stream", "demo"]),
+        # The binary's assembly of all of them.
+        ("app", ["serve"]),
+    ],
+    "twoplane-stream": [
+        # The frames' SSE encoding and a join's replay: what the fan-out stores and writes.
+        ("encoded", ["sse", "replay"]),
+        # One shard's fan-out: a frame log and its subscribers' cursors.
+        ("fanout", ["fanout"]),
+        # The UI message stream, the other encoding a subscription may read.
+        ("ui", ["ui_log"]),
+        # A hosted stream, and a subscription over it or over a relay.
+        ("hosted", ["hosted", "subscription"]),
+        # The producer's handle and the plane.
+        ("plane", ["handle", "plane"]),
+    ],
+}
 
 
 def blank(src):
@@ -351,6 +386,32 @@ def shortest_cycle(edges, comp):
     return [start]
 
 
+def layer_of(layers, path):
+    """The index of the layer that holds module `path` (its own name or an ancestor's), or None."""
+    for k in range(len(path), 0, -1):
+        for i, (_, names) in enumerate(layers):
+            if "::".join(path[:k]) in names:
+                return i
+    return None
+
+
+def upward(layers, modules, edges):
+    """Every import from a lower layer into a higher one, as (module, used module), and the
+    layer entries that name no module."""
+    known = {"::".join(p[:k]) for p in modules for k in range(1, len(p) + 1)}
+    unknown = [(layer, name) for layer, names in layers for name in names if name not in known]
+    out = []
+    for a in sorted(edges):
+        la = layer_of(layers, a)
+        if la is None:
+            continue
+        for b in sorted(edges[a]):
+            lb = layer_of(layers, b)
+            if lb is not None and lb > la:
+                out.append((a, b))
+    return out, unknown
+
+
 def main(argv):
     report_only = "--report-only" in argv
     show_edges = "--edges" in argv
@@ -368,6 +429,20 @@ def main(argv):
             edges = graph(modules)
             cycles = [c for c in components(edges) if len(c) > 1]
             label = f"{src}/{root}"
+            crate = os.path.basename(os.path.dirname(os.path.abspath(src)))
+            layers = LAYERS.get(crate) if root == "lib.rs" else None
+            if layers:
+                ups, unknown = upward(layers, modules, edges)
+                for layer, name in unknown:
+                    print(f"{label}: layer {layer} names `{name}`, which is no module of the crate")
+                if ups:
+                    print(f"{label}: {len(ups)} upward import(s) among {len(layers)} layers ({' < '.join(n for n, _ in layers)})")
+                for a, b in ups:
+                    la, lb = layers[layer_of(layers, a)][0], layers[layer_of(layers, b)][0]
+                    print(f"  upward import: {modules[a].file}:{edges[a][b]} {name_of(a)} ({la}) uses {name_of(b)} ({lb})")
+                found += len(ups) + len(unknown)
+                if not ups and not unknown:
+                    print(f"{label}: {len(layers)} layers ({' < '.join(n for n, _ in layers)}), no upward import")
             if show_edges:
                 # Tarjan emits components callees first: a module after everything it uses.
                 for comp in components(edges):

@@ -53,7 +53,9 @@ use twoplane_core::{StreamStatus, Text};
 use twoplane_stream::{Plane, PlaneErrorKind, Subscription, UiOutcome};
 
 use crate::access::Access;
-use crate::http::{Continuation, Continue, HttpCaller, SseBody, SseConfig, SseStats};
+use crate::http::{
+    Continuation, Continue, HttpCaller, SseBody, SseConfig, SseStats, RESUME_PATH_HEAD, RESUME_PATH_TAIL,
+};
 use crate::refusal::refuse;
 use crate::store::{messages, Database, MessageView};
 
@@ -92,25 +94,12 @@ struct FromQuery {
     tail: Option<String>,
 }
 
-/// The route's path, `/v1/streams/{id}/ui-message-stream`, with its `{id}` segment.
-const PATH_HEAD: &str = "/v1/streams/";
-const PATH_TAIL: &str = "/ui-message-stream";
-
-/// Whether a request target (`path[?query]`) is this route's: what the accept loop's direct SSE
-/// path (`crate::sse_conn`) takes besides the SSE endpoint, so both kinds of reader are served
-/// the same way.
-pub(crate) fn is_resume_target(target: &str) -> bool {
-    let path = target.split_once('?').map_or(target, |(path, _)| path);
-    path.strip_prefix(PATH_HEAD)
-        .and_then(|rest| rest.strip_suffix(PATH_TAIL))
-        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
-}
-
 /// The resume route, as a reader route (read tokens, pages on allowed origins), admitting its
 /// readers under the SSE endpoint's bounds and counting them among its live readers (`stats`).
 pub fn routes(plane: Plane, db: Database, access: Arc<Access>, sse: SseConfig, stats: Arc<SseStats>) -> Router {
     let state = UiState { plane, db, access: access.clone(), sse, stats };
-    let routes = Router::new().route(&format!("{PATH_HEAD}{{id}}{PATH_TAIL}"), get(resume)).with_state(state);
+    let routes =
+        Router::new().route(&format!("{RESUME_PATH_HEAD}{{id}}{RESUME_PATH_TAIL}"), get(resume)).with_state(state);
     crate::access::reader_routes(routes, &access)
 }
 
@@ -305,28 +294,5 @@ fn assembled(view: &MessageView) -> Option<Message> {
     match &view.rows {
         None => Some(Message::from_text(Text::from(view.body.as_str()))),
         Some(rows) => rows.assemble().ok(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_resume_target;
-
-    #[test]
-    fn the_direct_path_takes_exactly_this_routes_targets() {
-        let taken = ["/v1/streams/m1/ui-message-stream", "/v1/streams/a%2Fb/ui-message-stream?from=12"];
-        let not_taken = [
-            "/v1/streams//ui-message-stream",
-            "/v1/streams/a/b/ui-message-stream",
-            "/v1/streams/m1/ui-message-streams",
-            "/v1/streams/m1/append",
-            "/v2/streams/m1/ui-message-stream",
-        ];
-        for target in taken {
-            assert!(is_resume_target(target), "{target}");
-        }
-        for target in not_taken {
-            assert!(!is_resume_target(target), "{target}");
-        }
     }
 }

@@ -29,6 +29,28 @@ use super::handoff::body_response;
 /// The path [`sse_router`] mounts the endpoint at.
 pub const STREAM_PATH: &str = "/api/stream";
 
+/// The AI SDK's resume route, `/v1/streams/{id}/ui-message-stream` (`crate::ui_stream` serves
+/// it): the path before its `{id}` segment, and after.
+pub(crate) const RESUME_PATH_HEAD: &str = "/v1/streams/";
+pub(crate) const RESUME_PATH_TAIL: &str = "/ui-message-stream";
+
+/// Whether a request target (`path[?query]`) is a reader's: the SSE endpoint at `stream_path`
+/// (exactly, or followed by a query) or the resume route. What the accept loop's direct SSE path
+/// (`crate::sse_conn`) takes, so both kinds of reader are served the same way.
+pub(crate) fn is_reader_target(target: &str, stream_path: &str) -> bool {
+    target == stream_path
+        || target.strip_prefix(stream_path).is_some_and(|rest| rest.starts_with('?'))
+        || is_resume_target(target)
+}
+
+/// Whether a request target is the resume route's.
+fn is_resume_target(target: &str) -> bool {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    path.strip_prefix(RESUME_PATH_HEAD)
+        .and_then(|rest| rest.strip_suffix(RESUME_PATH_TAIL))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
 /// The caller as [`sse_router`] identifies it: the request's headers, from which an
 /// [`twoplane_stream::Authorizer`] can read a cookie or a bearer token
 /// (`request.user::<HttpCaller>()`).
@@ -102,6 +124,36 @@ async fn stream_handler<U: Any + Send + Sync>(State(endpoint): State<Endpoint<U>
         Err(e) => {
             tracing::warn!(stream_id = ?wanted.stream_id, error = %e, "subscribe failed");
             crate::refusal::refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the stream plane is unavailable")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_reader_target;
+
+    #[test]
+    fn the_direct_path_takes_exactly_the_readers_targets() {
+        let taken = [
+            "/api/stream",
+            "/api/stream?streamId=a",
+            "/v1/streams/m1/ui-message-stream",
+            "/v1/streams/a%2Fb/ui-message-stream?from=12",
+        ];
+        let not_taken = [
+            "/api/streams?x",
+            "/api/stream/x",
+            "/v1/streams//ui-message-stream",
+            "/v1/streams/a/b/ui-message-stream",
+            "/v1/streams/m1/ui-message-streams",
+            "/v1/streams/m1/append",
+            "/v2/streams/m1/ui-message-stream",
+        ];
+        for target in taken {
+            assert!(is_reader_target(target, "/api/stream"), "{target}");
+        }
+        for target in not_taken {
+            assert!(!is_reader_target(target, "/api/stream"), "{target}");
         }
     }
 }

@@ -13,7 +13,8 @@
 //!   the hand-over of a caught-up subscription to its stream's writer task.
 //! - `handoff.rs`: a reader's response, its headers and its body, which goes to one owner:
 //!   the response (for hyper), or the direct path's connection when that answers the request.
-//! - `endpoint.rs`: `GET /api/stream` itself ([`sse_router`]).
+//! - `endpoint.rs`: `GET /api/stream` itself ([`sse_router`]), and which request targets are a
+//!   reader's (this endpoint's and the AI SDK's resume route's).
 
 mod admission;
 mod body;
@@ -28,6 +29,7 @@ pub use body::SseBody;
 pub(crate) use body::Step;
 pub use config::{SseConfig, SseStats};
 pub(crate) use continuation::{Continuation, Continue};
+pub(crate) use endpoint::{is_reader_target, RESUME_PATH_HEAD, RESUME_PATH_TAIL};
 pub use endpoint::{sse_router, sse_router_with, HttpCaller, STREAM_PATH};
 pub use handoff::sse_response;
 pub(crate) use handoff::{answer_here, handoff_response};

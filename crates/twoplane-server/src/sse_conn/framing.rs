@@ -3,8 +3,9 @@
 //!
 //! Guarantees:
 //! - A request head is taken ([`Parsed::Sse`]) only when this path fully understands it: `GET`
-//!   over HTTP/1.1 to the configured path (exactly, or followed by a query) or to the AI SDK's
-//!   resume route (`GET /v1/streams/{id}/ui-message-stream`), without a body, with
+//!   over HTTP/1.1 of a target its caller serves (`crate::http::is_reader_target`: the
+//!   configured path, exactly or followed by a query, and the AI SDK's resume route
+//!   `GET /v1/streams/{id}/ui-message-stream`), without a body, with
 //!   at most [`MAX_HEADERS`] headers; anything it does not understand is [`Parsed::Other`], for
 //!   hyper to frame (and refuse, if it must).
 //! - A response head carries the router's status and headers, minus any length or transfer
@@ -45,9 +46,9 @@ pub(super) enum Parsed {
     Partial,
 }
 
-/// Parse the request head at the start of `buf`: a subscription to `path` this layer serves, or
-/// anything else, or not yet a whole head.
-pub(super) fn parse(buf: &[u8], peer: SocketAddr, path_served: &str) -> Parsed {
+/// Parse the request head at the start of `buf`: a subscription this layer serves (a `GET` of a
+/// target `serves` takes), or anything else, or not yet a whole head.
+pub(super) fn parse(buf: &[u8], peer: SocketAddr, serves: &dyn Fn(&str) -> bool) -> Parsed {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let head_len = match req.parse(buf) {
@@ -56,11 +57,7 @@ pub(super) fn parse(buf: &[u8], peer: SocketAddr, path_served: &str) -> Parsed {
         Err(_) => return Parsed::Other,
     };
     let (Some(method), Some(path), Some(1)) = (req.method, req.path, req.version) else { return Parsed::Other };
-    // The SSE endpoint's path, and the AI SDK's resume route: the two kinds of reader.
-    let on_path = path == path_served
-        || path.strip_prefix(path_served).is_some_and(|rest| rest.starts_with('?'))
-        || crate::ui_stream::is_resume_target(path);
-    if method != "GET" || !on_path {
+    if method != "GET" || !serves(path) {
         return Parsed::Other;
     }
     let mut builder = Request::builder().method(Method::GET).uri(path).version(Version::HTTP_11);
@@ -226,6 +223,11 @@ mod tests {
 
     fn peer() -> SocketAddr {
         "127.0.0.1:9".parse().unwrap()
+    }
+
+    /// The targets the accept loop serves here with `path` configured.
+    fn parse(buf: &[u8], peer: SocketAddr, path: &str) -> Parsed {
+        super::parse(buf, peer, &|target| crate::http::is_reader_target(target, path))
     }
 
     #[test]

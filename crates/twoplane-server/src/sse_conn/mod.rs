@@ -92,7 +92,7 @@ pub async fn read_first(stream: &mut TcpStream, peer: SocketAddr, path: &str) ->
             Ok(0) | Err(_) => return if buf.is_empty() { First::Closed } else { First::Other(buf.freeze()) },
             Ok(_) => {}
         }
-        match parse(&buf, peer, path) {
+        match parse(&buf, peer, &|target| crate::http::is_reader_target(target, path)) {
             Parsed::Sse(request, head_len) => {
                 let rest = buf.split_off(head_len).freeze();
                 return First::Sse(request, rest);
