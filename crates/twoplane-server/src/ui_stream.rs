@@ -245,7 +245,10 @@ fn from_store(id: &Text, view: &MessageView, from: u64, held: Option<u64>, out: 
         },
         Some(at) => match (whole.len() > at).then(|| held_at(view, at)).flatten() {
             Some(had) => UiEvents::join(out, id, had, Some(&whole), false),
-            None => UiEvents::new(),
+            // The reader holds the whole message already (it missed only the end): nothing to
+            // write, but the end below closes what the message left open and carries its
+            // length, as the live end would.
+            None => UiEvents::holding(id, whole),
         },
     };
     let ended = stored.sealed.is_some();
@@ -294,5 +297,44 @@ fn assembled(view: &MessageView) -> Option<Message> {
     match &view.rows {
         None => Some(Message::from_text(Text::from(view.body.as_str()))),
         Some(rows) => rows.assemble().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealed_text(body: &str) -> MessageView {
+        MessageView {
+            id: "m1".into(),
+            role: "assistant".into(),
+            body: body.into(),
+            status: Some("complete".into()),
+            seq: body.len() as i64,
+            host: None,
+            document: None,
+            rows: None,
+        }
+    }
+
+    /// The `id:` of the last event before `[DONE]`.
+    fn last_id(out: &str) -> Option<u64> {
+        out.lines().filter_map(|l| l.strip_prefix("id: ")).next_back().and_then(|v| v.trim().parse().ok())
+    }
+
+    #[test]
+    fn a_continuation_that_missed_only_the_end_gets_the_end_at_the_messages_length() {
+        let view = sealed_text("hello");
+        let id = Text::from("m1");
+        // What a response under way gets when it holds the whole message and the end came
+        // while it was away: the same end a reader joining fresh at the end gets.
+        let mut continued = String::new();
+        let (ended, _) = from_store(&id, &view, 5, Some(5), &mut continued);
+        assert!(ended);
+        let mut fresh = String::new();
+        from_store(&id, &view, 0, None, &mut fresh);
+        assert_eq!(last_id(&continued), Some(5), "the end group carries the message's length: {continued:?}");
+        assert!(continued.contains("text-end"), "the open text part is closed: {continued:?}");
+        assert!(fresh.ends_with(&continued), "the end a fresh reader gets: {fresh:?} against {continued:?}");
     }
 }
