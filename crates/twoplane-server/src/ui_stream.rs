@@ -33,7 +33,12 @@
 //!   woken by the plane and never polls the store; a stream nobody serves any more ends the
 //!   response (without `[DONE]`) after a few tries. Nothing is sent twice: each step sends only
 //!   what takes the reader from what it was sent to what is there now.
-//! - Read tokens as for every reader (`?token=` or the header).
+//! - Read tokens as for every reader (`?token=` or the header), checked once per request: first,
+//!   before the query or the row is looked at (a refusal is the same `403` whatever they are),
+//!   by the plane's authorizer, whose proof the join takes instead of asking again. Each
+//!   continuation of a long response is a new request: it checks again where it joins the plane
+//!   (an end the store answers joins nothing). Whether the plane or the store answers is decided
+//!   once per request too, on one lookup of the plane (`Leg::next`, for both).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -78,7 +83,6 @@ const IDLE_PAUSE: Duration = Duration::from_millis(500);
 struct UiState {
     plane: Plane,
     db: Database,
-    access: Arc<Access>,
     /// The SSE endpoint's settings and counters: its bounds and keep-alive are this route's too.
     sse: SseConfig,
     stats: Arc<SseStats>,
@@ -97,7 +101,7 @@ struct FromQuery {
 /// The resume route, as a reader route (read tokens, pages on allowed origins), admitting its
 /// readers under the SSE endpoint's bounds and counting them among its live readers (`stats`).
 pub fn routes(plane: Plane, db: Database, access: Arc<Access>, sse: SseConfig, stats: Arc<SseStats>) -> Router {
-    let state = UiState { plane, db, access: access.clone(), sse, stats };
+    let state = UiState { plane, db, sse, stats };
     let routes =
         Router::new().route(&format!("{RESUME_PATH_HEAD}{{id}}{RESUME_PATH_TAIL}"), get(resume)).with_state(state);
     crate::access::reader_routes(routes, &access)
@@ -109,10 +113,19 @@ async fn resume(
     query: Result<Query<FromQuery>, axum::extract::rejection::QueryRejection>,
     request: axum::extract::Request,
 ) -> Response {
-    let headers = request.headers().clone();
-    if state.access.check_read(&headers, &id).is_err() {
-        return crate::http::forbidden();
-    }
+    let caller = HttpCaller { headers: request.headers().clone() };
+    // The request's one token check, before anything else is looked at (so a refusal is the
+    // same 403 whatever the query or the row): the plane's authorizer, whose proof the join
+    // below takes instead of asking again.
+    let asked_from = query.as_ref().ok().and_then(|q| q.from).unwrap_or(0);
+    let authorized = match state.plane.authorize_read(&caller, &id, asked_from).await {
+        Ok(authorized) => authorized,
+        Err(e) if e.kind() == PlaneErrorKind::Forbidden => return crate::http::forbidden(),
+        Err(e) => {
+            tracing::warn!(stream_id = ?id, error = %e, "ui-message-stream: subscribe failed");
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the stream plane is unavailable");
+        }
+    };
     let Ok(Query(query)) = query else {
         return refuse(StatusCode::BAD_REQUEST, "invalid_from", "?from= must be a whole number of code units");
     };
@@ -137,25 +150,15 @@ async fn resume(
         Ok(pass) => pass,
         Err(reached) => return crate::http::too_many_subscribers(reached),
     };
-    let caller = HttpCaller { headers };
-    let sealed = stored(&view).sealed.is_some();
-    // A stream that ended and is not hosted here any more is the store's: answered from the row
-    // just read, without asking the relay (and waiting for it).
-    let subscription = if sealed && !state.plane.is_hosted(&id) {
-        let mut out = String::new();
-        // A tail only where the rows can say what the message was at `from`; otherwise the whole
-        // replay (with its `start`, which the SDK rebuilds from).
-        let held = (tail && held_at(&view, from).is_some()).then_some(from);
-        from_store(&Text::from(id.as_str()), &view, from, held, &mut out);
-        Subscription::ui_fixed(Bytes::from(out))
-    } else {
-        match state.plane.subscribe_ui(&caller, &id, from, !tail).await {
-            Ok(sub) => sub,
-            Err(e) if e.kind() == PlaneErrorKind::Forbidden => return crate::http::forbidden(),
-            Err(e) => {
-                tracing::warn!(stream_id = ?id, error = %e, "ui-message-stream: subscribe failed");
-                return refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the stream plane is unavailable");
-            }
+    let leg = Leg { id: &id, view: &view, at: from, started: tail, first: true };
+    let subscription = match leg.next(&state.plane, Checked::Done(authorized)).await {
+        Ok(Continuation { subscription: Some(subscription), .. }) => subscription,
+        Ok(Continuation { bytes, subscription: None }) => Subscription::ui_fixed(bytes),
+        // The proof is for this stream: no join refuses it.
+        Err(e) if e.kind() == PlaneErrorKind::Forbidden => return crate::http::forbidden(),
+        Err(e) => {
+            tracing::warn!(stream_id = ?id, error = %e, "ui-message-stream: subscribe failed");
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the stream plane is unavailable");
         }
     };
     let resume = UiContinue {
@@ -172,6 +175,77 @@ async fn resume(
         .counted_as_ui(crate::metrics::ReaderGauge::new("ui_message_stream"))
         .continued_by(Box::new(resume));
     crate::http::handoff_response(body, &UI_HEADERS)
+}
+
+/// Whether a leg's reader was checked: by the request already (its proof), or not yet (the
+/// caller to ask the plane's authorizer about, once, where the leg joins the plane).
+enum Checked<'a> {
+    Done(twoplane_stream::Authorized),
+    Ask(&'a HttpCaller),
+}
+
+impl Checked<'_> {
+    async fn proof(
+        self,
+        plane: &Plane,
+        id: &str,
+        at: u64,
+    ) -> Result<twoplane_stream::Authorized, twoplane_stream::PlaneError> {
+        match self {
+            Checked::Done(authorized) => Ok(authorized),
+            Checked::Ask(caller) => plane.authorize_read(caller, id, at).await,
+        }
+    }
+}
+
+/// One leg of a reader's response, from the row the request read (`view`): the one place that
+/// decides between the plane and the store, on one lookup of the plane.
+struct Leg<'a> {
+    id: &'a str,
+    view: &'a MessageView,
+    /// What the reader holds, and whether the response has its `start`.
+    at: u64,
+    started: bool,
+    /// The response's first leg (a new request), not a continuation.
+    first: bool,
+}
+
+impl Leg<'_> {
+    /// A stream hosted here is joined live. One that is not is the store's: a first leg takes
+    /// the store's answer only when the row says the stream ended (answered from the row
+    /// without asking the relay, and waiting for it), a continuation takes what the store holds
+    /// beyond what the reader has, and the end when the row says it ended. A leg the store did
+    /// not end follows the stream through the relay. The reader is checked (`checked`) before
+    /// any join, and only there: an end the store answers joins nothing.
+    async fn next(self, plane: &Plane, checked: Checked<'_>) -> Result<Continuation, twoplane_stream::PlaneError> {
+        let Leg { id, view, mut at, mut started, first } = self;
+        if let Some(hosted) = plane.hosted_ui(id) {
+            let subscription = hosted.join(checked.proof(plane, id, at).await?, at, !started)?;
+            return Ok(Continuation { bytes: Bytes::new(), subscription: Some(subscription) });
+        }
+        let mut out = String::new();
+        let text_id = Text::from(id);
+        if first && stored(view).sealed.is_some() {
+            // A tail only where the rows can say what the message was at `at`; otherwise the
+            // whole replay (with its `start`, which the SDK rebuilds from).
+            let held = (started && held_at(view, at).is_some()).then_some(at);
+            from_store(&text_id, view, at, held, &mut out);
+            return Ok(Continuation { bytes: Bytes::from(out), subscription: None });
+        }
+        if !first {
+            let held = started.then_some(at);
+            let (ended, events) = from_store(&text_id, view, at, held, &mut out);
+            if ended {
+                return Ok(Continuation { bytes: Bytes::from(out), subscription: None });
+            }
+            if !out.is_empty() {
+                started = true;
+                at = events.at();
+            }
+        }
+        let subscription = plane.relayed_ui(checked.proof(plane, id, at).await?, at, !started).await;
+        Ok(Continuation { bytes: Bytes::from(out), subscription: Some(subscription) })
+    }
 }
 
 /// How a UI reader's response goes on after its live leg ended short of the stream's end.
@@ -203,24 +277,9 @@ impl Continue for UiContinue {
                 tokio::time::sleep(IDLE_PAUSE * idle).await;
             }
             let view = read_row(&db, &id).await.ok().flatten()?;
-            let mut out = String::new();
-            let mut at = outcome.at;
-            let mut started = started;
-            // Not served here: what the store holds beyond what the reader has, and the end when
-            // the row says the stream ended.
-            if !plane.is_hosted(&id) {
-                let held = started.then_some(at);
-                let (ended, events) = from_store(&Text::from(id.as_str()), &view, at, held, &mut out);
-                if ended {
-                    return Some(Continuation { bytes: Bytes::from(out), subscription: None });
-                }
-                if !out.is_empty() {
-                    started = true;
-                    at = events.at();
-                }
-            }
-            let subscription = plane.subscribe_ui(&caller, &id, at, !started).await.ok()?;
-            Some(Continuation { bytes: Bytes::from(out), subscription: Some(subscription) })
+            // A new request of the response: its reader is checked again where it joins.
+            let leg = Leg { id: &id, view: &view, at: outcome.at, started, first: false };
+            leg.next(&plane, Checked::Ask(&caller)).await.ok()
         })
     }
 }

@@ -212,6 +212,18 @@ async fn pages_on_other_sites_cannot_use_the_loopback_default() {
     assert_eq!(head.status, 404, "a program's status read reaches the handler");
 }
 
+const RESUME: &str = "/v1/streams/m-1/ui-message-stream?from=0";
+
+/// The resume route refuses each of `refused` (a 403 with a JSON body) and reads with `good`.
+async fn resume_refusals(addr: SocketAddr, leg: &str, refused: &[String], good: &str) {
+    for token in refused {
+        let head = request(addr, "GET", &format!("{RESUME}{token}"), &[("origin", PAGE)]).await;
+        assert_eq!(head.status, 403, "{leg}: {RESUME}{token}");
+        assert_eq!(head.get("content-type"), Some("application/json"), "{leg}: {RESUME}{token}");
+    }
+    assert_eq!(request(addr, "GET", &format!("{RESUME}&token={good}"), &[]).await.status, 200, "{leg}");
+}
+
 #[tokio::test]
 async fn the_resume_route_checks_read_tokens_as_the_stream_route_does() {
     let access =
@@ -225,7 +237,6 @@ async fn the_resume_route_checks_read_tokens_as_the_stream_route_does() {
         };
         twoplane_server::token::mint(READ_SECRET.as_bytes(), &claims)
     };
-    const RESUME: &str = "/v1/streams/m-1/ui-message-stream?from=0";
     let refused = [
         String::new(),
         "&token=not-a-token".into(),
@@ -246,4 +257,15 @@ async fn the_resume_route_checks_read_tokens_as_the_stream_route_does() {
     assert_eq!(request(server.addr, "GET", &format!("{RESUME}&token={good}"), &[]).await.status, 204);
     let bearer = format!("Bearer {good}");
     assert_eq!(request(server.addr, "GET", RESUME, &[("authorization", &bearer)]).await.status, 204);
+
+    // A message with a stream: checked once per request, and never zero times, whether the
+    // plane answers (hosted here) or the store does (ended, and hosted nowhere after a restart).
+    common::producer::open(server.addr, "m-1").await;
+    let (status, answer) = common::producer::post(server.addr, "/v1/streams/m-1/append?offset=0", "hello").await;
+    assert_eq!(status, 200, "{answer}");
+    resume_refusals(server.addr, "hosted", &refused, &good).await;
+    let (status, answer) = common::producer::post(server.addr, "/v1/streams/m-1/close", "").await;
+    assert_eq!(status, 200, "{answer}");
+    let server = server.restart().await;
+    resume_refusals(server.addr, "from the store", &refused, &good).await;
 }

@@ -154,7 +154,7 @@ pub use options::{
     DEFAULT_RETRY_BACKOFF_MS, DEFAULT_SEAL_DEADLINE_MS, MAX_WRITE_INTERVAL_MS, SEAL_RETRY_CAP,
 };
 pub use pg_client::{PgClient, PgSession, DEFAULT_PG_POOL_SIZE};
-pub use plane::{Census, DrainReport, Plane};
+pub use plane::{Authorized, Census, DrainReport, HostedUi, Plane};
 pub use postgres::PostgresTarget;
 pub use relay::{FrameSource, Relay, RelayError, RelayErrorHook, RelayErrorInfo, RelayPhase, RelayTopology};
 pub use schema::{migrate, migrate_postgres, migrate_sqlite, read_catalog, PG_SCHEMA_LOCK_KEY};

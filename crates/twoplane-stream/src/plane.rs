@@ -7,6 +7,11 @@
 //! - `subscribe` asks the authorizer before anything is looked up, and a denial is the same
 //!   error whether or not the stream exists. Then: hosted here, one atomic replay; otherwise
 //!   the relay (bounded, conformed), otherwise `absent`.
+//! - A UI reader is asked for once per request: [`Plane::authorize_read`] asks the authorizer and
+//!   returns an [`Authorized`] (only the plane makes one, for one stream id), which a join of a
+//!   hosted stream ([`HostedUi::join`]) or of the relay ([`Plane::relayed_ui`]) takes by value
+//!   instead of asking again. Whether the stream is hosted here is looked up once
+//!   ([`Plane::hosted_ui`]), so a server decides between the plane and its store on one answer.
 //! - `drain` seals every live stream `interrupted` and refuses new streams from then on, waits
 //!   for the seals (each retries a failing store until its deadline; the drain waits at most
 //!   `drain_seal_ms` and reports a seal still trying with its durable prefix), then waits
@@ -61,6 +66,43 @@ impl PlaneShared {
         if live.get(&stream.id).is_some_and(|s| Arc::ptr_eq(s, stream)) {
             live.remove(&stream.id);
         }
+    }
+}
+
+/// Proof that the plane's authorizer let a reader read one stream ([`Plane::authorize_read`]):
+/// only the plane makes one. A UI join takes it by value, so one check serves one join; a later
+/// request (a continuation of a long response) asks again.
+#[derive(Debug)]
+pub struct Authorized {
+    stream_id: String,
+}
+
+impl Authorized {
+    /// The stream the reader may read.
+    pub fn stream_id(&self) -> &str {
+        &self.stream_id
+    }
+}
+
+/// A stream hosted here, as [`Plane::hosted_ui`] found it.
+pub struct HostedUi {
+    stream: Arc<LiveStream>,
+}
+
+impl HostedUi {
+    /// Join it as a UI reader that holds the message at `from` ([`Plane::subscribe_ui`]), with
+    /// the proof that the reader may read it (a proof for another stream is refused as a denial).
+    pub fn join(self, authorized: Authorized, from: u64, fresh: bool) -> Result<Subscription, PlaneError> {
+        if authorized.stream_id != self.stream.id {
+            return Err(PlaneError::forbidden(&authorized.stream_id));
+        }
+        let stream = self.stream;
+        Ok(match stream.join_ui(from, fresh) {
+            Some(join) => Subscription::joined_ui(join),
+            None => {
+                Subscription::as_ui(Subscription::joined(stream.join(from)), stream.id.as_str().into(), from, fresh)
+            }
+        })
     }
 }
 
@@ -336,6 +378,35 @@ impl Plane {
         }
     }
 
+    /// Ask the authorizer whether `user` may read `stream_id` (from `from`), as
+    /// [`Plane::subscribe`] does, before anything about the stream is looked at; the answer is
+    /// the proof a UI join takes instead of asking again ([`HostedUi::join`],
+    /// [`Plane::relayed_ui`]). A denial is the same error whether or not the stream exists.
+    pub async fn authorize_read<U: Any + Send + Sync>(
+        &self,
+        user: &U,
+        stream_id: &str,
+        from: u64,
+    ) -> Result<Authorized, PlaneError> {
+        self.authorize(user, stream_id, from).await?;
+        Ok(Authorized { stream_id: stream_id.to_owned() })
+    }
+
+    /// The stream `stream_id` if it is hosted here (live, or lingering after its seal), to join
+    /// as a UI reader; `None`: it is not, and a reader is served by the store or the relay
+    /// ([`Plane::relayed_ui`]). One lookup: what is decided on it is decided once.
+    pub fn hosted_ui(&self, stream_id: &str) -> Option<HostedUi> {
+        self.shared.live().get(stream_id).cloned().map(|stream| HostedUi { stream })
+    }
+
+    /// A stream not hosted here, read as the UI message stream ([`Plane::subscribe_ui`]) from the
+    /// relay's frames (or `absent`), encoded for this reader alone: the stream `authorized` says
+    /// the reader may read.
+    pub async fn relayed_ui(&self, authorized: Authorized, from: u64, fresh: bool) -> Subscription {
+        let frames = self.relayed(&authorized.stream_id, from).await;
+        Subscription::as_ui(frames, Text::from(authorized.stream_id.as_str()), from, fresh)
+    }
+
     /// A stream not hosted here: through the relay, or `absent`.
     async fn relayed(&self, stream_id: &str, from: u64) -> Subscription {
         relay_leg::attach(&self.shared.cfg, stream_id, from)
@@ -358,18 +429,11 @@ impl Plane {
         from: u64,
         fresh: bool,
     ) -> Result<Subscription, PlaneError> {
-        self.authorize(user, stream_id, from).await?;
-        let id = Text::from(stream_id);
-        let hosted = self.shared.live().get(stream_id).cloned();
-        let frames = match hosted {
-            Some(stream) => match stream.join_ui(from, fresh) {
-                Some(join) => return Ok(Subscription::joined_ui(join)),
-                None => Subscription::joined(stream.join(from)),
-            },
-            // Not hosted here: the relay's frames (or `absent`), encoded for this reader alone.
-            None => self.relayed(stream_id, from).await,
-        };
-        Ok(Subscription::as_ui(frames, id, from, fresh))
+        let authorized = self.authorize_read(user, stream_id, from).await?;
+        match self.hosted_ui(stream_id) {
+            Some(hosted) => hosted.join(authorized, from, fresh),
+            None => Ok(self.relayed_ui(authorized, from, fresh).await),
+        }
     }
 
     /// Seal every live stream `interrupted` and take no new ones. Wire it to SIGTERM.

@@ -1414,6 +1414,32 @@ async fn a_ui_reader_that_overflows_ends_without_done_and_says_where_it_got_to()
     assert!(rest.contains("id: 21\n"), "brought to the stream's length: {rest}");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_ui_join_asks_the_authorizer_once_and_takes_a_proof_for_its_own_stream_only() {
+    let calls = Arc::new(Mutex::new(0u32));
+    let seen = calls.clone();
+    let auth = authorize_with(move |user: &String, _stream_id: &str, _from| {
+        *seen.lock().unwrap() += 1;
+        user == "alice"
+    });
+    let plane = plane_with(memory(), |o| o.authorizer = Some(auth));
+    let h = plane.open(ID).await.unwrap();
+    h.push("Hello").unwrap();
+    let denied = plane.authorize_read(&"mallory".to_string(), ID, 0).await.unwrap_err();
+    assert_eq!(denied.kind(), PlaneErrorKind::Forbidden);
+    // One question for a request: the proof is taken by the join without asking again.
+    let proof = plane.authorize_read(&"alice".to_string(), ID, 0).await.unwrap();
+    assert_eq!(proof.stream_id(), ID);
+    let mut sub = plane.hosted_ui(ID).expect("hosted here").join(proof, 0, true).unwrap();
+    assert!(ui_now(&mut sub).is_some_and(|b| b.bytes.starts_with(b"id: 0\ndata: {\"type\":\"start\"")));
+    assert_eq!(*calls.lock().unwrap(), 2);
+    // A proof for another stream joins nothing.
+    let other = plane.authorize_read(&"alice".to_string(), "other", 0).await.unwrap();
+    let refused = plane.hosted_ui(ID).unwrap().join(other, 0, true).unwrap_err();
+    assert_eq!(refused.kind(), PlaneErrorKind::Forbidden);
+    assert!(plane.hosted_ui("other").is_none());
+}
+
 // ---------------------------------------------------------------- a stream that goes on
 
 #[tokio::test(start_paused = true)]
