@@ -200,7 +200,7 @@ pub async fn serve(
                 }
                 First::Sse(request, rest) => {
                     let close = sse_conn::wants_close(request.headers());
-                    let answer = sse_conn::answer(router.clone(), *request).await;
+                    let answer = sse_conn::answer(router.clone(), request).await;
                     // A copy: `rest` shares the buffer the head was read into, which must not
                     // live as long as the subscription does.
                     let mut pending = BytesMut::from(&rest[..]);

@@ -115,7 +115,12 @@ pub struct Answer {
 /// Answer `request` (a request [`read_first`] took) with `router`: the same layers and handler
 /// as under hyper, and a reader's body comes back apart from the response, for
 /// [`write_response`] to serve.
-pub async fn answer(router: Router, request: Request<Body>) -> Answer {
+///
+/// The request comes boxed, as [`read_first`] gives it, and is taken out of its box here: a box
+/// moved out of is only freed at the end of its scope, which in the caller is the connection's
+/// life.
+pub async fn answer(router: Router, request: Box<Request<Body>>) -> Answer {
+    let request = *request;
     let respond = async move {
         let Ok(response) = router.oneshot(request).await;
         response
@@ -143,13 +148,16 @@ pub async fn write_response(stream: TcpStream, answer: Answer, pending: &mut Byt
     let (parts, body) = response.into_parts();
     let head = response_head(&parts);
     let close = wants_close(&parts.headers);
+    // Neither the response's parts nor its head are needed once the head is written; a reader's
+    // connection keeps neither while it is idle (about 1 KiB each, counted in docs/server.md).
+    drop(parts);
     let socket = Arc::new(stream);
     let served = match sse {
         Some(sse) => {
             drop(body);
-            serve_sse(&socket, &head, sse, pending, stall).await
+            serve_sse(&socket, head, sse, pending, stall).await
         }
-        None => serve_body(&socket, &head, body, pending, stall).await.map(|()| None),
+        None => serve_body(&socket, head, body, pending, stall).await.map(|()| None),
     };
     let Ok(released) = served else { return Served::Gone };
     if close {
@@ -175,12 +183,13 @@ const RECLAIM_WITHIN: Duration = Duration::from_secs(1);
 /// Any response body, written batch by batch by this task.
 async fn serve_body(
     socket: &TcpStream,
-    head: &[u8],
+    head: Vec<u8>,
     mut body: Body,
     pending: &mut BytesMut,
     stall: Duration,
 ) -> Result<(), Gone> {
-    write_all(socket, &[head], stall).await?;
+    write_all(socket, &[&head], stall).await?;
+    drop(head);
     loop {
         let frame = tokio::select! {
             biased;
@@ -209,12 +218,13 @@ async fn serve_body(
 /// Returns what tells when the sink (and with it the socket) is the connection's alone again.
 async fn serve_sse(
     socket: &Arc<TcpStream>,
-    head: &[u8],
+    head: Vec<u8>,
     mut sse: SseBody,
     pending: &mut BytesMut,
     stall: Duration,
 ) -> Result<Option<oneshot::Receiver<()>>, Gone> {
-    write_all(socket, &[head], stall).await?;
+    write_all(socket, &[&head], stall).await?;
+    drop(head);
     let (sink, released) = ConnSink::new(socket, sse.stats().clone());
     let sink = Arc::new(sink);
     let as_sink: Arc<dyn SseSink> = sink.clone();

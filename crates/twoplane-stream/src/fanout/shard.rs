@@ -128,6 +128,10 @@ impl FanOut {
                 key
             }
             None => {
+                // Most streams have one reader: room for one first, not the four a push makes.
+                if self.slots.capacity() == 0 {
+                    self.slots.reserve_exact(1);
+                }
                 self.slots.push(Some(slot));
                 self.slots.len() - 1
             }
