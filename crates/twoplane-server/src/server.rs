@@ -132,6 +132,8 @@ pub async fn serve(
         .max_buf_size(config.max_buf_size.max(8192))
         .writev(true)
         .header_read_timeout(config.header_read_timeout);
+    // Shared, and copied only by a connection hyper serves: a reader's task does not carry it.
+    let builder = Arc::new(builder);
     // Tells connections still waiting for their first request head that no request will be
     // served any more (hyper's own connections learn it through `graceful`).
     let stopping = tokio_util::sync::CancellationToken::new();
@@ -166,7 +168,7 @@ pub async fn serve(
             tracing::debug!(%peer, error = %e, "set_tcp_keepalive failed");
         }
         let router = router.clone();
-        let mut builder = builder.clone();
+        let shared = builder.clone();
         // Held for the connection's life, so the grace period waits for a subscription in flight.
         let watcher = graceful.watcher();
         let stop = stopping.clone();
@@ -189,18 +191,23 @@ pub async fn serve(
             // Whatever it turned out to be, the head is in (or hyper has what is left of its
             // budget to finish it): no longer a waiting connection.
             admitted.head_read();
+            // What is left of the head's time budget, for hyper, when the direct path read first.
+            let mut head_left = None;
             let prefix = match first {
                 First::Closed => return,
                 First::Other(read) => {
                     // What the direct path spent reading is taken from hyper's budget for the
                     // same head, so a head that never completes holds the connection once.
                     let left = head_deadline.saturating_duration_since(tokio::time::Instant::now());
-                    builder.header_read_timeout(left.max(Duration::from_millis(1)));
+                    head_left = Some(left.max(Duration::from_millis(1)));
                     read
                 }
                 First::Sse(request, rest) => {
                     let close = sse_conn::wants_close(request.headers());
-                    let answer = sse_conn::answer(router.clone(), request).await;
+                    // Boxed: the router's future is the largest state of this task before the body
+                    // (about 1.2 KiB), and the task's size is that of its largest state for as
+                    // long as the reader is connected.
+                    let answer = Box::pin(sse_conn::answer(router.clone(), request)).await;
                     // A copy: `rest` shares the buffer the head was read into, which must not
                     // live as long as the subscription does.
                     let mut pending = BytesMut::from(&rest[..]);
@@ -221,8 +228,14 @@ pub async fn serve(
                 req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                 router.clone().oneshot(req)
             });
+            let mut builder = (*shared).clone();
+            if let Some(left) = head_left {
+                builder.header_read_timeout(left);
+            }
             let conn = builder.serve_connection(TokioIo::new(Prefixed::new(prefix, stream, write_stall)), service);
-            if let Err(e) = watcher.watch(conn).await {
+            // Boxed: hyper's connection is the largest state of this task (about 0.9 KiB), and a
+            // task is as large as its largest state, also while it serves a reader.
+            if let Err(e) = Box::pin(watcher.watch(conn)).await {
                 log_conn_error(peer, &e);
             }
             drop(admitted);

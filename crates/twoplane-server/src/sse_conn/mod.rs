@@ -52,9 +52,12 @@ mod framing;
 mod sink;
 mod socket;
 
+use std::future::Future as _;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -143,37 +146,55 @@ pub enum Served {
 /// pipelined request) are appended to `pending`. A reader's body (from
 /// [`crate::http::sse_response`], or a reader route's handler) is delivered directly while it
 /// is caught up (see `ConnSink`).
-pub async fn write_response(stream: TcpStream, answer: Answer, pending: &mut BytesMut, stall: Duration) -> Served {
+pub fn write_response<'a>(
+    stream: TcpStream,
+    answer: Answer,
+    pending: &'a mut BytesMut,
+    stall: Duration,
+) -> impl std::future::Future<Output = Served> + 'a {
+    // Taken apart before the future is made, so that the future holds only what it serves with:
+    // an async fn keeps its arguments' room for its whole life, and this future lives as long as
+    // the reader does (the connection task's size is that of its largest state).
     let Answer { response, sse } = answer;
     let (parts, body) = response.into_parts();
     let head = response_head(&parts);
     let close = wants_close(&parts.headers);
-    // Neither the response's parts nor its head are needed once the head is written; a reader's
-    // connection keeps neither while it is idle (about 1 KiB each, counted in docs/server.md).
     drop(parts);
-    let socket = Arc::new(stream);
-    let served = match sse {
+    let body = match sse {
         Some(sse) => {
             drop(body);
-            serve_sse(&socket, head, sse, pending, stall).await
+            Payload::Reader(Box::new(sse))
         }
-        None => serve_body(&socket, head, body, pending, stall).await.map(|()| None),
+        None => Payload::Body(body),
     };
-    let Ok(released) = served else { return Served::Gone };
-    if close {
-        return Served::Gone;
-    }
-    // The stream's writer task may still hold the sink (and so the socket) for the pass it is
-    // finishing; it lets go within that pass, and the sink's release says when.
-    if let Some(released) = released {
-        if tokio::time::timeout(RECLAIM_WITHIN, released).await.is_err() {
+    async move {
+        let socket = Arc::new(stream);
+        let served = match body {
+            Payload::Reader(sse) => serve_sse(&socket, head, sse, pending, stall).await,
+            Payload::Body(body) => serve_body(&socket, head, body, pending, stall).await.map(|()| None),
+        };
+        let Ok(released) = served else { return Served::Gone };
+        if close {
             return Served::Gone;
         }
+        // The stream's writer task may still hold the sink (and so the socket) for the pass it
+        // is finishing; it lets go within that pass, and the sink's release says when.
+        if let Some(released) = released {
+            if tokio::time::timeout(RECLAIM_WITHIN, released).await.is_err() {
+                return Served::Gone;
+            }
+        }
+        match Arc::try_unwrap(socket) {
+            Ok(stream) => Served::Done(stream),
+            Err(_) => Served::Gone,
+        }
     }
-    match Arc::try_unwrap(socket) {
-        Ok(stream) => Served::Done(stream),
-        Err(_) => Served::Gone,
-    }
+}
+
+/// What follows a response's head: a reader's body, or any other.
+enum Payload {
+    Reader(Box<SseBody>),
+    Body(Body),
 }
 
 /// How long [`write_response`] waits for the writer task to let go of the socket before it
@@ -216,10 +237,13 @@ async fn serve_body(
 /// watched here in both modes.
 ///
 /// Returns what tells when the sink (and with it the socket) is the connection's alone again.
+///
+/// The body comes boxed: it is the largest thing a reader's task holds (an async fn keeps room
+/// for an argument and for the variable it is moved into).
 async fn serve_sse(
     socket: &Arc<TcpStream>,
     head: Vec<u8>,
-    mut sse: SseBody,
+    mut sse: Box<SseBody>,
     pending: &mut BytesMut,
     stall: Duration,
 ) -> Result<Option<oneshot::Receiver<()>>, Gone> {
@@ -258,6 +282,11 @@ async fn serve_sse(
 /// While the subscription is handed over: until the sink is resumed, send keep-alives through
 /// the sink, finish writing what the sink kept when the socket has room, and watch for the
 /// client's end-of-file.
+///
+/// Written as one poll over the socket's own readiness (no readiness futures) with the stall
+/// timer boxed and made only while the sink keeps bytes: an idle reader's task spends most of
+/// its life here, and a task is as large as its largest state (docs/server.md, "Memory per
+/// reader").
 async fn wait_handed(
     socket: &TcpStream,
     sink: &ConnSink,
@@ -265,10 +294,13 @@ async fn wait_handed(
     pending: &mut BytesMut,
     stall: Duration,
 ) -> Result<(), Gone> {
+    let resumed = sink.resumed.notified();
+    tokio::pin!(resumed);
     // Since when the kept bytes have not shrunk: a client that takes none of them for `stall` is
     // gone, as far as this server is concerned.
     let mut stuck: Option<(usize, tokio::time::Instant)> = None;
-    loop {
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| loop {
         let kept = sink.kept_len();
         let backlog = kept > 0;
         stuck = match stuck {
@@ -276,20 +308,48 @@ async fn wait_handed(
             _ if backlog => Some((kept, tokio::time::Instant::now())),
             _ => None,
         };
-        let deadline = stuck.map_or_else(tokio::time::Instant::now, |(_, since)| since + stall);
-        tokio::select! {
-            biased;
-            () = sink.resumed.notified() => return Ok(()),
-            ready = socket.readable() => {
-                ready.map_err(|_| Gone)?;
-                probe(socket, pending)?;
-            }
-            ready = socket.writable(), if backlog => {
-                ready.map_err(|_| Gone)?;
-                sink.write_kept()?;
-            }
-            () = tokio::time::sleep_until(deadline), if backlog => return Err(Gone),
-            ping = std::future::poll_fn(|cx| sse.poll_ping(cx)) => sink.send(&ping)?,
+        if resumed.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(()));
         }
-    }
+        match socket.poll_read_ready(cx) {
+            Poll::Ready(Ok(())) => {
+                if let Err(gone) = probe(socket, pending) {
+                    return Poll::Ready(Err(gone));
+                }
+                continue;
+            }
+            Poll::Ready(Err(_)) => return Poll::Ready(Err(Gone)),
+            Poll::Pending => {}
+        }
+        if let Some((_, since)) = stuck {
+            match socket.poll_write_ready(cx) {
+                Poll::Ready(Ok(())) => {
+                    if let Err(gone) = sink.write_kept() {
+                        return Poll::Ready(Err(gone));
+                    }
+                    continue;
+                }
+                Poll::Ready(Err(_)) => return Poll::Ready(Err(Gone)),
+                Poll::Pending => {}
+            }
+            let deadline = since + stall;
+            let sleep = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            if sleep.deadline() != deadline {
+                sleep.as_mut().reset(deadline);
+            }
+            if sleep.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(Gone));
+            }
+        } else {
+            timer = None;
+        }
+        if let Poll::Ready(ping) = sse.poll_ping(cx) {
+            if let Err(gone) = sink.send(&ping) {
+                return Poll::Ready(Err(gone));
+            }
+            continue;
+        }
+        return Poll::Pending;
+    })
+    .await
 }

@@ -53,7 +53,10 @@ pub(super) async fn write_all(socket: &TcpStream, parts: &[&[u8]], stall: Durati
         match write_vectored_from(socket, parts, done) {
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                tokio::time::timeout(stall, socket.writable()).await.map_err(|_| Gone)?.map_err(|_| Gone)?
+                // Boxed: a full socket is the rare case, and the wait with its timer (about 350
+                // bytes) would otherwise sit in every idle reader's connection task, whose size is
+                // that of its largest state (docs/server.md, "Memory per reader").
+                Box::pin(tokio::time::timeout(stall, socket.writable())).await.map_err(|_| Gone)?.map_err(|_| Gone)?
             }
             Err(_) => return Err(Gone),
         }
