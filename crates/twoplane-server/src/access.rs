@@ -239,30 +239,41 @@ pub async fn token_from_query(mut request: Request, next: Next) -> Response {
 
 /// Middleware for the producer API: the bearer secret, or a loopback peer when none is set.
 pub async fn require_producer(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    if let Some(refused) = producer_refusal(&access, request.headers(), peer, request.uri().path()) {
+        return refused;
+    }
+    next.run(request).await
+}
+
+/// Why a producer request from `peer` with `headers` to `path` is refused, as the answer to give;
+/// `None` when it may go on. The producer API's one check, for the router
+/// ([`require_producer`]) and for the append shortcut (`crate::producer`).
+pub fn producer_refusal(
+    access: &Access,
+    headers: &HeaderMap,
+    peer: Option<SocketAddr>,
+    path: &str,
+) -> Option<Response> {
     let allowed = match &access.producer_token {
-        Some(secret) => bearer(request.headers()).is_some_and(|t| bool::from(t.as_bytes().ct_eq(secret.bytes()))),
+        Some(secret) => bearer(headers).is_some_and(|t| bool::from(t.as_bytes().ct_eq(secret.bytes()))),
         None => {
-            let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
             if !peer.is_some_and(|p| crate::loopback::is_loopback(p.ip())) {
-                return refuse(
+                return Some(refuse(
                     "loopback_only",
                     "no producer secret is configured, so the producer API answers loopback clients only",
-                );
+                ));
             }
             // Trust rests on the peer being this machine, which every page in a browser on it
             // is too. The producer API answers no page, so no origin is allowed here.
-            let path = request.uri().path();
             let json_body = path.ends_with("/open") || path.ends_with("/fail");
-            if let Some(risk) = crate::browser::page_risk(request.headers(), &AllowedOrigins::SameOrigin, json_body) {
-                return refuse(risk.kind(), risk.message());
+            if let Some(risk) = crate::browser::page_risk(headers, &AllowedOrigins::SameOrigin, json_body) {
+                return Some(refuse(risk.kind(), risk.message()));
             }
             true
         }
     };
-    if !allowed {
-        return refuse("unauthorized", "the producer API needs Authorization: Bearer <producer secret>");
-    }
-    next.run(request).await
+    (!allowed).then(|| refuse("unauthorized", "the producer API needs Authorization: Bearer <producer secret>"))
 }
 
 fn refuse(kind: &'static str, message: &str) -> Response {

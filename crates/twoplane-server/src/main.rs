@@ -123,6 +123,10 @@ struct ServeArgs {
     /// path that answers a connection whose first request subscribes (for comparison and tests).
     #[arg(long)]
     no_direct_sse: bool,
+    /// Serve per-delta appends through the router like every other request, instead of the
+    /// shortcut that answers them before it (for comparison and tests).
+    #[arg(long)]
+    no_append_shortcut: bool,
     /// Most connections open at once [default: the open-file limit (raised to its hard limit at
     /// start) less 256].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -360,6 +364,7 @@ fn main() -> ExitCode {
         },
         postgres: serve::PgSettings { pool_size: usize::from(args.pg_pool_size), ca_file: args.pg_ca_file },
         direct_sse: !args.no_direct_sse,
+        append_shortcut: !args.no_append_shortcut,
         conn_limits,
         max_subscribers_per_stream: args.max_subscribers_per_stream.map(|n| n as usize),
         max_subscribers_per_ip: args.max_subscribers_per_ip.map(|n| n as usize),

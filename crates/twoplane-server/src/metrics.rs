@@ -196,10 +196,16 @@ pub fn routes(sources: Sources, access: Arc<Access>) -> Router {
 /// Counts every refusal that passes by its kind: the outermost layer of the server's router.
 pub async fn count_refusals(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
+    count_refusal(&response);
+    response
+}
+
+/// Count `response` if it is a refusal: [`count_refusals`]' count, for a response that did not
+/// come through the router (`crate::server::Shortcut`).
+pub fn count_refusal(response: &Response) {
     if let Some(RefusalKind(kind)) = response.extensions().get::<RefusalKind>() {
         metrics::counter!("twoplane_refusals_total", "kind" => *kind).increment(1);
     }
-    response
 }
 
 /// A reader of an endpoint that the server does not count itself, counted while it lives.

@@ -129,6 +129,9 @@ pub struct ServeConfig {
     /// Whether a connection whose first request subscribes is answered by the direct SSE path
     /// (`crate::sse_conn`); `false` serves every request through hyper.
     pub direct_sse: bool,
+    /// Whether per-delta appends are answered before the router (`crate::producer`'s append
+    /// shortcut, [`crate::server::Shortcut`]); `false` routes them like every other request.
+    pub append_shortcut: bool,
     /// The connection bounds (`None`: derived from the open-file limit, see
     /// [`crate::conn_limits::ConnLimitsConfig::for_open_files`]).
     pub conn_limits: Option<crate::conn_limits::ConnLimitsConfig>,
@@ -211,6 +214,7 @@ impl ServeConfig {
             producer_limits: crate::producer::Limits::default(),
             postgres: PgSettings::default(),
             direct_sse: true,
+            append_shortcut: true,
             conn_limits: None,
             max_subscribers_per_stream: None,
             max_subscribers_per_ip: None,
@@ -443,7 +447,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     let ui_sse = sse.clone();
     let (sse_routes, stats) = sse_router(plane.clone(), sse);
     let sse_routes = crate::access::reader_routes(sse_routes, &config.access);
-    let producer_routes = crate::producer::routes(
+    let (producer_routes, append_shortcut) = crate::producer::routes(
         plane.clone(),
         db.clone(),
         Arc::new(config.access.clone()),
@@ -494,6 +498,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         conn_limits,
         limits: Some(limits),
         write_stall: config.write_stall,
+        shortcut: config.append_shortcut.then_some(append_shortcut),
         ..HttpConfig::default()
     };
     Ok(Running { addr, plane, stats, host_id, sweeper, listener, router, http, subscriber_caps: caps })

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use axum::Router;
 use bytes::{Bytes, BytesMut};
+use futures::FutureExt as _;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -60,6 +61,33 @@ pub struct HttpConfig {
     /// The live counts to admit connections against, when someone else reads them too (`/metrics`);
     /// `None`: fresh counts for [`HttpConfig::conn_limits`].
     pub limits: Option<Arc<ConnLimits>>,
+    /// Requests served before the router, by whoever set it ([`Shortcut`]); `None`: the router
+    /// serves every request hyper reads.
+    pub shortcut: Option<Arc<dyn Shortcut>>,
+}
+
+/// A request hyper has read that is served without going through the router, when it is one the
+/// shortcut fully understands; any other is given back and the router serves it.
+///
+/// Why: a producer that sends a request per delta pays for the router's layers and extractors
+/// on each (boxed services cloned per layer, a JSON value built per answer): about a third of
+/// the server's instructions per append in a callgrind profile (docs/server.md, "Where the CPU
+/// goes"). A shortcut answers exactly what the router would for the requests it takes: it is
+/// the same handler code behind the same checks (the route that sets one says how).
+pub trait Shortcut: Send + Sync + 'static {
+    /// Serve `request`, or give it back untouched. The request carries the peer's address
+    /// (`ConnectInfo`), as the router's requests do.
+    #[allow(clippy::result_large_err)] // the request given back is moved, not copied around
+    fn try_serve(
+        &self,
+        request: hyper::Request<Incoming>,
+    ) -> Result<futures::future::BoxFuture<'static, axum::response::Response>, hyper::Request<Incoming>>;
+}
+
+impl std::fmt::Debug for dyn Shortcut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Shortcut")
+    }
 }
 
 impl Default for HttpConfig {
@@ -73,6 +101,7 @@ impl Default for HttpConfig {
             write_stall: Duration::from_secs(30),
             direct_sse_path: Some(crate::http::STREAM_PATH.to_owned()),
             limits: None,
+            shortcut: None,
         }
     }
 }
@@ -174,6 +203,7 @@ pub async fn serve(
         let stop = stopping.clone();
         let head_timeout = config.header_read_timeout;
         let direct_path = config.direct_sse_path.clone();
+        let shortcut = config.shortcut.clone();
         tokio::spawn(async move {
             let mut stream = stream;
             let head_deadline = tokio::time::Instant::now() + head_timeout;
@@ -226,7 +256,14 @@ pub async fn serve(
             // loopback peers only when it has no secret (crate::access).
             let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
                 req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
-                router.clone().oneshot(req)
+                let req = match &shortcut {
+                    Some(shortcut) => match shortcut.try_serve(req) {
+                        Ok(served) => return futures::future::Either::Left(served.map(Ok)),
+                        Err(req) => req,
+                    },
+                    None => req,
+                };
+                futures::future::Either::Right(router.clone().oneshot(req))
             });
             let mut builder = (*shared).clone();
             if let Some(left) = head_left {

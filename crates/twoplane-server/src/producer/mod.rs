@@ -21,6 +21,7 @@ mod guards;
 mod registry;
 mod routes;
 mod rows;
+mod shortcut;
 mod ui;
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use axum::Router;
 use twoplane_stream::Plane;
 
 use crate::access::Access;
+use crate::server::Shortcut;
 use crate::store::Database;
 use registry::Producers;
 
@@ -36,10 +38,12 @@ pub use errors::ApiError;
 pub use registry::Limits;
 
 /// The producer routes (`/v1/streams/...`, behind [`crate::access::require_producer`]) and the
-/// reader's cancel route (`POST /v1/streams/{id}/cancel`, behind a read token). Starts the
-/// sweeper of idle and sealed streams on the current runtime.
-pub fn routes(plane: Plane, db: Database, access: Arc<Access>, limits: Limits) -> Router {
+/// reader's cancel route (`POST /v1/streams/{id}/cancel`, behind a read token), and the append
+/// shortcut over the same producers, for the accept loop to serve appends before the router
+/// (`shortcut.rs`). Starts the sweeper of idle and sealed streams on the current runtime.
+pub fn routes(plane: Plane, db: Database, access: Arc<Access>, limits: Limits) -> (Router, Arc<dyn Shortcut>) {
     let producers = Producers::new(plane, db, access, limits);
     tokio::spawn(producers.clone().sweep());
-    routes::router(producers)
+    let shortcut = Arc::new(shortcut::AppendShortcut { producers: producers.clone() });
+    (routes::router(producers), shortcut)
 }

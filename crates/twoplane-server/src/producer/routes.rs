@@ -37,7 +37,7 @@ use super::rows::{self, CancelOutcome};
 use crate::access;
 use crate::store::messages;
 
-type Reply = Result<Response, ApiError>;
+pub(super) type Reply = Result<Response, ApiError>;
 
 pub(super) fn router(producers: Producers) -> Router {
     let delta_limit = producers.limits.max_delta_bytes;
@@ -171,10 +171,15 @@ async fn append(
     let offset = offset_query(query)?;
     let body = small_body(body, producers.limits.max_delta_bytes, "an append's body")?;
     let offset = required(offset, "append needs ?offset=<the stream's length before this text, in UTF-16 code units>")?;
-    let p = hosted(&producers, &id).await?;
+    append_at(&producers, &id, offset, &body).await
+}
+
+/// An append whose offset and body were read: the route's handler and the append shortcut
+/// (`shortcut.rs`) both end here.
+pub(super) async fn append_at(producers: &Producers, id: &str, offset: u64, body: &[u8]) -> Reply {
+    let p = hosted(producers, id).await?;
     // Decoded before anything is pushed: a bad delta appends nothing at all.
-    let text =
-        std::str::from_utf8(&body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was appended"))?;
+    let text = std::str::from_utf8(body).map_err(|_| ApiError::invalid_utf8(p.handle.seq(), "nothing was appended"))?;
     let at = push_in_order(&p, text, Some(offset))?;
     Ok(answer_at(at))
 }
@@ -283,7 +288,15 @@ fn appended(p: &Producing) -> Response {
 
 /// [`appended`], from where a checked push left the stream.
 fn answer_at(at: Position) -> Response {
-    Json(json!({ "seq": at.seq, "durableSeq": at.durable_seq })).into_response()
+    /// The answer's fields in the order a JSON object's keys sort (what `json!` wrote before),
+    /// without building a map per append.
+    #[derive(serde::Serialize)]
+    struct At {
+        #[serde(rename = "durableSeq")]
+        durable_seq: u64,
+        seq: u64,
+    }
+    Json(At { durable_seq: at.durable_seq, seq: at.seq }).into_response()
 }
 
 async fn flush(State(producers): State<Producers>, Path(id): Path<String>) -> Reply {
