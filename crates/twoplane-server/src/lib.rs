@@ -7,7 +7,8 @@
 //!   [`conn_limits`] (connections in all, per address, waiting for a head), and graceful
 //!   shutdown; [`sse_conn`], the direct SSE connection layer, answers a connection whose first
 //!   request subscribes to a stream without hyper (its `framing.rs` is the server's only
-//!   hand-written HTTP; `--no-direct-sse` turns the layer off).
+//!   hand-written HTTP; `--no-direct-sse` turns the layer off); a [`server::Shortcut`] serves
+//!   requests hyper read before the router (the producer's appends; `--no-append-shortcut`).
 //! - [`serve`]: `twoplane serve`: database (SQLite or a PostgreSQL shared by several instances),
 //!   plane, the live relay between instances (Redis), host-lease sweeper, routes, signals. One
 //!   module per subcommand: this one and [`relay`].
@@ -18,7 +19,8 @@
 //! - [`demo`]: `--demo`: the simulated model and the chat page.
 //! - [`assets`]: the browser package the page imports, compiled into the binary.
 //! - [`producer`]: the producer API (`/v1/streams/...`): applications in any language produce
-//!   streams over HTTP, the AI SDK's UI message stream among them; [`ui_stream`]: the AI SDK's
+//!   streams over HTTP, the AI SDK's UI message stream among them (its `shortcut.rs` answers
+//!   per-delta appends before the router); [`ui_stream`]: the AI SDK's
 //!   resume route, a stream read back as a UI message stream.
 //! - [`access`]: the producer secret, the signed read tokens, the loopback default; [`loopback`]:
 //!   what counts as this machine; [`browser`]: what a web page on this machine could send,

@@ -1,6 +1,7 @@
 //! The producer API of `twoplane serve`: an application in any language opens a stream for a
 //! message row, sends the model's text, and seals it, over HTTP (docs/server.md, "Producer
-//! API", is the reference; the handlers are in [`routes`]).
+//! API", is the reference; the handlers are in [`routes`], and `shortcut.rs` answers per-delta
+//! appends before the router with the same checks and handler code).
 //!
 //! Guarantees:
 //! - The same contract as the plane's producer handle ([`twoplane_stream::StreamHandle`]): the
