@@ -416,6 +416,8 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
     options.seal_deadline_ms = config.durability.seal_deadline_ms;
     options.drain_seal_ms = config.durability.drain_timeout_ms;
     options.write_interval_ms = config.write_interval.as_millis().try_into().unwrap_or(u64::MAX);
+    let (cancel_hook, cancels) = crate::producer::cancel_feed();
+    options.on_cancel = Some(cancel_hook);
     if let Some(relay) = relay {
         options.relay = Some(relay);
         options.on_relay_error = Some(relay_hook);
@@ -452,6 +454,7 @@ pub async fn prepare(config: &ServeConfig) -> Result<Running, ServeError> {
         db.clone(),
         Arc::new(config.access.clone()),
         config.producer_limits.clone(),
+        cancels,
     );
     let ui_routes =
         crate::ui_stream::routes(plane.clone(), db.clone(), Arc::new(config.access.clone()), ui_sse, stats.clone());

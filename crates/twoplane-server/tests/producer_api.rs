@@ -288,7 +288,8 @@ async fn a_second_streaming_body_is_busy() {
 }
 
 /// A reader's cancel of a stream hosted here stops it at once, text flowing or not: the next
-/// append answers `409 cancelled` and the close seals `cancelled`. (The store's flag alone is
+/// append answers `409 cancelled`, the server seals it `cancelled` on its own, and the
+/// producer's close reports that. (The store's flag alone is
 /// read back at a checkpoint, which a stream with no new text never reaches.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_stops_a_quiet_stream_at_once() {
@@ -305,6 +306,16 @@ async fn a_cancel_stops_a_quiet_stream_at_once() {
     assert_eq!((status, &answer), (202, &serde_json::json!({ "cancelRequested": true })));
     let (status, answer) = post(addr, &format!("/v1/streams/{id}/append?offset=5"), " more").await;
     assert_eq!((status, answer["kind"].as_str()), (409, Some("cancelled")), "{answer}");
+    // The server seals it `cancelled` without waiting for its producer, so its readers end.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, row) = get(addr, &format!("/v1/streams/{id}")).await;
+        if row["stored"]["status"] == "cancelled" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not sealed by the cancel alone: {row}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let (status, answer) = post(addr, &format!("/v1/streams/{id}/close"), "").await;
     assert_eq!((status, answer["status"].as_str()), (200, Some("cancelled")), "{answer}");
     let (_, row) = get(addr, &format!("/v1/streams/{id}")).await;

@@ -54,6 +54,13 @@ pub struct CheckpointErrorInfo<'a> {
 /// failure has to be reported rather than swallowed.
 pub type CheckpointErrorHook = Arc<dyn Fn(CheckpointErrorInfo<'_>, &PlaneError) + Send + Sync>;
 
+/// Called with the stream's id once, when a reader's cancel reaches a stream hosted here (a
+/// checkpoint read the store's flag back, or [`crate::Plane::cancel`] was called), after the
+/// stream's lock is released, on the thread that noticed it. It should only hand the id on (a
+/// channel send): a producer that waits in [`crate::StreamHandle::pump`] is woken anyway; the
+/// hook is for one place that watches every stream without a task per stream.
+pub type CancelHook = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Everything configurable about a plane. Build with struct update syntax over `default()`.
 #[derive(Clone)]
 pub struct PlaneOptions {
@@ -111,6 +118,7 @@ pub struct PlaneOptions {
     /// Refused without a relay (it would never be called).
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
+    pub on_cancel: Option<CancelHook>,
     /// Display-rate writes (docs/server.md, "Display-rate writes"): a frame that would reach a
     /// stream's readers within this many milliseconds of its previous write waits for the end of
     /// that interval, and everything that arrived meanwhile goes out merged, as one write per
@@ -142,6 +150,7 @@ impl Default for PlaneOptions {
             drain_seal_ms: None,
             on_relay_error: None,
             on_checkpoint_error: None,
+            on_cancel: None,
             write_interval_ms: 0,
         }
     }
@@ -182,6 +191,7 @@ impl fmt::Debug for PlaneOptions {
             .field("drain_seal_ms", &self.drain_seal_ms)
             .field("on_relay_error", &self.on_relay_error.is_some())
             .field("on_checkpoint_error", &self.on_checkpoint_error.is_some())
+            .field("on_cancel", &self.on_cancel.is_some())
             .field("write_interval_ms", &self.write_interval_ms)
             .finish()
     }
@@ -224,6 +234,7 @@ pub(crate) struct Config {
     pub topology: RelayTopology,
     pub on_relay_error: Option<RelayErrorHook>,
     pub on_checkpoint_error: Option<CheckpointErrorHook>,
+    pub on_cancel: Option<CancelHook>,
     /// Zero: every frame is published as it comes (`display.rs`).
     pub write_interval: Duration,
     /// The plane's one timer for the display-rate writes due later (`display_clock.rs`).
@@ -330,6 +341,7 @@ impl Config {
             topology,
             on_relay_error: options.on_relay_error,
             on_checkpoint_error: options.on_checkpoint_error,
+            on_cancel: options.on_cancel,
             display_clock: Arc::default(),
             write_interval: Duration::from_millis(options.write_interval_ms),
         })

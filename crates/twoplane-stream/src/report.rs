@@ -1,4 +1,4 @@
-//! Diagnostics hooks, contained.
+//! The plane's hooks (failures it reports, a reader's cancel), contained.
 //!
 //! Guarantees: a hook runs outside every plane lock, and a panicking hook is caught and logged,
 //! so a hook that errors or panics cannot stall a stream, a checkpoint driver or a relay reader.
@@ -19,6 +19,14 @@ pub(crate) fn checkpoint_error(cfg: &Config, stream_id: &str, from: u64, seq: u6
             }
         }
         None => tracing::warn!(stream_id, from, seq, error = %err, "checkpoint failed"),
+    }
+}
+
+pub(crate) fn cancelled(cfg: &Config, stream_id: &str) {
+    if let Some(hook) = &cfg.on_cancel {
+        if catch_unwind(AssertUnwindSafe(|| hook(stream_id))).is_err() {
+            tracing::error!(stream_id, "on_cancel panicked");
+        }
     }
 }
 

@@ -716,10 +716,21 @@ async fn a_callback_target_sees_the_exact_code_units() {
 
 // ---------------------------------------------------------------- cancel, drain, drop
 
+/// An `on_cancel` hook that records the ids it is called with.
+fn cancel_recorder() -> (CancelHook, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = seen.clone();
+    (Arc::new(move |id: &str| into.lock().unwrap().push(id.to_owned())), seen)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_cancel_read_back_stops_pump_and_close_seals_cancelled() {
     let m = memory();
-    let plane = plane_with(m.clone(), |o| o.chars = 8);
+    let (hook, told) = cancel_recorder();
+    let plane = plane_with(m.clone(), |o| {
+        o.chars = 8;
+        o.on_cancel = Some(hook);
+    });
     let h = plane.open(ID).await.unwrap();
     m.request_cancel(ID);
     let (tx, rx) = futures::channel::mpsc::unbounded::<String>();
@@ -730,6 +741,7 @@ async fn a_cancel_read_back_stops_pump_and_close_seals_cancelled() {
     let pumped = tokio::time::timeout(Duration::from_secs(10), h.pump(rx)).await;
     assert!(pumped.is_ok(), "pump stopped on cancel");
     assert!(h.cancelled());
+    assert_eq!(*told.lock().unwrap(), [ID], "the hook is told of a cancel read back, once");
     assert!(h.seq() >= 8 && h.seq() <= 20);
     h.close().await.unwrap();
     let row = m.row(ID).unwrap();
@@ -745,17 +757,24 @@ async fn a_cancel_read_back_stops_pump_and_close_seals_cancelled() {
     let row = m.row(ID).unwrap();
     assert_eq!((row.status.as_deref(), row.seq), (Some("complete"), at + 9));
     assert!(!h.cancelled());
+    assert_eq!(told.lock().unwrap().len(), 1, "the continuation was not cancelled");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_cancel_delivered_to_the_host_stops_a_quiet_stream_at_once() {
     let m = memory();
-    let plane = plane_with(m.clone(), |o| o.chars = 8);
+    let (hook, told) = cancel_recorder();
+    let plane = plane_with(m.clone(), |o| {
+        o.chars = 8;
+        o.on_cancel = Some(hook);
+    });
     let h = plane.open(ID).await.unwrap();
     h.push("abc").unwrap();
     assert!(!plane.cancel("not-hosted-here"));
     assert!(plane.cancel(ID));
     assert!(h.cancelled(), "seen at once, with no checkpoint in between");
+    assert!(plane.cancel(ID), "still live: a second cancel is taken");
+    assert_eq!(*told.lock().unwrap(), [ID], "the hook is told at once, and once");
     // No text flows, so no checkpoint would ever read a flag back: only this cancel stops it.
     let pumped = tokio::time::timeout(Duration::from_secs(10), h.pump(futures::stream::pending::<&str>())).await;
     assert!(pumped.is_ok(), "pump stopped on the cancel");

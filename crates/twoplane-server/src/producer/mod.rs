@@ -36,15 +36,22 @@ use crate::store::Database;
 use registry::Producers;
 
 pub use errors::ApiError;
-pub use registry::Limits;
+pub use registry::{cancel_feed, Cancels, Limits};
 
 /// The producer routes (`/v1/streams/...`, behind [`crate::access::require_producer`]) and the
 /// reader's cancel route (`POST /v1/streams/{id}/cancel`, behind a read token), and the append
 /// shortcut over the same producers, for the accept loop to serve appends before the router
 /// (`shortcut.rs`). Starts the sweeper of idle and sealed streams on the current runtime.
-pub fn routes(plane: Plane, db: Database, access: Arc<Access>, limits: Limits) -> (Router, Arc<dyn Shortcut>) {
+pub fn routes(
+    plane: Plane,
+    db: Database,
+    access: Arc<Access>,
+    limits: Limits,
+    cancels: Cancels,
+) -> (Router, Arc<dyn Shortcut>) {
     let producers = Producers::new(plane, db, access, limits);
     tokio::spawn(producers.clone().sweep());
+    tokio::spawn(producers.clone().follow_cancels(cancels));
     let shortcut = Arc::new(shortcut::AppendShortcut { producers: producers.clone() });
     (routes::router(producers), shortcut)
 }

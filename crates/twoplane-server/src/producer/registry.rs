@@ -8,9 +8,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use twoplane_stream::{Plane, PlaneError, StreamHandle, StreamStatus};
+use twoplane_stream::{CancelHook, Plane, PlaneError, StreamHandle, StreamStatus};
 
 use crate::access::Access;
 use crate::store::Database;
@@ -79,8 +80,6 @@ pub(crate) struct Producing {
     pub order: Mutex<()>,
     /// Cancelled when the plane reports a reader's cancel (a streaming body ends on it).
     pub cancel: CancellationToken,
-    /// Stops the cancel watcher once the stream is sealed.
-    stop_watch: CancellationToken,
     /// A streaming body is being read right now.
     pub body_active: AtomicBool,
     /// The part ids its producer named (`events.rs`).
@@ -100,7 +99,6 @@ impl Producing {
             handle,
             order: Mutex::new(()),
             cancel: CancellationToken::new(),
-            stop_watch: CancellationToken::new(),
             body_active: AtomicBool::new(false),
             part_ids: Mutex::new(Default::default()),
             touched: Mutex::new(Instant::now()),
@@ -147,7 +145,6 @@ impl Producing {
             }
             ended
         };
-        self.stop_watch.cancel();
         // The plane keeps the first seal asked for and hands every caller its outcome.
         let outcome = match ending {
             Ending::Failed(message) if ended == StreamStatus::Error => self.handle.fail(message).await,
@@ -162,24 +159,29 @@ impl Producing {
         (ended, outcome)
     }
 
-    /// Watch for a reader's cancel until the stream is sealed; on one, tell a streaming body and
-    /// seal `cancelled` so the readers end.
-    async fn watch_cancel(self: Arc<Self>) {
-        let cancelled = async {
-            // `pump` of a source that never yields returns exactly when the store reports a cancel.
-            let _ = self.handle.pump(futures::stream::pending::<&str>()).await;
-        };
-        tokio::select! {
-            () = cancelled => {
-                if self.handle.cancelled() {
-                    tracing::info!(stream_id = ?self.id, seq = self.handle.seq(), "a reader cancelled the stream");
-                    self.cancel.cancel();
-                    let _ = self.seal(None).await;
-                }
-            }
-            () = self.stop_watch.cancelled() => {}
-        }
+    /// A reader's cancel reached the stream: tell a streaming body, and seal `cancelled` so the
+    /// readers end.
+    async fn on_cancel(self: Arc<Self>) {
+        tracing::info!(stream_id = ?self.id, seq = self.handle.seq(), "a reader cancelled the stream");
+        self.cancel.cancel();
+        let _ = self.seal(None).await;
     }
+}
+
+/// The ids of the streams a reader cancelled, as the plane reports them through the hook
+/// [`cancel_feed`] makes. Unbounded, and bounded all the same: the plane reports a stream's cancel
+/// once, so it holds at most one id per stream hosted here.
+pub struct Cancels(UnboundedReceiver<String>);
+
+/// The plane's cancel hook (for [`twoplane_stream::PlaneOptions::on_cancel`]) and the feed of
+/// what it reports, for the producer API (`routes`).
+pub fn cancel_feed() -> (CancelHook, Cancels) {
+    let (tx, rx) = unbounded_channel();
+    let hook: CancelHook = Arc::new(move |id: &str| {
+        // Refused only once the API's task is gone, when there is no producer left to tell.
+        let _ = tx.send(id.to_owned());
+    });
+    (hook, Cancels(rx))
 }
 
 /// The streams this server opened for producers.
@@ -201,12 +203,29 @@ impl Producers {
         lock(&self.streams).get(id).cloned()
     }
 
-    /// Register a stream the plane just opened and start watching it for a cancel.
+    /// Register a stream the plane just opened. A cancel that reached it before it was in the
+    /// map found nothing to act on ([`Producers::follow_cancels`]), so it is acted on here (the
+    /// flag is set before the hook runs: a cancel is never missed by both).
     pub fn adopt(&self, handle: StreamHandle) -> Arc<Producing> {
         let producing = Producing::new(handle);
         lock(&self.streams).insert(producing.id.clone(), producing.clone());
-        tokio::spawn(producing.clone().watch_cancel());
+        if producing.handle.cancelled() {
+            tokio::spawn(producing.clone().on_cancel());
+        }
         producing
+    }
+
+    /// Act on each reader's cancel the plane reports ([`cancel_feed`]): one task for every
+    /// stream, where a task per stream waited for it before (its memory was paid by each open
+    /// stream). Runs until the process ends.
+    pub(super) async fn follow_cancels(self, mut cancels: Cancels) {
+        while let Some(id) = cancels.0.recv().await {
+            // A seal waits for its checkpoint: each runs on its own, so one slow store call
+            // does not hold up the next cancel. Acting twice is harmless (the first seal wins).
+            if let Some(p) = self.get(&id) {
+                tokio::spawn(p.on_cancel());
+            }
+        }
     }
 
     /// Forget sealed streams after the linger time, and seal `interrupted` the streams whose
@@ -231,9 +250,8 @@ impl Producers {
             for p in gone {
                 tracing::warn!(stream_id = ?p.id, seq = p.handle.seq(), "producer went quiet; sealing the stream interrupted");
                 *lock(&p.sealed) = Some((StreamStatus::Interrupted, now));
-                // The watcher's reference goes; the last one dropping the handle seals it
+                // The map's reference is gone; the last one dropping the handle seals it
                 // `interrupted` (the plane's rule for a producer that disappeared).
-                p.stop_watch.cancel();
             }
         }
     }

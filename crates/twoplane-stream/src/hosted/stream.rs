@@ -108,6 +108,7 @@ impl LiveStream {
         }
         if fx.cancelled {
             self.cancel_signal.notify_waiters();
+            report::cancelled(&self.cfg, &self.id);
         }
         for e in fx.relay_errors {
             report::relay_error(&self.cfg, &self.id, RelayPhase::Publish, e.as_ref());
