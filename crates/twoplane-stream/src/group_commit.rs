@@ -5,6 +5,8 @@
 //! - At most one leader at a time per queue, so a store sees one writing transaction from it;
 //!   a caller that queues work while a leader runs is picked up by that leader's next batch
 //!   (the writes that arrive while a transaction commits are the next transaction).
+//! - Batches are taken at least [`SPACING`] apart (the leader asks [`Leading::wait`] first), so
+//!   a busy store commits at a bounded rate with larger batches, and a quiet one at once.
 //! - Work is taken in arrival order, at most `max` items a batch; nothing queued is ever left
 //!   without a leader: a leader stops only when it found the queue empty under the lock that
 //!   `push` takes, and a leader that ends early (its task dropped, or a panic unwinding it)
@@ -15,6 +17,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use twoplane_runtime::lock;
 
@@ -22,18 +25,36 @@ use twoplane_runtime::lock;
 /// thousands of streams, and a bound on how long one transaction holds the write lock.
 pub(crate) const MAX_BATCH: usize = 1024;
 
+/// The least time from taking one batch to taking the next. A leader that took a batch less
+/// than this long ago waits out the rest first, so writes that arrive meanwhile share its next
+/// transaction: at most 100 commits (and syncs) a second, each carrying what 10 ms brought,
+/// where a leader that took what was there at once committed about as often as a commit takes
+/// (measured: 1,000 streams at a model's pace, one SQLite file, about 670 commits a second of
+/// two checkpoints each; server CPU per delivered delta 94 -> 71 µs at 10 ms, 79 at 5, 74 at 20,
+/// docs/server.md, "The store"). A write that finds the store quiet is not held: only one that
+/// follows another commit within 10 ms waits, and for at most that long.
+pub(crate) const SPACING: Duration = Duration::from_millis(10);
+
 pub(crate) struct GroupQueue<T> {
     state: Mutex<Queue<T>>,
+    spacing: Duration,
 }
 
 struct Queue<T> {
     items: VecDeque<T>,
     leading: bool,
+    /// When the last batch was taken.
+    last: Option<Instant>,
 }
 
 impl<T> GroupQueue<T> {
+    /// A queue whose batches are taken at least [`SPACING`] apart.
     pub(crate) fn new() -> GroupQueue<T> {
-        GroupQueue { state: Mutex::new(Queue { items: VecDeque::new(), leading: false }) }
+        Self::with_spacing(SPACING)
+    }
+
+    pub(crate) fn with_spacing(spacing: Duration) -> GroupQueue<T> {
+        GroupQueue { state: Mutex::new(Queue { items: VecDeque::new(), leading: false, last: None }), spacing }
     }
 
     /// Queue `item`. `Some`: no leader runs, and the caller must run one with the returned role
@@ -57,6 +78,18 @@ pub(crate) struct Leading<T> {
 }
 
 impl<T> Leading<T> {
+    /// How long the leader waits before it takes the next batch: what is left of the queue's
+    /// spacing since the last batch was taken (`None`: take it now, or the queue is empty and
+    /// `take` ends the role at once; the next `push`'s leader waits instead).
+    pub(crate) fn wait(&self) -> Option<Duration> {
+        let q = lock(&self.queue.state);
+        if q.items.is_empty() {
+            return None;
+        }
+        let since = q.last?.elapsed();
+        self.queue.spacing.checked_sub(since).filter(|d| !d.is_zero())
+    }
+
     /// The next batch, oldest first, at most `max` items; `None` when the queue is empty (and
     /// from then on the role is given up).
     pub(crate) fn take(&mut self, max: usize) -> Option<Vec<T>> {
@@ -67,6 +100,7 @@ impl<T> Leading<T> {
             return None;
         }
         let n = q.items.len().min(max);
+        q.last = Some(Instant::now());
         Some(q.items.drain(..n).collect())
     }
 
@@ -97,7 +131,7 @@ mod tests {
 
     #[test]
     fn one_leader_takes_everything_queued_in_order() {
-        let q = Arc::new(GroupQueue::new());
+        let q = Arc::new(GroupQueue::with_spacing(Duration::ZERO));
         let mut leader = q.push(1).expect("the first push leads");
         assert!(q.push(2).is_none());
         assert!(q.push(3).is_none());
@@ -113,10 +147,33 @@ mod tests {
 
     #[test]
     fn a_dropped_leader_hands_the_role_back() {
-        let q = Arc::new(GroupQueue::new());
+        let q = Arc::new(GroupQueue::with_spacing(Duration::ZERO));
         let leader = q.push(1).unwrap();
         drop(leader);
         let mut next = q.push(2).expect("the role is free again");
         assert_eq!(next.take(10), Some(vec![1, 2]), "what the dropped leader left is not lost");
+    }
+
+    #[test]
+    fn batches_are_taken_the_spacing_apart_and_a_quiet_queue_at_once() {
+        let spacing = Duration::from_millis(50);
+        let q = Arc::new(GroupQueue::with_spacing(spacing));
+        let mut leader = q.push(1).unwrap();
+        assert_eq!(leader.wait(), None, "nothing was taken yet: no wait");
+        assert_eq!(leader.take(10), Some(vec![1]));
+        assert_eq!(leader.wait(), None, "nothing queued: no wait, the role ends");
+        assert!(q.push(2).is_none());
+        let wait = leader.wait().expect("a batch was just taken");
+        assert!(wait <= spacing && wait > spacing / 2, "{wait:?}");
+        std::thread::sleep(wait);
+        assert_eq!(leader.wait(), None);
+        assert_eq!(leader.take(10), Some(vec![2]));
+        assert_eq!(leader.take(10), None);
+        // The next leader is held to the same spacing (it is the queue's, not the leader's).
+        let next = q.push(3).unwrap();
+        assert!(next.wait().is_some());
+        drop(next);
+        std::thread::sleep(spacing);
+        assert_eq!(q.push(4).unwrap().wait(), None, "a quiet queue commits at once");
     }
 }

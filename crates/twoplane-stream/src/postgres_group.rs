@@ -73,7 +73,11 @@ impl GroupCommit {
 }
 
 async fn lead(conn: PgClient, sql: Arc<MappedSql>, mut leading: Leading<Round>) {
-    while let Some(batch) = leading.take(MAX_BATCH) {
+    loop {
+        if let Some(wait) = leading.wait() {
+            tokio::time::sleep(wait).await;
+        }
+        let Some(batch) = leading.take(MAX_BATCH) else { break };
         metrics::histogram!("twoplane_group_commit_writes").record(batch.len() as f64);
         match run_batch(&conn, &sql, &batch).await {
             Ok(rows) => {

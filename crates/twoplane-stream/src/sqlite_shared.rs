@@ -162,7 +162,11 @@ async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> 
 
 /// The leader: one transaction per batch until the queue is empty.
 fn lead(inner: &Inner, mut leading: Leading<Box<dyn Job>>) {
-    while let Some(batch) = leading.take(MAX_BATCH) {
+    loop {
+        if let Some(wait) = leading.wait() {
+            std::thread::sleep(wait);
+        }
+        let Some(batch) = leading.take(MAX_BATCH) else { break };
         let conn = lock(&inner.writer);
         let rest = commit_batch(&conn, batch);
         if !rest.is_empty() {
