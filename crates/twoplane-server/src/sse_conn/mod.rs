@@ -286,7 +286,7 @@ async fn serve_sse(
 /// Written as one poll over the socket's own readiness (no readiness futures) with the stall
 /// timer boxed and made only while the sink keeps bytes: an idle reader's task spends most of
 /// its life here, and a task is as large as its largest state (docs/server.md, "Memory per
-/// reader").
+/// reader and per stream").
 async fn wait_handed(
     socket: &TcpStream,
     sink: &ConnSink,

@@ -55,7 +55,8 @@ pub(super) async fn write_all(socket: &TcpStream, parts: &[&[u8]], stall: Durati
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 // Boxed: a full socket is the rare case, and the wait with its timer (about 350
                 // bytes) would otherwise sit in every idle reader's connection task, whose size is
-                // that of its largest state (docs/server.md, "Memory per reader").
+                // that of its largest state (docs/server.md, "Memory per reader and per
+                // stream").
                 Box::pin(tokio::time::timeout(stall, socket.writable())).await.map_err(|_| Gone)?.map_err(|_| Gone)?
             }
             Err(_) => return Err(Gone),
