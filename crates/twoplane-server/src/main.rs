@@ -381,7 +381,11 @@ fn main() -> ExitCode {
     if let Err(e) = config.check() {
         return fail(&e.to_string());
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(SERVE_BLOCKING_THREADS)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
@@ -390,6 +394,14 @@ fn main() -> ExitCode {
         Err(e) => fail(&e.to_string()),
     }
 }
+
+/// The most threads `twoplane serve` runs blocking calls on (tokio's default is 512): SQLite's
+/// (the group commit's writer and the reads, each on its one connection, so more threads only
+/// wait for it), the package's files, and name lookups. An opening burst of 1,000 streams left 64
+/// of them behind, each kept alive by the next call handed to it: about 20 KiB of RSS each, 1.5
+/// to 2 KiB per open stream at 1,000 streams (docs/server.md, "Memory per reader and per
+/// stream"). Eight leave room for a slow name lookup or two beside the store.
+const SERVE_BLOCKING_THREADS: usize = 8;
 
 fn relay(args: RelayArgs) -> ExitCode {
     let log = match (args.s2, args.redis) {
