@@ -389,7 +389,8 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(serve::run(config, serve::shutdown_signal())) {
+    // The signal handlers are installed inside the runtime, before `run` says it listens.
+    match runtime.block_on(async { serve::run(config, serve::shutdown_signal()).await }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
     }
@@ -431,7 +432,7 @@ fn relay(args: RelayArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(twoplane_server::relay::run(command, serve::shutdown_signal())) {
+    match runtime.block_on(async { twoplane_server::relay::run(command, serve::shutdown_signal()).await }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }

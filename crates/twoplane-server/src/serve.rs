@@ -336,15 +336,24 @@ impl fmt::Display for ServeError {
 
 impl std::error::Error for ServeError {}
 
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
+/// Resolves on SIGTERM or Ctrl-C (SIGINT), whose handlers it installs when called.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    // The handlers are installed here, when this is called, not when the future is first
+    // polled: `run` polls it only once it serves, after the `listening` line, and a SIGTERM sent
+    // as soon as that line appears (a supervisor's, a test's) would otherwise meet the default
+    // action and kill the process instead of draining it. Call it inside the runtime.
     #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
+    let handlers = {
+        use tokio::signal::unix::{signal, SignalKind};
+        signal(SignalKind::terminate()).and_then(|term| Ok((term, signal(SignalKind::interrupt())?)))
+    };
+    async move {
+        #[cfg(unix)]
+        match handlers {
+            Ok((mut term, mut int)) => {
                 tokio::select! {
                     _ = term.recv() => tracing::info!(signal = "SIGTERM", "shutting down"),
-                    _ = tokio::signal::ctrl_c() => tracing::info!(signal = "SIGINT", "shutting down"),
+                    _ = int.recv() => tracing::info!(signal = "SIGINT", "shutting down"),
                 }
             }
             Err(e) => {
@@ -352,10 +361,10 @@ pub async fn shutdown_signal() {
                 let _ = tokio::signal::ctrl_c().await;
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

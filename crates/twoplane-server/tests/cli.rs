@@ -130,6 +130,38 @@ fn http(addr: &str, request: &str) -> String {
     out
 }
 
+/// A SIGTERM that arrives while the server starts (here at its first log line, before it says
+/// it listens) stops it cleanly: the handler is in place from the start, where it was installed
+/// only once the server served, and the signal's default action killed the process.
+#[test]
+fn sigterm_while_starting_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--db", db.to_str().unwrap()])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("the server logs while it starts").unwrap();
+    assert!(!first.contains("listening addr="), "{first}");
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the server did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(status.success(), "{status:?}: {rest:#?}");
+    assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:#?}");
+}
+
 #[test]
 fn sigterm_drains_live_answers_then_exits() {
     let dir = tempfile::tempdir().unwrap();
