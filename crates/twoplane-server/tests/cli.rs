@@ -130,6 +130,34 @@ fn http(addr: &str, request: &str) -> String {
     out
 }
 
+/// `twoplane serve --listen 127.0.0.1:0 ARGS`, logging at `info`, and its log's lines.
+fn serve(args: &[&str]) -> (std::process::Child, std::io::Lines<BufReader<std::process::ChildStderr>>) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, lines)
+}
+
+/// SIGTERM `child` and wait (at most 15 s) for it to exit.
+fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the server did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A SIGTERM that arrives while the server starts (here at its first log line, before it says
 /// it listens) stops it cleanly: the handler is in place from the start, where it was installed
 /// only once the server served, and the signal's default action killed the process.
@@ -137,26 +165,10 @@ fn http(addr: &str, request: &str) -> String {
 fn sigterm_while_starting_stops_the_server_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--db", db.to_str().unwrap()])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, mut lines) = serve(&["--db", db.to_str().unwrap()]);
     let first = lines.next().expect("the server logs while it starts").unwrap();
     assert!(!first.contains("listening addr="), "{first}");
-    // SAFETY: signalling the child this test spawned, by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the server did not exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = terminate(&mut child);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(status.success(), "{status:?}: {rest:#?}");
     assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:#?}");
@@ -166,14 +178,7 @@ fn sigterm_while_starting_stops_the_server_cleanly() {
 fn sigterm_drains_live_answers_then_exits() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("demo.db");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--db", db.to_str().unwrap()])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, mut lines) = serve(&["--demo", "--db", db.to_str().unwrap()]);
     let addr = loop {
         let line = lines.next().expect("the server logs its address").unwrap();
         if let Some(rest) = line.split("listening addr=").nth(1) {
@@ -191,16 +196,7 @@ fn sigterm_drains_live_answers_then_exits() {
     assert!(created.starts_with("HTTP/1.1 201"), "{created}");
     std::thread::sleep(Duration::from_millis(300));
 
-    // SAFETY: signalling the child this test spawned, by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the server did not exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = terminate(&mut child);
     assert!(status.success(), "{status:?}");
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("stream plane drained sealed=1")), "{rest:#?}");
