@@ -4,7 +4,8 @@
 // divided by S). Each reader is checked to have been answered 200 with its stream's open frame.
 //
 //   TWOPLANE_BIN=target/release/twoplane node bench/conversations/idle-readers.mjs
-//   (S=1000 streams by default; ROUNDS=3 servers one after the other; EXTRA="..." adds flags)
+//   (S=1000 streams by default; R=1 reader per stream, each of the S x R readers on its own
+//   connection; ROUNDS=3 servers one after the other; EXTRA="..." adds flags)
 //
 // A quicker, narrower probe than run.mjs (no peers, no traffic), for a change to what a reader
 // or a stream holds; run.mjs measures the same two figures in its own run beside the peers.
@@ -21,13 +22,16 @@ if (!BIN) {
   process.exit(2);
 }
 const S = Number(process.env.S ?? 1000);
+const R = Number(process.env.R ?? 1);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function round(port) {
   const dir = mkdtempSync(join(os.tmpdir(), 'twoplane-idle-readers-'));
   const args = ['serve', '--listen', `127.0.0.1:${port}`, '--db', join(dir, 'x.db')];
-  args.push('--max-connections-per-ip', String(S + 100), '--max-subscribers-per-ip', String(S + 100));
+  const readers = S * R;
+  args.push('--max-connections-per-ip', String(readers + 100), '--max-subscribers-per-ip', String(readers + 100));
+  args.push('--max-subscribers-per-stream', String(R + 10));
   if (process.env.EXTRA) args.push(...process.env.EXTRA.split(' '));
   // Warnings and errors only: the info lines (one per opened stream) are not what this measures.
   const child = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, RUST_LOG: 'warn' } });
@@ -70,7 +74,7 @@ async function round(port) {
     const rss1 = rss();
     let answered = 0;
     const wrong = [];
-    for (const id of ids) {
+    for (const id of ids.flatMap((id) => Array(R).fill(id))) {
       const socket = net.connect(port, '127.0.0.1');
       let seen = '';
       socket.on('data', (d) => {
@@ -86,14 +90,14 @@ async function round(port) {
       sockets.push(socket);
       if (sockets.length % 50 === 0) await sleep(5);
     }
-    for (let t = 0; answered + wrong.length < S; t++) {
-      if (t > 600) throw new Error(`only ${answered} of ${S} readers were answered`);
+    for (let t = 0; answered + wrong.length < readers; t++) {
+      if (t > 600) throw new Error(`only ${answered} of ${readers} readers were answered`);
       await sleep(50);
     }
     if (wrong.length) throw new Error(`${wrong.length} readers were not served: ${wrong.slice(0, 3).join('; ')}`);
     await sleep(2000);
     const rss2 = rss();
-    return { perStream: (rss1 - rss0) / S, perReader: (rss2 - rss1) / S };
+    return { perStream: (rss1 - rss0) / S, perReader: (rss2 - rss1) / readers };
   } finally {
     for (const s of sockets) s.destroy();
     agent.destroy();
@@ -105,5 +109,5 @@ async function round(port) {
 
 for (let r = 0; r < ROUNDS; r++) {
   const { perStream, perReader } = await round(18600 + r);
-  console.log(`${S} streams: RSS per open stream ${perStream.toFixed(2)} KiB, per idle reader ${perReader.toFixed(2)} KiB`);
+  console.log(`${S} streams, ${R} reader(s) each: RSS per open stream ${perStream.toFixed(2)} KiB, per idle reader ${perReader.toFixed(2)} KiB`);
 }

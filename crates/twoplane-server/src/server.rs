@@ -18,7 +18,9 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -26,11 +28,11 @@ use bytes::{Bytes, BytesMut};
 use futures::FutureExt as _;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
 
-use crate::conn_limits::{ConnLimits, ConnLimitsConfig};
+use crate::conn_limits::{Admitted, ConnLimits, ConnLimitsConfig};
 use crate::sse_conn::{self, First, Prefixed, Served};
 
 /// Connection-level settings.
@@ -161,13 +163,20 @@ pub async fn serve(
         .max_buf_size(config.max_buf_size.max(8192))
         .writev(true)
         .header_read_timeout(config.header_read_timeout);
-    // Shared, and copied only by a connection hyper serves: a reader's task does not carry it.
-    let builder = Arc::new(builder);
     // Tells connections still waiting for their first request head that no request will be
     // served any more (hyper's own connections learn it through `graceful`).
     let stopping = tokio_util::sync::CancellationToken::new();
+    // What every connection serves with, shared: a connection holds one pointer to it.
+    let shared = Arc::new(Shared {
+        router,
+        builder,
+        stopping: stopping.clone(),
+        head_timeout: config.header_read_timeout,
+        direct_path: config.direct_sse_path.clone(),
+        shortcut: config.shortcut.clone(),
+        write_stall: config.write_stall,
+    });
     let limits = config.limits.clone().unwrap_or_else(|| ConnLimits::new(config.conn_limits));
-    let write_stall = config.write_stall;
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -184,7 +193,7 @@ pub async fn serve(
         };
         // Past a bound the connection is closed before anything is read: the cheapest answer,
         // and what keeps descriptors for producers and for the database.
-        let Some(mut admitted) = limits.admit(peer.ip()) else {
+        let Some(admitted) = limits.admit(peer.ip()) else {
             tracing::debug!(%peer, "connection refused: a connection limit is reached");
             continue;
         };
@@ -196,87 +205,10 @@ pub async fn serve(
         if let Err(e) = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive) {
             tracing::debug!(%peer, error = %e, "set_tcp_keepalive failed");
         }
-        let router = router.clone();
-        let shared = builder.clone();
-        // Held for the connection's life, so the grace period waits for a subscription in flight.
-        let watcher = graceful.watcher();
-        let stop = stopping.clone();
-        let head_timeout = config.header_read_timeout;
-        let direct_path = config.direct_sse_path.clone();
-        let shortcut = config.shortcut.clone();
-        tokio::spawn(async move {
-            let mut stream = stream;
-            let head_deadline = tokio::time::Instant::now() + head_timeout;
-            let first = match &direct_path {
-                None => First::Other(Bytes::new()),
-                Some(path) => tokio::select! {
-                    first = tokio::time::timeout(head_timeout, sse_conn::read_first(&mut stream, peer, path)) => match first {
-                        Ok(first) => first,
-                        Err(_) => return,
-                    },
-                    () = stop.cancelled() => return,
-                    () = admitted.evicted() => return,
-                },
-            };
-            // Whatever it turned out to be, the head is in (or hyper has what is left of its
-            // budget to finish it): no longer a waiting connection.
-            admitted.head_read();
-            // What is left of the head's time budget, for hyper, when the direct path read first.
-            let mut head_left = None;
-            let prefix = match first {
-                First::Closed => return,
-                First::Other(read) => {
-                    // What the direct path spent reading is taken from hyper's budget for the
-                    // same head, so a head that never completes holds the connection once.
-                    let left = head_deadline.saturating_duration_since(tokio::time::Instant::now());
-                    head_left = Some(left.max(Duration::from_millis(1)));
-                    read
-                }
-                First::Sse(request, rest) => {
-                    let close = sse_conn::wants_close(request.headers());
-                    // Boxed: the router's future is the largest state of this task before the body
-                    // (about 1.2 KiB), and the task's size is that of its largest state for as
-                    // long as the reader is connected.
-                    let answer = Box::pin(sse_conn::answer(router.clone(), request)).await;
-                    // A copy: `rest` shares the buffer the head was read into, which must not
-                    // live as long as the subscription does.
-                    let mut pending = BytesMut::from(&rest[..]);
-                    drop(rest);
-                    match sse_conn::write_response(stream, answer, &mut pending, write_stall).await {
-                        Served::Done(_) if close => return,
-                        Served::Done(returned) => {
-                            stream = returned;
-                            pending.freeze()
-                        }
-                        Served::Gone => return,
-                    }
-                }
-            };
-            // The peer travels with each request (`ConnectInfo`): the producer API answers
-            // loopback peers only when it has no secret (crate::access).
-            let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
-                let req = match &shortcut {
-                    Some(shortcut) => match shortcut.try_serve(req) {
-                        Ok(served) => return futures::future::Either::Left(served.map(Ok)),
-                        Err(req) => req,
-                    },
-                    None => req,
-                };
-                futures::future::Either::Right(router.clone().oneshot(req))
-            });
-            let mut builder = (*shared).clone();
-            if let Some(left) = head_left {
-                builder.header_read_timeout(left);
-            }
-            let conn = builder.serve_connection(TokioIo::new(Prefixed::new(prefix, stream, write_stall)), service);
-            // Boxed: hyper's connection is the largest state of this task (about 0.9 KiB), and a
-            // task is as large as its largest state, also while it serves a reader.
-            if let Err(e) = Box::pin(watcher.watch(conn)).await {
-                log_conn_error(peer, &e);
-            }
-            drop(admitted);
-        });
+        // The watcher is held for the connection's life, so the grace period waits for a
+        // subscription in flight.
+        let conn = Conn { shared: shared.clone(), peer, admitted, watcher: graceful.watcher() };
+        tokio::spawn(ConnTask::Working(Box::pin(conn.start(stream))));
     }
     drop(listener);
     stopping.cancel();
@@ -289,9 +221,188 @@ pub async fn serve(
     Ok(())
 }
 
+/// What every connection of one [`serve`] serves with.
+struct Shared {
+    router: Router,
+    builder: hyper::server::conn::http1::Builder,
+    stopping: tokio_util::sync::CancellationToken,
+    head_timeout: Duration,
+    direct_path: Option<String>,
+    shortcut: Option<Arc<dyn Shortcut>>,
+    write_stall: Duration,
+}
+
+/// One connection: what it holds for its whole life.
+struct Conn {
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    /// Its place under the connection limits, given back when the connection ends.
+    admitted: Admitted,
+    watcher: Watcher,
+}
+
+/// A connection's task: a stretch of work (boxed, and dropped when it returns), or a reader's
+/// body handed to its stream's writer task, waited on in place.
+///
+/// Why written by hand: a task is as large as its largest state for as long as it lives, and a
+/// reader's connection lives mostly waiting while its stream's writer task delivers to it. As
+/// one async block this task kept room for the futures that wrote (about 1 KiB), and even with
+/// those boxed an async block keeps its captures beside its locals and the wait's future beside
+/// both (688 bytes); waiting, this one holds the connection and the reader (192 bytes on
+/// x86_64; docs/server.md, "Memory per reader and per stream").
+enum ConnTask {
+    Working(Pin<Box<dyn Future<Output = Turn> + Send>>),
+    Waiting(Conn, sse_conn::Reader),
+    Over,
+}
+
+impl Future for ConnTask {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let task = &mut *self;
+        loop {
+            match task {
+                ConnTask::Working(work) => match work.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Turn::Over) => *task = ConnTask::Over,
+                    Poll::Ready(Turn::Waiting(conn, reader)) => *task = ConnTask::Waiting(conn, reader),
+                },
+                ConnTask::Waiting(_, reader) => match reader.poll_wait(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(false) => *task = ConnTask::Over,
+                    Poll::Ready(true) => {
+                        if let ConnTask::Waiting(conn, reader) = std::mem::replace(task, ConnTask::Over) {
+                            *task = ConnTask::Working(Box::pin(conn.resume(reader)));
+                        }
+                    }
+                },
+                ConnTask::Over => return Poll::Ready(()),
+            }
+        }
+    }
+}
+
+/// Where a connection's stretch of work left it.
+enum Turn {
+    /// The connection is over.
+    Over,
+    /// A reader's body is handed to its stream's writer task: wait, then resume.
+    Waiting(Conn, sse_conn::Reader),
+}
+
+impl Conn {
+    /// A new connection: read its first request head, and serve it on the path it takes.
+    async fn start(mut self, mut stream: TcpStream) -> Turn {
+        let shared = self.shared.clone();
+        let head_deadline = tokio::time::Instant::now() + shared.head_timeout;
+        let first = match &shared.direct_path {
+            None => First::Other(Bytes::new()),
+            Some(path) => tokio::select! {
+                first = tokio::time::timeout(shared.head_timeout, sse_conn::read_first(&mut stream, self.peer, path)) => match first {
+                    Ok(first) => first,
+                    Err(_) => return Turn::Over,
+                },
+                () = shared.stopping.cancelled() => return Turn::Over,
+                () = self.admitted.evicted() => return Turn::Over,
+            },
+        };
+        // Whatever it turned out to be, the head is in (or hyper has what is left of its budget
+        // to finish it): no longer a waiting connection.
+        self.admitted.head_read();
+        match first {
+            First::Closed => Turn::Over,
+            First::Other(read) => {
+                // What the direct path spent reading is taken from hyper's budget for the same
+                // head, so a head that never completes holds the connection once.
+                let left = head_deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.hyper(stream, read, Some(left.max(Duration::from_millis(1)))).await;
+                Turn::Over
+            }
+            First::Sse(request, rest) => {
+                let close = sse_conn::wants_close(request.headers());
+                // Boxed: the router's future is large (about 1.2 KiB), and only for the moment
+                // it runs.
+                let answer = Box::pin(sse_conn::answer(shared.router.clone(), request)).await;
+                // A copy: `rest` shares the buffer the head was read into, which must not live
+                // as long as the subscription does.
+                let pending = BytesMut::from(&rest[..]);
+                drop(rest);
+                let served = sse_conn::write_response(stream, answer, pending, close, shared.write_stall).await;
+                self.after(served).await
+            }
+        }
+    }
+
+    /// A reader's body taken back from its stream's writer task: write it until it ends or is
+    /// handed over again.
+    async fn resume(self, reader: sse_conn::Reader) -> Turn {
+        let served = reader.resume().await;
+        self.after(served).await
+    }
+
+    /// After a response on the direct path: hyper serves the connection's later requests.
+    async fn after(self, served: Served) -> Turn {
+        match served {
+            Served::Done(stream, pending) => {
+                self.hyper(stream, pending.freeze(), None).await;
+                Turn::Over
+            }
+            Served::Handed(reader) => Turn::Waiting(self, reader),
+            Served::Gone => Turn::Over,
+        }
+    }
+
+    /// hyper serves the connection from here, `prefix` (bytes already read from it) first;
+    /// `head_left`: what is left of the first head's time budget, when the direct path read it.
+    async fn hyper(self, stream: TcpStream, prefix: Bytes, head_left: Option<Duration>) {
+        let Conn { shared, peer, admitted, watcher } = self;
+        // The peer travels with each request (`ConnectInfo`): the producer API answers loopback
+        // peers only when it has no secret (crate::access).
+        let router = shared.router.clone();
+        let shortcut = shared.shortcut.clone();
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+            req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            let req = match &shortcut {
+                Some(shortcut) => match shortcut.try_serve(req) {
+                    Ok(served) => return futures::future::Either::Left(served.map(Ok)),
+                    Err(req) => req,
+                },
+                None => req,
+            };
+            futures::future::Either::Right(router.clone().oneshot(req))
+        });
+        let mut builder = shared.builder.clone();
+        if let Some(left) = head_left {
+            builder.header_read_timeout(left);
+        }
+        let conn = builder.serve_connection(TokioIo::new(Prefixed::new(prefix, stream, shared.write_stall)), service);
+        drop(shared);
+        // Boxed: hyper's connection is large (about 0.9 KiB).
+        if let Err(e) = Box::pin(watcher.watch(conn)).await {
+            log_conn_error(peer, &e);
+        }
+        drop(admitted);
+    }
+}
+
 /// A client going away mid-response is ordinary for SSE, and a malformed request is the
 /// client's problem: neither deserves more than a debug line (clients can produce them at will).
 fn log_conn_error(peer: SocketAddr, e: &hyper::Error) {
     let ordinary = e.is_incomplete_message() || e.is_canceled() || e.is_closed() || e.is_timeout();
     tracing::debug!(%peer, error = %e, ordinary, "connection ended with an error");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle reader's connection task is this value and tokio's header, for as long as the
+    /// reader is connected: a field or a state that grows it grows every reader (the bound has
+    /// room for a few words; x86_64 measured 192 bytes when it was set).
+    #[test]
+    fn a_waiting_connection_task_stays_small() {
+        let size = std::mem::size_of::<ConnTask>();
+        assert!(size <= 256, "a connection's task is {size} bytes");
+    }
 }

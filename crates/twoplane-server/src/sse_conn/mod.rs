@@ -12,8 +12,9 @@
 //! frame is one write per subscriber. Under hyper each connection keeps two 8 KiB buffers (its
 //! read buffer and its header write buffer, neither configurable below 8 KiB) and each write goes
 //! through its dispatcher; measured with 1,000 subscribers that was about 16 KiB of RSS and 2 us
-//! of user CPU per delivered frame (docs/server.md, "Fan-out"). Here a subscriber costs its task,
-//! its subscription and a small sink: the request head is read into a buffer that is freed before
+//! of user CPU per delivered frame (docs/server.md, "Fan-out"). Here a subscriber costs its task
+//! (a [`Reader`] and the connection while it waits: `crate::server`'s connection task), its
+//! subscription and a small sink: the request head is read into a buffer that is freed before
 //! the first event.
 //!
 //! Direct delivery: once a subscription has caught up, this connection hands it to one of its
@@ -57,7 +58,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -132,33 +133,39 @@ pub async fn answer(router: Router, request: Box<Request<Body>>) -> Answer {
     Answer { response, sse }
 }
 
-/// How [`write_response`] ended.
+/// How a response on this path went.
 pub enum Served {
-    /// The body ended and its last chunk was written: the connection can serve another request.
-    Done(TcpStream),
-    /// The client went away, or a write failed: close the connection.
+    /// The body ended and its last chunk was written: the connection can serve another request
+    /// (the socket, and the bytes the client sent after the request).
+    Done(TcpStream, BytesMut),
+    /// A reader's body was handed to its stream's writer task: the connection waits with
+    /// [`Reader::poll_wait`] and goes on with [`Reader::resume`].
+    Handed(Reader),
+    /// The client went away, a write failed, or either side asked to close: close the
+    /// connection.
     Gone,
 }
 
 /// Write `answer` to `stream` as an HTTP/1.1 response with a chunked body, pulling the body
 /// only when the previous batch has been written, and watching the socket for the client's
 /// end-of-file while the body has nothing to send. Bytes the client sends meanwhile (a
-/// pipelined request) are appended to `pending`. A reader's body (from
-/// [`crate::http::sse_response`], or a reader route's handler) is delivered directly while it
-/// is caught up (see `ConnSink`).
-pub fn write_response<'a>(
+/// pipelined request) join `pending`. A reader's body (from [`crate::http::sse_response`], or a
+/// reader route's handler) is delivered directly while it is caught up (see `ConnSink`), and
+/// this returns [`Served::Handed`] then. `close` says the request asked to close the
+/// connection.
+pub fn write_response(
     stream: TcpStream,
     answer: Answer,
-    pending: &'a mut BytesMut,
+    pending: BytesMut,
+    close: bool,
     stall: Duration,
-) -> impl std::future::Future<Output = Served> + 'a {
-    // Taken apart before the future is made, so that the future holds only what it serves with:
-    // an async fn keeps its arguments' room for its whole life, and this future lives as long as
-    // the reader does (the connection task's size is that of its largest state).
+) -> impl std::future::Future<Output = Served> {
+    // Taken apart before the future is made, so that the future holds only what it serves with
+    // (an async fn keeps its arguments' room for its whole life).
     let Answer { response, sse } = answer;
     let (parts, body) = response.into_parts();
     let head = response_head(&parts);
-    let close = wants_close(&parts.headers);
+    let close = close || wants_close(&parts.headers);
     drop(parts);
     let body = match sse {
         Some(sse) => {
@@ -168,25 +175,34 @@ pub fn write_response<'a>(
         None => Payload::Body(body),
     };
     async move {
-        let socket = Arc::new(stream);
-        let served = match body {
-            Payload::Reader(sse) => serve_sse(&socket, head, sse, pending, stall).await,
-            Payload::Body(body) => serve_body(&socket, head, body, pending, stall).await.map(|()| None),
-        };
-        let Ok(released) = served else { return Served::Gone };
-        if close {
-            return Served::Gone;
-        }
-        // The stream's writer task may still hold the sink (and so the socket) for the pass it
-        // is finishing; it lets go within that pass, and the sink's release says when.
-        if let Some(released) = released {
-            if tokio::time::timeout(RECLAIM_WITHIN, released).await.is_err() {
-                return Served::Gone;
+        match body {
+            Payload::Reader(sse) => {
+                let socket = Arc::new(stream);
+                if write_all(&socket, &[&head], stall).await.is_err() {
+                    return Served::Gone;
+                }
+                drop(head);
+                let (sink, released) = ConnSink::new(&socket, sse.stats().clone());
+                let reader = Reader {
+                    socket,
+                    sink: Arc::new(sink),
+                    sse,
+                    released,
+                    pending,
+                    close,
+                    stall,
+                    stuck: None,
+                    timer: None,
+                };
+                reader.run().await
             }
-        }
-        match Arc::try_unwrap(socket) {
-            Ok(stream) => Served::Done(stream),
-            Err(_) => Served::Gone,
+            Payload::Body(body) => {
+                let mut pending = pending;
+                match serve_body(&stream, head, body, &mut pending, stall).await {
+                    Ok(()) if !close => Served::Done(stream, pending),
+                    _ => Served::Gone,
+                }
+            }
         }
     }
 }
@@ -197,7 +213,7 @@ enum Payload {
     Body(Body),
 }
 
-/// How long [`write_response`] waits for the writer task to let go of the socket before it
+/// How long a reader's connection waits for the writer task to let go of the socket before it
 /// closes the connection instead of serving another request on it.
 const RECLAIM_WITHIN: Duration = Duration::from_secs(1);
 
@@ -232,124 +248,161 @@ async fn serve_body(
     }
 }
 
-/// A subscription's body: written by this task while it owes something, and by the stream's
-/// writer task (through a [`ConnSink`]) while it is caught up. Keep-alives and end-of-file are
-/// watched here in both modes.
+/// A subscription's response after its head: written by the connection's task while it owes
+/// something ([`Reader::run`]), and by the stream's writer task (through a [`ConnSink`]) while
+/// it is caught up, when the connection's task only waits ([`Reader::poll_wait`]). Keep-alives and
+/// end-of-file are watched in both modes.
 ///
-/// Returns what tells when the sink (and with it the socket) is the connection's alone again.
-///
-/// The body comes boxed: it is the largest thing a reader's task holds (an async fn keeps room
-/// for an argument and for the variable it is moved into).
-async fn serve_sse(
-    socket: &Arc<TcpStream>,
-    head: Vec<u8>,
-    mut sse: Box<SseBody>,
-    pending: &mut BytesMut,
+/// It is what an idle reader's connection holds, and all it holds while it waits: the caller
+/// keeps it apart from the future that writes (which is as large as its largest state, and is
+/// dropped while the reader is handed over), so a quiet reader's task holds this, the wait's
+/// own two fields included, and its connection (docs/server.md, "Memory per reader and per
+/// stream").
+pub struct Reader {
+    socket: Arc<TcpStream>,
+    sink: Arc<ConnSink>,
+    /// Boxed: the largest thing a reader holds.
+    sse: Box<SseBody>,
+    /// Tells when the sink (and with it the socket) is this connection's alone again.
+    released: oneshot::Receiver<()>,
+    /// Bytes the client sent after its request (a pipelined request), for hyper.
+    pending: BytesMut,
+    /// The request or the response asked to close the connection after the body.
+    close: bool,
     stall: Duration,
-) -> Result<Option<oneshot::Receiver<()>>, Gone> {
-    write_all(socket, &[&head], stall).await?;
-    drop(head);
-    let (sink, released) = ConnSink::new(socket, sse.stats().clone());
-    let sink = Arc::new(sink);
-    let as_sink: Arc<dyn SseSink> = sink.clone();
-    loop {
-        let step = tokio::select! {
-            biased;
-            step = std::future::poll_fn(|cx| sse.poll_step(cx, &as_sink)) => step,
-            ready = socket.readable() => {
-                ready.map_err(|_| Gone)?;
-                probe(socket, pending)?;
-                continue;
-            }
-        };
-        match step {
-            Step::Data(data) => write_chunk(socket, &data, stall).await?,
-            Step::End => {
-                write_all(socket, &[LAST_CHUNK], stall).await?;
-                return Ok(Some(released));
-            }
-            Step::Handed => {
-                sink.stats.handovers.fetch_add(1, Ordering::Relaxed);
-                wait_handed(socket, &sink, &mut sse, pending, stall).await?;
-                // Taken back: what the sink kept goes first.
-                let kept = sink.take_kept()?;
-                write_all(socket, &[&kept], stall).await?;
-            }
-        }
-    }
+    /// While handed over: since when the sink's kept bytes have not shrunk (and how many there
+    /// were then). A client that takes none of them for `stall` is gone, as far as this server
+    /// is concerned.
+    stuck: Option<(usize, tokio::time::Instant)>,
+    /// The timer for `stuck`, made only while the sink keeps bytes.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-/// While the subscription is handed over: until the sink is resumed, send keep-alives through
-/// the sink, finish writing what the sink kept when the socket has room, and watch for the
-/// client's end-of-file.
-///
-/// Written as one poll over the socket's own readiness (no readiness futures) with the stall
-/// timer boxed and made only while the sink keeps bytes: an idle reader's task spends most of
-/// its life here, and a task is as large as its largest state (docs/server.md, "Memory per
-/// reader and per stream").
-async fn wait_handed(
-    socket: &TcpStream,
-    sink: &ConnSink,
-    sse: &mut SseBody,
-    pending: &mut BytesMut,
-    stall: Duration,
-) -> Result<(), Gone> {
-    let resumed = sink.resumed.notified();
-    tokio::pin!(resumed);
-    // Since when the kept bytes have not shrunk: a client that takes none of them for `stall` is
-    // gone, as far as this server is concerned.
-    let mut stuck: Option<(usize, tokio::time::Instant)> = None;
-    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
-    std::future::poll_fn(|cx| loop {
-        let kept = sink.kept_len();
-        let backlog = kept > 0;
-        stuck = match stuck {
-            Some((was, since)) if backlog && kept >= was => Some((was, since)),
-            _ if backlog => Some((kept, tokio::time::Instant::now())),
-            _ => None,
-        };
-        if resumed.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Ok(()));
-        }
-        match socket.poll_read_ready(cx) {
-            Poll::Ready(Ok(())) => {
-                if let Err(gone) = probe(socket, pending) {
-                    return Poll::Ready(Err(gone));
-                }
-                continue;
-            }
-            Poll::Ready(Err(_)) => return Poll::Ready(Err(Gone)),
-            Poll::Pending => {}
-        }
-        if let Some((_, since)) = stuck {
-            match socket.poll_write_ready(cx) {
-                Poll::Ready(Ok(())) => {
-                    if let Err(gone) = sink.write_kept() {
-                        return Poll::Ready(Err(gone));
+impl Reader {
+    /// Write the body until it ends or is handed to the stream's writer task.
+    async fn run(mut self) -> Served {
+        let as_sink: Arc<dyn SseSink> = self.sink.clone();
+        loop {
+            let step = tokio::select! {
+                biased;
+                step = std::future::poll_fn(|cx| self.sse.poll_step(cx, &as_sink)) => step,
+                ready = self.socket.readable() => {
+                    if ready.is_err() || probe(&self.socket, &mut self.pending).is_err() {
+                        return Served::Gone;
                     }
                     continue;
                 }
-                Poll::Ready(Err(_)) => return Poll::Ready(Err(Gone)),
+            };
+            match step {
+                Step::Data(data) => {
+                    if write_chunk(&self.socket, &data, self.stall).await.is_err() {
+                        return Served::Gone;
+                    }
+                }
+                Step::End => {
+                    if write_all(&self.socket, &[LAST_CHUNK], self.stall).await.is_err() {
+                        return Served::Gone;
+                    }
+                    drop(as_sink);
+                    return self.finish().await;
+                }
+                Step::Handed => {
+                    self.sink.stats.handovers.fetch_add(1, Ordering::Relaxed);
+                    return Served::Handed(self);
+                }
+            }
+        }
+    }
+
+    /// While the body is handed over: send keep-alives through the sink, finish writing what the
+    /// sink kept when the socket has room, and watch for the client's end-of-file, until the
+    /// stream's writer task gives the body back (ready with true) or the connection is over
+    /// (ready with false).
+    ///
+    /// A poll, not an async fn: the caller's task holds the reader and nothing else while it
+    /// waits, and the wait's own state (`stuck`, `timer`) is two fields of the reader.
+    pub fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        loop {
+            let kept = self.sink.kept_len();
+            let backlog = kept > 0;
+            self.stuck = match self.stuck {
+                Some((was, since)) if backlog && kept >= was => Some((was, since)),
+                _ if backlog => Some((kept, tokio::time::Instant::now())),
+                _ => None,
+            };
+            if self.sink.poll_resumed(cx).is_ready() {
+                self.stuck = None;
+                self.timer = None;
+                return Poll::Ready(true);
+            }
+            match self.socket.poll_read_ready(cx) {
+                Poll::Ready(Ok(())) => {
+                    if probe(&self.socket, &mut self.pending).is_err() {
+                        return Poll::Ready(false);
+                    }
+                    continue;
+                }
+                Poll::Ready(Err(_)) => return Poll::Ready(false),
                 Poll::Pending => {}
             }
-            let deadline = since + stall;
-            let sleep = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-            if sleep.deadline() != deadline {
-                sleep.as_mut().reset(deadline);
+            if let Some((_, since)) = self.stuck {
+                match self.socket.poll_write_ready(cx) {
+                    Poll::Ready(Ok(())) => {
+                        if self.sink.write_kept().is_err() {
+                            return Poll::Ready(false);
+                        }
+                        continue;
+                    }
+                    Poll::Ready(Err(_)) => return Poll::Ready(false),
+                    Poll::Pending => {}
+                }
+                let deadline = since + self.stall;
+                let sleep = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if sleep.deadline() != deadline {
+                    sleep.as_mut().reset(deadline);
+                }
+                if sleep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(false);
+                }
+            } else {
+                self.timer = None;
             }
-            if sleep.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Err(Gone));
+            if let Poll::Ready(ping) = self.sse.poll_ping(cx) {
+                if self.sink.send(&ping).is_err() {
+                    return Poll::Ready(false);
+                }
+                continue;
             }
-        } else {
-            timer = None;
+            return Poll::Pending;
         }
-        if let Poll::Ready(ping) = sse.poll_ping(cx) {
-            if let Err(gone) = sink.send(&ping) {
-                return Poll::Ready(Err(gone));
-            }
-            continue;
+    }
+
+    /// After [`Reader::poll_wait`] was ready with true: write what the sink kept, then the body again.
+    pub async fn resume(self) -> Served {
+        let Ok(kept) = self.sink.take_kept() else { return Served::Gone };
+        if write_all(&self.socket, &[&kept], self.stall).await.is_err() {
+            return Served::Gone;
         }
-        return Poll::Pending;
-    })
-    .await
+        drop(kept);
+        self.run().await
+    }
+
+    /// The body's last chunk is out: give the socket back for the next request, once the
+    /// stream's writer task let go of it (it may still hold the sink for the pass it is
+    /// finishing; it lets go within that pass, and the sink's release says when).
+    async fn finish(self) -> Served {
+        let Reader { socket, sink, sse, released, pending, close, .. } = self;
+        drop(sse);
+        drop(sink);
+        if close {
+            return Served::Gone;
+        }
+        if tokio::time::timeout(RECLAIM_WITHIN, released).await.is_err() {
+            return Served::Gone;
+        }
+        match Arc::try_unwrap(socket) {
+            Ok(stream) => Served::Done(stream, pending),
+            Err(_) => Served::Gone,
+        }
+    }
 }

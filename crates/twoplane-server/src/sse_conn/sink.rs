@@ -6,12 +6,14 @@
 //! by the connection's task, so a write from the writer task never waits and never overtakes;
 //! after a failed write the sink takes nothing more.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
+use futures::task::AtomicWaker;
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 use twoplane_stream::{Delivered, SseEvents, SseSink};
 
 use super::framing::{chunk, chunk_size_line, CRLF};
@@ -33,7 +35,10 @@ pub(super) struct ConnSink {
     /// The same socket, for the writer task's writes (see [`DirectWriter`]).
     direct: DirectWriter,
     state: Mutex<SinkState>,
-    pub(super) resumed: Notify,
+    /// The writer task gave the subscription back ([`SseSink::resume`]) and the connection's
+    /// task has not seen it yet; `waiting` is that task, while it waits.
+    resumed: AtomicBool,
+    waiting: AtomicWaker,
     pub(super) stats: Arc<SseStats>,
     /// Dropped with the sink, after `socket` (fields drop in order): its receiver then knows the
     /// socket is the connection's alone again.
@@ -56,7 +61,8 @@ impl ConnSink {
             socket: socket.clone(),
             direct: DirectWriter::of(socket),
             state: Mutex::new(SinkState::default()),
-            resumed: Notify::new(),
+            resumed: AtomicBool::new(false),
+            waiting: AtomicWaker::new(),
             stats,
             _released: released,
         };
@@ -106,6 +112,20 @@ impl ConnSink {
         } else {
             Ok(())
         }
+    }
+
+    /// Ready once the writer task gave the subscription back (since the last time this was
+    /// ready); a resume that came before the wait began counts.
+    pub(super) fn poll_resumed(&self, cx: &mut Context<'_>) -> Poll<()> {
+        // Registered before the second look, so a resume between the two looks still wakes.
+        if self.resumed.swap(false, Ordering::AcqRel) {
+            return Poll::Ready(());
+        }
+        self.waiting.register(cx.waker());
+        if self.resumed.swap(false, Ordering::AcqRel) {
+            return Poll::Ready(());
+        }
+        Poll::Pending
     }
 
     /// How many bytes wait to be written.
@@ -168,7 +188,8 @@ impl SseSink for ConnSink {
     }
 
     fn resume(&self) {
-        self.resumed.notify_one();
+        self.resumed.store(true, Ordering::Release);
+        self.waiting.wake();
     }
 }
 
