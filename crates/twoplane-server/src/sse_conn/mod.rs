@@ -53,9 +53,7 @@ mod framing;
 mod sink;
 mod socket;
 
-use std::future::Future as _;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -182,19 +180,10 @@ pub fn write_response(
                     return Served::Gone;
                 }
                 drop(head);
-                let (sink, released) = ConnSink::new(&socket, sse.stats().clone());
-                let reader = Reader {
-                    socket,
-                    sink: Arc::new(sink),
-                    sse,
-                    released,
-                    pending,
-                    close,
-                    stall,
-                    stuck: None,
-                    timer: None,
-                };
-                reader.run().await
+                let (sink, released) = ConnSink::new(&socket, sse.stats().clone(), stall);
+                drop(socket);
+                let pending = (!pending.is_empty()).then(|| Box::new(pending));
+                Reader { sink: Arc::new(sink), sse, released, pending, close }.run().await
             }
             Payload::Body(body) => {
                 let mut pending = pending;
@@ -255,27 +244,20 @@ async fn serve_body(
 ///
 /// It is what an idle reader's connection holds, and all it holds while it waits: the caller
 /// keeps it apart from the future that writes (which is as large as its largest state, and is
-/// dropped while the reader is handed over), so a quiet reader's task holds this, the wait's
-/// own two fields included, and its connection (docs/server.md, "Memory per reader and per
-/// stream").
+/// dropped while the reader is handed over), so a quiet reader's task holds this and its
+/// connection (docs/server.md, "Memory per reader and per stream").
 pub struct Reader {
-    socket: Arc<TcpStream>,
+    /// The socket (`sink.socket`), and what the stream's writer task writes through.
     sink: Arc<ConnSink>,
     /// Boxed: the largest thing a reader holds.
     sse: Box<SseBody>,
     /// Tells when the sink (and with it the socket) is this connection's alone again.
     released: oneshot::Receiver<()>,
-    /// Bytes the client sent after its request (a pipelined request), for hyper.
-    pending: BytesMut,
+    /// Bytes the client sent after its request (a pipelined request), for hyper; boxed, made
+    /// only when such bytes come.
+    pending: Option<Box<BytesMut>>,
     /// The request or the response asked to close the connection after the body.
     close: bool,
-    stall: Duration,
-    /// While handed over: since when the sink's kept bytes have not shrunk (and how many there
-    /// were then). A client that takes none of them for `stall` is gone, as far as this server
-    /// is concerned.
-    stuck: Option<(usize, tokio::time::Instant)>,
-    /// The timer for `stuck`, made only while the sink keeps bytes.
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Reader {
@@ -286,8 +268,8 @@ impl Reader {
             let step = tokio::select! {
                 biased;
                 step = std::future::poll_fn(|cx| self.sse.poll_step(cx, &as_sink)) => step,
-                ready = self.socket.readable() => {
-                    if ready.is_err() || probe(&self.socket, &mut self.pending).is_err() {
+                ready = self.sink.socket.readable() => {
+                    if ready.is_err() || self.probe().is_err() {
                         return Served::Gone;
                     }
                     continue;
@@ -295,12 +277,12 @@ impl Reader {
             };
             match step {
                 Step::Data(data) => {
-                    if write_chunk(&self.socket, &data, self.stall).await.is_err() {
+                    if write_chunk(&self.sink.socket, &data, self.sink.stall).await.is_err() {
                         return Served::Gone;
                     }
                 }
                 Step::End => {
-                    if write_all(&self.socket, &[LAST_CHUNK], self.stall).await.is_err() {
+                    if write_all(&self.sink.socket, &[LAST_CHUNK], self.sink.stall).await.is_err() {
                         return Served::Gone;
                     }
                     drop(as_sink);
@@ -320,24 +302,16 @@ impl Reader {
     /// (ready with false).
     ///
     /// A poll, not an async fn: the caller's task holds the reader and nothing else while it
-    /// waits, and the wait's own state (`stuck`, `timer`) is two fields of the reader.
+    /// waits (the stall's timer is the sink's).
     pub fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
         loop {
-            let kept = self.sink.kept_len();
-            let backlog = kept > 0;
-            self.stuck = match self.stuck {
-                Some((was, since)) if backlog && kept >= was => Some((was, since)),
-                _ if backlog => Some((kept, tokio::time::Instant::now())),
-                _ => None,
-            };
             if self.sink.poll_resumed(cx).is_ready() {
-                self.stuck = None;
-                self.timer = None;
+                self.sink.clear_stall();
                 return Poll::Ready(true);
             }
-            match self.socket.poll_read_ready(cx) {
+            match self.sink.socket.poll_read_ready(cx) {
                 Poll::Ready(Ok(())) => {
-                    if probe(&self.socket, &mut self.pending).is_err() {
+                    if self.probe().is_err() {
                         return Poll::Ready(false);
                     }
                     continue;
@@ -345,8 +319,8 @@ impl Reader {
                 Poll::Ready(Err(_)) => return Poll::Ready(false),
                 Poll::Pending => {}
             }
-            if let Some((_, since)) = self.stuck {
-                match self.socket.poll_write_ready(cx) {
+            if self.sink.kept_len() > 0 {
+                match self.sink.socket.poll_write_ready(cx) {
                     Poll::Ready(Ok(())) => {
                         if self.sink.write_kept().is_err() {
                             return Poll::Ready(false);
@@ -356,16 +330,9 @@ impl Reader {
                     Poll::Ready(Err(_)) => return Poll::Ready(false),
                     Poll::Pending => {}
                 }
-                let deadline = since + self.stall;
-                let sleep = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-                if sleep.deadline() != deadline {
-                    sleep.as_mut().reset(deadline);
-                }
-                if sleep.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(false);
-                }
-            } else {
-                self.timer = None;
+            }
+            if self.sink.poll_stalled(cx).is_ready() {
+                return Poll::Ready(false);
             }
             if let Poll::Ready(ping) = self.sse.poll_ping(cx) {
                 if self.sink.send(&ping).is_err() {
@@ -377,10 +344,20 @@ impl Reader {
         }
     }
 
+    /// Read what the client sent meanwhile (see [`probe`]).
+    fn probe(&mut self) -> Result<(), Gone> {
+        let pending = self.pending.get_or_insert_with(Box::default);
+        let read = probe(&self.sink.socket, pending);
+        if pending.is_empty() {
+            self.pending = None;
+        }
+        read
+    }
+
     /// After [`Reader::poll_wait`] was ready with true: write what the sink kept, then the body again.
     pub async fn resume(self) -> Served {
         let Ok(kept) = self.sink.take_kept() else { return Served::Gone };
-        if write_all(&self.socket, &[&kept], self.stall).await.is_err() {
+        if write_all(&self.sink.socket, &[&kept], self.sink.stall).await.is_err() {
             return Served::Gone;
         }
         drop(kept);
@@ -391,7 +368,8 @@ impl Reader {
     /// stream's writer task let go of it (it may still hold the sink for the pass it is
     /// finishing; it lets go within that pass, and the sink's release says when).
     async fn finish(self) -> Served {
-        let Reader { socket, sink, sse, released, pending, close, .. } = self;
+        let Reader { sink, sse, released, pending, close } = self;
+        let socket = sink.socket.clone();
         drop(sse);
         drop(sink);
         if close {
@@ -401,7 +379,7 @@ impl Reader {
             return Served::Gone;
         }
         match Arc::try_unwrap(socket) {
-            Ok(stream) => Served::Done(stream, pending),
+            Ok(stream) => Served::Done(stream, pending.map_or_else(BytesMut::new, |p| *p)),
             Err(_) => Served::Gone,
         }
     }

@@ -6,14 +6,18 @@
 //! by the connection's task, so a write from the writer task never waits and never overtakes;
 //! after a failed write the sink takes nothing more.
 
+use std::future::Future as _;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures::task::AtomicWaker;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
 use twoplane_stream::{Delivered, SseEvents, SseSink};
 
 use super::framing::{chunk, chunk_size_line, CRLF};
@@ -31,7 +35,10 @@ use crate::http::SseStats;
 pub(super) struct ConnSink {
     /// The connection, through tokio: the connection's task writes with it, and it keeps
     /// `direct`'s descriptor open while the sink lives.
-    socket: Arc<TcpStream>,
+    pub(super) socket: Arc<TcpStream>,
+    /// A client that takes no byte of what the sink kept for this long is gone, as far as this
+    /// server is concerned (and a write of the connection's task waits no longer than this).
+    pub(super) stall: Duration,
     /// The same socket, for the writer task's writes (see [`DirectWriter`]).
     direct: DirectWriter,
     state: Mutex<SinkState>,
@@ -51,14 +58,23 @@ struct SinkState {
     kept: BytesMut,
     /// A write failed: the connection is over.
     failed: bool,
+    /// Since when `kept` has not shrunk (and its length then), while it holds bytes.
+    stuck: Option<(usize, Instant)>,
+    /// The timer for `stuck`, made only while the sink keeps bytes.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl ConnSink {
     /// A sink on `socket`, and what resolves once the last holder of the sink let go of it.
-    pub(super) fn new(socket: &Arc<TcpStream>, stats: Arc<SseStats>) -> (ConnSink, oneshot::Receiver<()>) {
+    pub(super) fn new(
+        socket: &Arc<TcpStream>,
+        stats: Arc<SseStats>,
+        stall: Duration,
+    ) -> (ConnSink, oneshot::Receiver<()>) {
         let (released, on_release) = oneshot::channel();
         let sink = ConnSink {
             socket: socket.clone(),
+            stall,
             direct: DirectWriter::of(socket),
             state: Mutex::new(SinkState::default()),
             resumed: AtomicBool::new(false),
@@ -126,6 +142,35 @@ impl ConnSink {
             return Poll::Ready(());
         }
         Poll::Pending
+    }
+
+    /// Ready once the kept bytes have not shrunk for [`ConnSink::stall`]; while they shrink, or
+    /// there are none, the wait starts again.
+    pub(super) fn poll_stalled(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut st = self.lock();
+        let kept = st.kept.len();
+        st.stuck = match st.stuck {
+            Some((was, since)) if kept > 0 && kept >= was => Some((was, since)),
+            _ if kept > 0 => Some((kept, Instant::now())),
+            _ => None,
+        };
+        let Some((_, since)) = st.stuck else {
+            st.timer = None;
+            return Poll::Pending;
+        };
+        let deadline = since + self.stall;
+        let sleep = st.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if sleep.deadline() != deadline {
+            sleep.as_mut().reset(deadline);
+        }
+        sleep.as_mut().poll(cx)
+    }
+
+    /// The connection's task writes again: a stall is counted afresh the next time.
+    pub(super) fn clear_stall(&self) {
+        let mut st = self.lock();
+        st.stuck = None;
+        st.timer = None;
     }
 
     /// How many bytes wait to be written.
@@ -214,7 +259,7 @@ mod tests {
     #[tokio::test]
     async fn after_writing_kept_bytes_into_a_full_socket_the_task_waits_for_room() {
         let (client, socket) = connected().await;
-        let (sink, _released) = ConnSink::new(&socket, Arc::new(SseStats::default()));
+        let (sink, _released) = ConnSink::new(&socket, Arc::new(SseStats::default()), Duration::from_secs(30));
         let block = vec![b'x'; 64 * 1024];
         let mut filled = 0;
         while try_write_now(&sink.direct, &[&block]).unwrap() == block.len() {
@@ -231,10 +276,33 @@ mod tests {
         drop(client);
     }
 
+    /// A handed-over reader whose client takes none of the kept bytes is given up after the
+    /// stall; one with nothing kept never is.
+    #[tokio::test]
+    async fn kept_bytes_that_do_not_shrink_for_the_stall_end_the_wait() {
+        let (client, socket) = connected().await;
+        let stall = Duration::from_millis(50);
+        let (sink, _released) = ConnSink::new(&socket, Arc::new(SseStats::default()), stall);
+        let stalled = || std::future::poll_fn(|cx| sink.poll_stalled(cx));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), stalled()).await.is_err(),
+            "stalled with nothing kept"
+        );
+        sink.lock().kept.extend_from_slice(b"kept bytes");
+        let began = std::time::Instant::now();
+        tokio::time::timeout(Duration::from_secs(2), stalled()).await.expect("never stalled");
+        assert!(began.elapsed() >= stall, "stalled before the stall: {:?}", began.elapsed());
+        // The connection's task writes again: the next stall is counted from then.
+        sink.clear_stall();
+        sink.lock().kept.clear();
+        assert!(tokio::time::timeout(Duration::from_millis(200), stalled()).await.is_err());
+        drop(client);
+    }
+
     #[tokio::test]
     async fn the_release_is_told_once_the_last_holder_lets_go() {
         let (_client, socket) = connected().await;
-        let (sink, mut released) = ConnSink::new(&socket, Arc::new(SseStats::default()));
+        let (sink, mut released) = ConnSink::new(&socket, Arc::new(SseStats::default()), Duration::from_secs(30));
         let sink = Arc::new(sink);
         let writer_copy = sink.clone();
         drop(sink);
