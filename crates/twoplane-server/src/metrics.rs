@@ -107,6 +107,14 @@ fn describe() {
     );
     describe_counter!("twoplane_delivered_bytes_total", Unit::Bytes, "Bytes of events written to readers.");
     describe_counter!(
+        "twoplane_direct_handovers_total",
+        "Times a caught-up reader's connection handed its subscription to its stream's writer task (each after the first follows a take-back)."
+    );
+    describe_counter!(
+        "twoplane_direct_holds_total",
+        "Times the stream's writer task found a reader's socket full and gave the rest back to the reader's connection."
+    );
+    describe_counter!(
         "twoplane_store_reads_total",
         "Reads of a message's rows by a reader endpoint (ui_message_stream: one per join, one more when a live leg ended short of the end)."
     );
@@ -253,6 +261,8 @@ fn observe(s: &Sources) {
     counter!("twoplane_delivered_frames_total").absolute(s.stats.frames.load(Ordering::Relaxed));
     counter!("twoplane_delivered_writes_total").absolute(s.stats.writes.load(Ordering::Relaxed));
     counter!("twoplane_delivered_bytes_total").absolute(s.stats.bytes.load(Ordering::Relaxed));
+    counter!("twoplane_direct_handovers_total").absolute(s.stats.handovers.load(Ordering::Relaxed));
+    counter!("twoplane_direct_holds_total").absolute(s.stats.holds.load(Ordering::Relaxed));
 
     let config = s.limits.config();
     let usage = s.limits.usage();

@@ -122,6 +122,9 @@ async fn a_scrape_shows_the_traffic_and_no_stream_id() {
     assert!(at(&after, "twoplane_delivered_frames_total") >= frames.len() as f64);
     assert!(at(&after, "twoplane_delivered_writes_total") >= 1.0);
     assert!(at(&after, "twoplane_delivered_bytes_total") > "hello, operators".len() as f64);
+    // The held reader caught up on the direct path and was handed to the stream's writer task.
+    assert!(at(&after, "twoplane_direct_handovers_total") >= 1.0);
+    assert_eq!(at(&after, "twoplane_direct_holds_total"), 0.0, "no socket filled");
     assert!(at(&after, "twoplane_checkpoint_duration_seconds_count") >= 1.0);
     assert!(at(&after, r#"twoplane_checkpoint_duration_seconds_bucket{le="+Inf"}"#) >= 1.0);
     assert!(at(&after, r#"twoplane_refusals_total{kind="missing_stream_id"}"#) >= 1.0);
