@@ -54,9 +54,9 @@ pub(super) async fn write_all(socket: &TcpStream, parts: &[&[u8]], stall: Durati
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 // Boxed: a full socket is the rare case, and the wait with its timer (about 350
-                // bytes) would otherwise sit in every idle reader's connection task, whose size is
-                // that of its largest state (docs/server.md, "Memory per reader and per
-                // stream").
+                // bytes) would otherwise be room in every future that writes a response, made
+                // again at each take-back of a reader (a future is as large as its largest
+                // state).
                 Box::pin(tokio::time::timeout(stall, socket.writable())).await.map_err(|_| Gone)?.map_err(|_| Gone)?
             }
             Err(_) => return Err(Gone),
