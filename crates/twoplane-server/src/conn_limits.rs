@@ -24,9 +24,9 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::task::AtomicWaker;
-
 use twoplane_runtime::lock;
+
+use crate::wakeup::Wakeup;
 
 /// The bounds (see the module guarantees).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,44 +106,8 @@ struct Slot {
     /// Its place was given back (by eviction or by its owner): given back once only.
     released: AtomicBool,
     waiting: AtomicBool,
-    evict: Evict,
-}
-
-/// The eviction of one waiting connection: set once, seen by its one task.
-///
-/// Not a `CancellationToken`: that is a node of its own on the heap (about 110 bytes) for every
-/// connection for its whole life, where this is two words in the slot.
-#[derive(Default, Debug)]
-struct Evict {
-    done: AtomicBool,
-    task: AtomicWaker,
-}
-
-impl Evict {
-    fn cancel(&self) {
-        self.done.store(true, Ordering::Release);
-        self.task.wake();
-    }
-
-    fn is_cancelled(&self) -> bool {
-        self.done.load(Ordering::Acquire)
-    }
-
-    async fn cancelled(&self) {
-        std::future::poll_fn(|cx| {
-            if self.is_cancelled() {
-                return std::task::Poll::Ready(());
-            }
-            // Registered before the second look, so an eviction between the two still wakes.
-            self.task.register(cx.waker());
-            if self.is_cancelled() {
-                std::task::Poll::Ready(())
-            } else {
-                std::task::Poll::Pending
-            }
-        })
-        .await
-    }
+    /// Raised when the connection, still waiting for its head, was closed to make room.
+    evict: Wakeup,
 }
 
 impl ConnLimits {
@@ -193,7 +157,7 @@ impl ConnLimits {
                 self.refused.fetch_add(1, Ordering::Relaxed);
                 return None;
             };
-            oldest.evict.cancel();
+            oldest.evict.raise();
             self.evicted.fetch_add(1, Ordering::Relaxed);
             Self::give_back(&mut state, &oldest);
         }
@@ -203,7 +167,7 @@ impl ConnLimits {
             ip,
             released: AtomicBool::new(false),
             waiting: AtomicBool::new(true),
-            evict: Evict::default(),
+            evict: Wakeup::default(),
         });
         state.waiting.push_back(slot.clone());
         Some(Admitted { limits: self.clone(), slot })
@@ -250,7 +214,7 @@ impl Admitted {
 
     /// Resolves when this connection, still waiting for its head, was closed to make room.
     pub async fn evicted(&self) {
-        self.slot.evict.cancelled().await
+        std::future::poll_fn(|cx| self.slot.evict.poll_take(cx)).await
     }
 }
 
@@ -293,7 +257,7 @@ mod tests {
         let b1 = limits.admit(ip("10.0.0.2")).unwrap();
         // Two waiting (a1, b1): the next one evicts a1, the oldest.
         let c1 = limits.admit(ip("10.0.0.3")).unwrap();
-        assert!(a1.slot.evict.is_cancelled() && !b1.slot.evict.is_cancelled());
+        assert!(a1.slot.evict.is_raised() && !b1.slot.evict.is_raised());
         assert_eq!(limits.evicted.load(Ordering::Relaxed), 1);
         assert_eq!(limits.open(), 3, "a1's place was given back when it was evicted");
         drop(a1);
@@ -306,7 +270,7 @@ mod tests {
         assert_eq!(limits.open(), 4);
         // All four open, none waiting but d1: a fifth evicts d1; then nothing is left to evict.
         let e1 = limits.admit(ip("10.0.0.5")).unwrap();
-        assert!(d1.slot.evict.is_cancelled());
+        assert!(d1.slot.evict.is_raised());
         let mut e1 = e1;
         e1.head_read();
         assert!(limits.admit(ip("10.0.0.6")).is_none(), "all connections, none waiting");

@@ -30,6 +30,8 @@
 //!   every refusal, with its `kind` on the response for the refusal counter.
 //! - `error_text`: an error turned into the one sentence a person reads (a startup failure, a log
 //!   line), never with a connection string in it.
+//! - `wakeup`: a flag one task waits on, two words instead of a `Notify`'s future or a
+//!   cancellation token's heap node (a reader's resume, a waiting connection's eviction).
 //! - taking a mutex, poisoned or not, is `twoplane_runtime::lock`.
 //!
 //! Dependencies run one way (`scripts/check-module-cycles.py`, run by the lint part, fails on a
@@ -53,4 +55,5 @@ pub mod server;
 pub mod sse_conn;
 pub mod store;
 pub mod ui_stream;
+mod wakeup;
 pub use twoplane_token as token;

@@ -8,13 +8,12 @@
 
 use std::future::Future as _;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use futures::task::AtomicWaker;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
@@ -23,6 +22,7 @@ use twoplane_stream::{Delivered, SseEvents, SseSink};
 use super::framing::{chunk, chunk_size_line, CRLF};
 use super::socket::{try_write_now, DirectWriter, Gone};
 use crate::http::SseStats;
+use crate::wakeup::Wakeup;
 
 /// The connection as a [`SseSink`]: the stream's writer task writes each batch to the socket
 /// without waiting; what the socket does not take at once is kept, in order, and every later
@@ -42,10 +42,9 @@ pub(super) struct ConnSink {
     /// The same socket, for the writer task's writes (see [`DirectWriter`]).
     direct: DirectWriter,
     state: Mutex<SinkState>,
-    /// The writer task gave the subscription back ([`SseSink::resume`]) and the connection's
-    /// task has not seen it yet; `waiting` is that task, while it waits.
-    resumed: AtomicBool,
-    waiting: AtomicWaker,
+    /// Raised when the writer task gives the subscription back ([`SseSink::resume`]), for the
+    /// connection's task.
+    resumed: Wakeup,
     pub(super) stats: Arc<SseStats>,
     /// Dropped with the sink, after `socket` (fields drop in order): its receiver then knows the
     /// socket is the connection's alone again.
@@ -77,8 +76,7 @@ impl ConnSink {
             stall,
             direct: DirectWriter::of(socket),
             state: Mutex::new(SinkState::default()),
-            resumed: AtomicBool::new(false),
-            waiting: AtomicWaker::new(),
+            resumed: Wakeup::default(),
             stats,
             _released: released,
         };
@@ -133,15 +131,7 @@ impl ConnSink {
     /// Ready once the writer task gave the subscription back (since the last time this was
     /// ready); a resume that came before the wait began counts.
     pub(super) fn poll_resumed(&self, cx: &mut Context<'_>) -> Poll<()> {
-        // Registered before the second look, so a resume between the two looks still wakes.
-        if self.resumed.swap(false, Ordering::AcqRel) {
-            return Poll::Ready(());
-        }
-        self.waiting.register(cx.waker());
-        if self.resumed.swap(false, Ordering::AcqRel) {
-            return Poll::Ready(());
-        }
-        Poll::Pending
+        self.resumed.poll_take(cx)
     }
 
     /// Ready once the kept bytes have not shrunk for [`ConnSink::stall`]; while they shrink, or
@@ -233,8 +223,7 @@ impl SseSink for ConnSink {
     }
 
     fn resume(&self) {
-        self.resumed.store(true, Ordering::Release);
-        self.waiting.wake();
+        self.resumed.raise();
     }
 }
 
