@@ -251,9 +251,13 @@ struct Conn {
 /// both (688 bytes); waiting, this one holds the connection and the reader (112 bytes on
 /// x86_64, which tokio's task takes in 256 bytes; docs/server.md, "Memory per reader and per
 /// stream").
+///
+/// A stretch of work ends with what comes next: `Waiting` or `Over`.
 enum ConnTask {
-    Working(Pin<Box<dyn Future<Output = Turn> + Send>>),
+    Working(Pin<Box<dyn Future<Output = ConnTask> + Send>>),
+    /// A reader's body is handed to its stream's writer task: wait, then resume.
     Waiting(Conn, sse_conn::Reader),
+    /// The connection is over.
     Over,
 }
 
@@ -266,8 +270,7 @@ impl Future for ConnTask {
             match task {
                 ConnTask::Working(work) => match work.as_mut().poll(cx) {
                     Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Turn::Over) => *task = ConnTask::Over,
-                    Poll::Ready(Turn::Waiting(conn, reader)) => *task = ConnTask::Waiting(conn, reader),
+                    Poll::Ready(next) => *task = next,
                 },
                 ConnTask::Waiting(_, reader) => match reader.poll_wait(cx) {
                     Poll::Pending => return Poll::Pending,
@@ -284,52 +287,43 @@ impl Future for ConnTask {
     }
 }
 
-/// Where a connection's stretch of work left it.
-enum Turn {
-    /// The connection is over.
-    Over,
-    /// A reader's body is handed to its stream's writer task: wait, then resume.
-    Waiting(Conn, sse_conn::Reader),
-}
-
 impl Conn {
     /// A new connection: read its first request head, and serve it on the path it takes.
-    async fn start(mut self, mut stream: TcpStream) -> Turn {
-        let shared = self.shared.clone();
-        let head_deadline = tokio::time::Instant::now() + shared.head_timeout;
-        let first = match &shared.direct_path {
+    async fn start(mut self, mut stream: TcpStream) -> ConnTask {
+        let head_deadline = tokio::time::Instant::now() + self.shared.head_timeout;
+        let first = match &self.shared.direct_path {
             None => First::Other(Bytes::new()),
             Some(path) => tokio::select! {
-                first = tokio::time::timeout(shared.head_timeout, sse_conn::read_first(&mut stream, self.peer, path)) => match first {
+                first = tokio::time::timeout(self.shared.head_timeout, sse_conn::read_first(&mut stream, self.peer, path)) => match first {
                     Ok(first) => first,
-                    Err(_) => return Turn::Over,
+                    Err(_) => return ConnTask::Over,
                 },
-                () = shared.stopping.cancelled() => return Turn::Over,
-                () = self.admitted.evicted() => return Turn::Over,
+                () = self.shared.stopping.cancelled() => return ConnTask::Over,
+                () = self.admitted.evicted() => return ConnTask::Over,
             },
         };
         // Whatever it turned out to be, the head is in (or hyper has what is left of its budget
         // to finish it): no longer a waiting connection.
         self.admitted.head_read();
         match first {
-            First::Closed => Turn::Over,
+            First::Closed => ConnTask::Over,
             First::Other(read) => {
                 // What the direct path spent reading is taken from hyper's budget for the same
                 // head, so a head that never completes holds the connection once.
                 let left = head_deadline.saturating_duration_since(tokio::time::Instant::now());
                 self.hyper(stream, read, Some(left.max(Duration::from_millis(1)))).await;
-                Turn::Over
+                ConnTask::Over
             }
             First::Sse(request, rest) => {
                 let close = sse_conn::wants_close(request.headers());
                 // Boxed: the router's future is large (about 1.2 KiB), and only for the moment
                 // it runs.
-                let answer = Box::pin(sse_conn::answer(shared.router.clone(), request)).await;
+                let answer = Box::pin(sse_conn::answer(self.shared.router.clone(), request)).await;
                 // A copy: `rest` shares the buffer the head was read into, which must not live
                 // as long as the subscription does.
                 let pending = BytesMut::from(&rest[..]);
                 drop(rest);
-                let served = sse_conn::write_response(stream, answer, pending, close, shared.write_stall).await;
+                let served = sse_conn::write_response(stream, answer, pending, close, self.shared.write_stall).await;
                 self.after(served).await
             }
         }
@@ -337,20 +331,20 @@ impl Conn {
 
     /// A reader's body taken back from its stream's writer task: write it until it ends or is
     /// handed over again.
-    async fn resume(self, reader: sse_conn::Reader) -> Turn {
+    async fn resume(self, reader: sse_conn::Reader) -> ConnTask {
         let served = reader.resume().await;
         self.after(served).await
     }
 
     /// After a response on the direct path: hyper serves the connection's later requests.
-    async fn after(self, served: Served) -> Turn {
+    async fn after(self, served: Served) -> ConnTask {
         match served {
             Served::Done(stream, pending) => {
                 self.hyper(stream, pending.freeze(), None).await;
-                Turn::Over
+                ConnTask::Over
             }
-            Served::Handed(reader) => Turn::Waiting(self, reader),
-            Served::Gone => Turn::Over,
+            Served::Handed(reader) => ConnTask::Waiting(self, reader),
+            Served::Gone => ConnTask::Over,
         }
     }
 
