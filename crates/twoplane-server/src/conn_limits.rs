@@ -206,6 +206,9 @@ impl Admitted {
     /// The first request head is in: the connection no longer counts as waiting (and is never
     /// evicted).
     pub fn head_read(&mut self) {
+        // The task that waited for an eviction may end while this connection lives on (a reader
+        // parked without a task, `crate::parking`): its waker must not keep it.
+        self.slot.evict.forget();
         if self.slot.waiting.swap(false, Ordering::SeqCst) {
             let mut state = lock(&self.limits.state);
             state.waiting.retain(|s| !Arc::ptr_eq(s, &self.slot));
@@ -244,6 +247,31 @@ mod tests {
         assert!(!waiting.is_finished(), "woken before an eviction");
         let _b1 = limits.admit(ip("10.0.0.2")).unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(1), waiting).await.expect("not woken").unwrap();
+    }
+
+    /// A connection's task that waited for an eviction may end while the connection lives on
+    /// (parked, `crate::parking`): once the head is in, the connection holds no waker of it, which
+    /// would keep the whole finished task in memory.
+    #[test]
+    fn a_read_head_lets_go_of_the_eviction_waiter() {
+        struct Task;
+        impl std::task::Wake for Task {
+            fn wake(self: Arc<Self>) {}
+        }
+        let limits =
+            ConnLimits::new(ConnLimitsConfig { max_connections: 1, max_per_ip: 1, max_waiting: 1, reserved: 0 });
+        let mut admitted = limits.admit(ip("10.0.0.1")).unwrap();
+        let task = Arc::new(Task);
+        let waker = std::task::Waker::from(task.clone());
+        {
+            let mut waiting = std::pin::pin!(admitted.evicted());
+            let polled = std::future::Future::poll(waiting.as_mut(), &mut std::task::Context::from_waker(&waker));
+            assert!(polled.is_pending());
+        }
+        drop(waker);
+        assert_eq!(Arc::strong_count(&task), 2, "the wait registered no waker");
+        admitted.head_read();
+        assert_eq!(Arc::strong_count(&task), 1, "the eviction still holds the task's waker");
     }
 
     #[test]

@@ -30,6 +30,8 @@
 //!   every refusal, with its `kind` on the response for the refusal counter.
 //! - `error_text`: an error turned into the one sentence a person reads (a startup failure, a log
 //!   line), never with a connection string in it.
+//! - `parking`: the lot where a reader handed to its stream's writer task waits without a task of
+//!   its own (one task per server polls them all, each with a waker that names its slot).
 //! - `wakeup`: a flag one task waits on, two words instead of a `Notify`'s future or a
 //!   cancellation token's heap node (a reader's resume, a waiting connection's eviction).
 //! - taking a mutex, poisoned or not, is `twoplane_runtime::lock`.
@@ -47,6 +49,7 @@ mod error_text;
 pub mod http;
 pub mod loopback;
 pub mod metrics;
+mod parking;
 pub mod producer;
 pub mod refusal;
 pub mod relay;

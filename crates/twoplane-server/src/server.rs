@@ -18,7 +18,6 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -33,6 +32,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
 
 use crate::conn_limits::{Admitted, ConnLimits, ConnLimitsConfig};
+use crate::parking::{Parking, Waiting};
 use crate::sse_conn::{self, First, Prefixed, Served};
 
 /// Connection-level settings.
@@ -175,6 +175,7 @@ pub async fn serve(
         direct_path: config.direct_sse_path.clone(),
         shortcut: config.shortcut.clone(),
         write_stall: config.write_stall,
+        parking: Parking::start(),
     });
     let limits = config.limits.clone().unwrap_or_else(|| ConnLimits::new(config.conn_limits));
     tokio::pin!(shutdown);
@@ -208,7 +209,7 @@ pub async fn serve(
         // The watcher is held for the connection's life, so the grace period waits for a
         // subscription in flight.
         let conn = Conn { shared: shared.clone(), peer, admitted, watcher: graceful.watcher() };
-        tokio::spawn(ConnTask::Working(Box::pin(conn.start(stream))));
+        tokio::spawn(conn.start(stream));
     }
     drop(listener);
     stopping.cancel();
@@ -230,6 +231,8 @@ struct Shared {
     direct_path: Option<String>,
     shortcut: Option<Arc<dyn Shortcut>>,
     write_stall: Duration,
+    /// Where readers handed to their stream's writer task wait.
+    parking: Parking<Parked>,
 }
 
 /// One connection: what it holds for its whole life.
@@ -241,78 +244,49 @@ struct Conn {
     watcher: Watcher,
 }
 
-/// A connection's task: a stretch of work (boxed, and dropped when it returns), or a reader's
-/// body handed to its stream's writer task, waited on in place.
-///
-/// Why written by hand: a task is as large as its largest state for as long as it lives, and a
-/// reader's connection lives mostly waiting while its stream's writer task delivers to it. As
-/// one async block this task kept room for the futures that wrote (about 1 KiB), and even with
-/// those boxed an async block keeps its captures beside its locals and the wait's future beside
-/// both (688 bytes); waiting, this one holds the connection and the reader (112 bytes on
-/// x86_64, which tokio's task takes in 256 bytes; docs/server.md, "Memory per reader and per
-/// stream").
-///
-/// A stretch of work ends with what comes next: `Waiting` or `Over`.
-enum ConnTask {
-    Working(Pin<Box<dyn Future<Output = ConnTask> + Send>>),
-    /// A reader's body is handed to its stream's writer task: wait, then resume.
-    Waiting(Conn, sse_conn::Reader),
-    /// The connection is over.
-    Over,
+/// A reader's connection while its body is handed to its stream's writer task: parked in the
+/// server's lot ([`crate::parking`]) instead of a task of its own, until the writer gives the
+/// body back (then it goes on with a task again) or the connection is over.
+struct Parked {
+    conn: Conn,
+    reader: sse_conn::Reader,
 }
 
-impl Future for ConnTask {
-    type Output = ();
+impl Waiting for Parked {
+    fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        self.reader.poll_wait(cx)
+    }
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let task = &mut *self;
-        loop {
-            match task {
-                ConnTask::Working(work) => match work.as_mut().poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(next) => *task = next,
-                },
-                ConnTask::Waiting(_, reader) => match reader.poll_wait(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(false) => *task = ConnTask::Over,
-                    Poll::Ready(true) => {
-                        if let ConnTask::Waiting(conn, reader) = std::mem::replace(task, ConnTask::Over) {
-                            *task = ConnTask::Working(Box::pin(conn.resume(reader)));
-                        }
-                    }
-                },
-                ConnTask::Over => return Poll::Ready(()),
-            }
-        }
+    fn go_on(self) {
+        tokio::spawn(self.conn.resume(self.reader));
     }
 }
 
 impl Conn {
     /// A new connection: read its first request head, and serve it on the path it takes.
-    async fn start(mut self, mut stream: TcpStream) -> ConnTask {
+    async fn start(mut self, mut stream: TcpStream) {
         let head_deadline = tokio::time::Instant::now() + self.shared.head_timeout;
         let first = match &self.shared.direct_path {
             None => First::Other(Bytes::new()),
             Some(path) => tokio::select! {
                 first = tokio::time::timeout(self.shared.head_timeout, sse_conn::read_first(&mut stream, self.peer, path)) => match first {
                     Ok(first) => first,
-                    Err(_) => return ConnTask::Over,
+                    Err(_) => return,
                 },
-                () = self.shared.stopping.cancelled() => return ConnTask::Over,
-                () = self.admitted.evicted() => return ConnTask::Over,
+                () = self.shared.stopping.cancelled() => return,
+                () = self.admitted.evicted() => return,
             },
         };
         // Whatever it turned out to be, the head is in (or hyper has what is left of its budget
         // to finish it): no longer a waiting connection.
         self.admitted.head_read();
         match first {
-            First::Closed => ConnTask::Over,
+            First::Closed => {}
             First::Other(read) => {
                 // What the direct path spent reading is taken from hyper's budget for the same
                 // head, so a head that never completes holds the connection once.
                 let left = head_deadline.saturating_duration_since(tokio::time::Instant::now());
                 self.hyper(stream, read, Some(left.max(Duration::from_millis(1)))).await;
-                ConnTask::Over
             }
             First::Sse(request, rest) => {
                 let close = sse_conn::wants_close(request.headers());
@@ -331,20 +305,21 @@ impl Conn {
 
     /// A reader's body taken back from its stream's writer task: write it until it ends or is
     /// handed over again.
-    async fn resume(self, reader: sse_conn::Reader) -> ConnTask {
+    async fn resume(self, reader: sse_conn::Reader) {
         let served = reader.resume().await;
         self.after(served).await
     }
 
-    /// After a response on the direct path: hyper serves the connection's later requests.
-    async fn after(self, served: Served) -> ConnTask {
+    /// After a response on the direct path: hyper serves the connection's later requests, or a
+    /// reader handed over waits in the server's lot.
+    async fn after(self, served: Served) {
         match served {
-            Served::Done(stream, pending) => {
-                self.hyper(stream, pending.freeze(), None).await;
-                ConnTask::Over
+            Served::Done(stream, pending) => self.hyper(stream, pending.freeze(), None).await,
+            Served::Handed(reader) => {
+                let shared = Arc::clone(&self.shared);
+                shared.parking.park(Parked { conn: self, reader });
             }
-            Served::Handed(reader) => ConnTask::Waiting(self, reader),
-            Served::Gone => ConnTask::Over,
+            Served::Gone => {}
         }
     }
 
@@ -392,13 +367,12 @@ fn log_conn_error(peer: SocketAddr, e: &hyper::Error) {
 mod tests {
     use super::*;
 
-    /// An idle reader's connection task is this value and tokio's header and trailer, for as
-    /// long as the reader is connected: a field or a state that grows it grows every reader.
-    /// tokio lays a task out in multiples of 128 bytes on x86_64, and past about 150 bytes of
-    /// future a task takes 384 instead of 256 (112 bytes measured when the bound was set).
+    /// An idle reader's connection is this value in a slot of its server's lot, for as long as
+    /// the reader is connected: a field that grows it grows every reader (112 bytes measured
+    /// when the bound was set).
     #[test]
-    fn a_waiting_connection_task_stays_small() {
-        let size = std::mem::size_of::<ConnTask>();
-        assert!(size <= 144, "a connection's task is {size} bytes");
+    fn a_parked_connection_stays_small() {
+        let size = std::mem::size_of::<Option<Parked>>();
+        assert!(size <= 128, "a parked connection is {size} bytes");
     }
 }

@@ -27,6 +27,12 @@ impl Wakeup {
         self.waiter.wake();
     }
 
+    /// Let go of the registered waker: its task waits for this no more. A waker held here keeps
+    /// its task's memory (all of it, a finished task's too) for as long as this lives.
+    pub fn forget(&self) {
+        drop(self.waiter.take());
+    }
+
     /// Whether the flag is raised and not yet seen.
     #[cfg(test)]
     pub fn is_raised(&self) -> bool {

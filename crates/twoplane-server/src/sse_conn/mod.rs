@@ -12,18 +12,18 @@
 //! frame is one write per subscriber. Under hyper each connection keeps two 8 KiB buffers (its
 //! read buffer and its header write buffer, neither configurable below 8 KiB) and each write goes
 //! through its dispatcher; measured with 1,000 subscribers that was about 16 KiB of RSS and 2 us
-//! of user CPU per delivered frame (docs/server.md, "Fan-out"). Here a subscriber costs its task
-//! (a [`Reader`] and the connection while it waits: `crate::server`'s connection task), its
-//! subscription and a small sink: the request head is read into a buffer that is freed before
-//! the first event.
+//! of user CPU per delivered frame (docs/server.md, "Fan-out"). Here a caught-up subscriber costs
+//! a slot in its server's lot (a [`Reader`] and the connection, parked without a task of their
+//! own: `crate::parking`), its subscription and a small sink: the request head is read into a
+//! buffer that is freed before the first event.
 //!
 //! Direct delivery: once a subscription has caught up, this connection hands it to one of its
 //! stream's writer tasks through a [`sink::ConnSink`] (a `twoplane_stream::SseSink`). A push then wakes
 //! the writers (one per runtime worker), which write each caught-up subscriber's events to its
-//! socket without waiting; this connection's task is not woken per frame at all. It takes the
-//! subscription back when the socket cannot take a batch at once (the sink keeps the rest, which
-//! this task writes first), when the terminal went out, or when a burst left it owing more than
-//! its writer delivers directly.
+//! socket without waiting; the connection, parked meanwhile, is not woken per frame at all. It
+//! takes the subscription back, on a task again, when the socket cannot take a batch at once (the
+//! sink keeps the rest, which that task writes first), when the terminal went out, or when a
+//! burst left it owing more than its writer delivers directly.
 //!
 //! Guarantees:
 //! - The response is exactly what the router answers for that request (the same handler, the
@@ -244,8 +244,8 @@ async fn serve_body(
 ///
 /// It is what an idle reader's connection holds, and all it holds while it waits: the caller
 /// keeps it apart from the future that writes (which is as large as its largest state, and is
-/// dropped while the reader is handed over), so a quiet reader's task holds this and its
-/// connection (docs/server.md, "Memory per reader and per stream").
+/// dropped while the reader is handed over), so a quiet reader is this and its connection in a
+/// slot of the server's lot (docs/server.md, "Memory per reader and per stream").
 pub struct Reader {
     /// The socket (`sink.socket`), and what the stream's writer task writes through.
     sink: Arc<ConnSink>,
@@ -301,8 +301,8 @@ impl Reader {
     /// stream's writer task gives the body back (ready with true) or the connection is over
     /// (ready with false).
     ///
-    /// A poll, not an async fn: the caller's task holds the reader and nothing else while it
-    /// waits (the stall's timer is the sink's).
+    /// A poll, not an async fn: the server's lot holds the reader and nothing else while it
+    /// waits, and polls this with a waker of the reader's slot (the stall's timer is the sink's).
     pub fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
         loop {
             if self.sink.poll_resumed(cx).is_ready() {
