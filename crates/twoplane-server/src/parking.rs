@@ -32,7 +32,8 @@
 //! - A lot's task that is dropped (its runtime shut down) drops what is parked and what was on
 //!   its way.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -40,6 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use futures::task::AtomicWaker;
+use tokio::time::{Instant, Sleep};
 use twoplane_runtime::lock;
 
 /// Something that waits in a lot: polled with its slot's waker until it is ready.
@@ -48,6 +50,11 @@ pub(crate) trait Waiting: Send + 'static {
     fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<bool>;
     /// Go on with a task of its own.
     fn go_on(self);
+    /// When it must be polled again even if nothing wakes it (a reader's next keep-alive): the
+    /// lot keeps one timer for all of them. Asked after each poll that leaves it parked.
+    fn due(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// The handle a server parks with; the lot's task ends once the last handle is gone and the lot
@@ -78,7 +85,14 @@ impl<T: Waiting> Parking<T> {
         });
         let weak: Weak<dyn Wakes> = Arc::downgrade(&lot) as Weak<dyn Wakes>;
         lots().write().unwrap_or_else(|e| e.into_inner()).insert(id, weak);
-        tokio::spawn(LotTask { lot: lot.clone(), slots: Slots::default(), arrived: Vec::new(), woken: Vec::new() });
+        tokio::spawn(LotTask {
+            lot: lot.clone(),
+            slots: Slots::default(),
+            arrived: Vec::new(),
+            woken: Vec::new(),
+            dues: BinaryHeap::new(),
+            timer: None,
+        });
         Parking { lot }
     }
 
@@ -149,19 +163,65 @@ struct LotTask<T: Waiting> {
     /// The inbox's lists, swapped in and out so their room is kept.
     arrived: Vec<T>,
     woken: Vec<u32>,
+    /// When each parked value is due (its slot, and the slot's use then: a slot emptied or taken
+    /// again since is skipped when its time comes).
+    dues: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// The lot's one timer, for the earliest due.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<T: Waiting> LotTask<T> {
-    fn poll_slot(&mut self, key: u32) {
+    /// Poll the value in slot `key`; when it stays parked and `schedule` is set, its due joins
+    /// the timer's list (a value's due is listed on arrival and after each of its times, so once
+    /// at a time).
+    fn poll_slot(&mut self, key: u32, schedule: bool) {
         let waker = slot_waker(self.lot.id, key);
         let mut cx = Context::from_waker(&waker);
-        let Some(value) = self.slots.get_mut(key) else { return };
-        if let Poll::Ready(go_on) = value.poll_wait(&mut cx) {
-            if let Some(value) = self.slots.remove(key) {
-                if go_on {
-                    value.go_on();
+        let Some((value, use_)) = self.slots.get_mut(key) else { return };
+        match value.poll_wait(&mut cx) {
+            Poll::Pending => {
+                if let Some(due) = value.due().filter(|_| schedule) {
+                    self.dues.push(Reverse((due, key, use_)));
                 }
             }
+            Poll::Ready(go_on) => {
+                if let Some(value) = self.slots.remove(key) {
+                    if go_on {
+                        value.go_on();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Poll every value whose due has come, then set the lot's timer for the next due.
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        while let Some(Reverse((at, key, use_))) = self.dues.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.dues.pop();
+            due.push((key, use_));
+        }
+        for (key, use_) in due {
+            if self.slots.get_mut(key).is_some_and(|(_, now_used)| now_used == use_) {
+                self.poll_slot(key, true);
+            }
+        }
+        let Some(Reverse((next, _, _))) = self.dues.peek().copied() else {
+            self.timer = None;
+            return;
+        };
+        let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(next)));
+        if timer.deadline() != next {
+            timer.as_mut().reset(next);
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            // A due that came meanwhile (or a value that is due again at once): the next pass,
+            // after a yield.
+            cx.waker().wake_by_ref();
         }
     }
 }
@@ -183,14 +243,15 @@ impl<T: Waiting> Future for LotTask<T> {
         let mut arrived = std::mem::take(&mut this.arrived);
         for value in arrived.drain(..) {
             let key = this.slots.insert(value);
-            this.poll_slot(key);
+            this.poll_slot(key, true);
         }
         this.arrived = arrived;
         let mut woken = std::mem::take(&mut this.woken);
         for key in woken.drain(..) {
-            this.poll_slot(key);
+            this.poll_slot(key, false);
         }
         this.woken = woken;
+        this.run_timer(cx);
         let inbox = lock(&this.lot.inbox);
         if !inbox.arrived.is_empty() || !inbox.woken.is_empty() {
             // More came during the pass: another pass, after a yield (a value that polls a
@@ -219,12 +280,16 @@ impl<T: Waiting> Drop for LotTask<T> {
 }
 
 /// The slots: chunks that never move or grow once made (a table that doubled would keep up to
-/// as much room again as it holds), with the free keys to reuse.
+/// as much room again as it holds), with the free keys to reuse. Each slot counts its uses, so
+/// a due listed for an earlier value is known as such.
 struct Slots<T> {
-    chunks: Vec<Box<[Option<T>]>>,
+    chunks: Vec<Chunk<T>>,
     free: Vec<u32>,
     len: usize,
 }
+
+/// [`CHUNK`] slots, each a value or none and its use count.
+type Chunk<T> = Box<[(Option<T>, u32)]>;
 
 /// Slots per chunk.
 const CHUNK: usize = 256;
@@ -241,23 +306,26 @@ impl<T> Slots<T> {
             Some(key) => key,
             None => {
                 let key = (self.chunks.len() * CHUNK) as u32;
-                self.chunks.push((0..CHUNK).map(|_| None).collect());
+                self.chunks.push((0..CHUNK).map(|_| (None, 0)).collect());
                 // The new chunk's other keys, lowest taken first.
                 self.free.extend((key + 1..key + CHUNK as u32).rev());
                 key
             }
         };
-        self.chunks[key as usize / CHUNK][key as usize % CHUNK] = Some(value);
+        let slot = &mut self.chunks[key as usize / CHUNK][key as usize % CHUNK];
+        *slot = (Some(value), slot.1.wrapping_add(1));
         self.len += 1;
         key
     }
 
-    fn get_mut(&mut self, key: u32) -> Option<&mut T> {
-        self.chunks.get_mut(key as usize / CHUNK)?[key as usize % CHUNK].as_mut()
+    /// The value in slot `key`, and the slot's use count.
+    fn get_mut(&mut self, key: u32) -> Option<(&mut T, u32)> {
+        let (value, use_) = self.chunks.get_mut(key as usize / CHUNK)?.get_mut(key as usize % CHUNK)?;
+        Some((value.as_mut()?, *use_))
     }
 
     fn remove(&mut self, key: u32) -> Option<T> {
-        let value = self.chunks.get_mut(key as usize / CHUNK)?[key as usize % CHUNK].take()?;
+        let value = self.chunks.get_mut(key as usize / CHUNK)?.get_mut(key as usize % CHUNK)?.0.take()?;
         self.free.push(key);
         self.len -= 1;
         Some(value)
@@ -356,5 +424,64 @@ mod tests {
         let waker = slot_waker(u32::MAX - 1, 0);
         waker.wake_by_ref();
         waker.wake();
+    }
+
+    /// A value that pings each time its due comes (the next one `every` later), and goes on
+    /// after `pings` of them.
+    struct Timed {
+        due: Instant,
+        every: Duration,
+        pings: Arc<Mutex<Vec<(usize, Instant)>>>,
+        left: usize,
+        id: usize,
+    }
+
+    impl Waiting for Timed {
+        fn poll_wait(&mut self, _: &mut Context<'_>) -> Poll<bool> {
+            let now = Instant::now();
+            if now < self.due {
+                return Poll::Pending;
+            }
+            lock(&self.pings).push((self.id, now));
+            self.left -= 1;
+            self.due = now + self.every;
+            if self.left == 0 {
+                Poll::Ready(false)
+            } else {
+                Poll::Pending
+            }
+        }
+
+        fn go_on(self) {}
+
+        fn due(&self) -> Option<Instant> {
+            Some(self.due)
+        }
+    }
+
+    #[tokio::test]
+    async fn each_parked_value_is_polled_when_its_due_comes_and_not_before() {
+        let parking = Parking::start();
+        let pings = Arc::new(Mutex::new(Vec::new()));
+        let start = Instant::now();
+        for (id, (first, every)) in [(120, 100), (40, 60), (80, 1000)].into_iter().enumerate() {
+            let due = start + Duration::from_millis(first);
+            let every = Duration::from_millis(every);
+            parking.park(Timed { due, every, pings: pings.clone(), left: 3, id });
+        }
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let pings = lock(&pings).clone();
+        let ids: Vec<usize> = pings.iter().map(|(id, _)| *id).collect();
+        // In time order: 1 at 40, 100, 160; 2 at 80 (then not for a second); 0 at 120, 220, 320.
+        assert_eq!(ids, [1, 2, 1, 0, 1, 0, 0], "{pings:?}");
+        // Never before its time.
+        let firsts = [120, 40, 80].map(Duration::from_millis);
+        let everys = [100, 60, 1000].map(Duration::from_millis);
+        let mut last: [Option<Instant>; 3] = [None; 3];
+        for (id, at) in &pings {
+            let not_before = last[*id].map_or(start + firsts[*id], |prev| prev + everys[*id]);
+            assert!(*at >= not_before, "{id} early: {pings:?}");
+            last[*id] = Some(*at);
+        }
     }
 }

@@ -260,6 +260,10 @@ impl Waiting for Parked {
     fn go_on(self) {
         tokio::spawn(self.conn.resume(self.reader));
     }
+
+    fn due(&self) -> Option<tokio::time::Instant> {
+        self.reader.next_due()
+    }
 }
 
 impl Conn {

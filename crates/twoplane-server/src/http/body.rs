@@ -32,6 +32,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 use twoplane_core::sse::KEEP_ALIVE_COMMENT;
 use twoplane_stream::{SseBatch, SseSink, Subscription};
 
@@ -69,23 +70,39 @@ pub struct SseBody {
     resume: Resume,
 }
 
-/// The keep-alive comment's timer.
+/// The keep-alive comment's schedule: when the next one is due, with a timer only while a task
+/// waits for it. A reader parked without a task (`crate::parking`) is told by its lot's one timer
+/// instead, and holds none (a timer is about 120 bytes a reader).
 struct KeepAlive {
-    ping: Pin<Box<tokio::time::Sleep>>,
     every: Duration,
+    due: Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl KeepAlive {
     fn new(every: Duration) -> KeepAlive {
-        KeepAlive { ping: Box::pin(tokio::time::sleep(every)), every }
+        KeepAlive { every, due: Instant::now() + every, timer: None }
     }
 
-    /// Ready when a comment is due; the next one is then scheduled.
+    /// Ready when a comment is due; the next one is then scheduled. Registers `cx` with a timer.
     fn poll_due(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        std::task::ready!(self.ping.as_mut().poll(cx));
-        let next = tokio::time::Instant::now() + self.every;
-        self.ping.as_mut().reset(next);
+        let due = self.due;
+        let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        if timer.deadline() != due {
+            timer.as_mut().reset(due);
+        }
+        std::task::ready!(timer.as_mut().poll(cx));
+        self.due = Instant::now() + self.every;
         Poll::Ready(())
+    }
+
+    /// Whether a comment is due at `now` (the next one is then scheduled), without a timer.
+    fn take_due(&mut self, now: Instant) -> bool {
+        if now < self.due {
+            return false;
+        }
+        self.due = now + self.every;
+        true
     }
 }
 
@@ -162,8 +179,29 @@ impl SseBody {
         if self.done || self.keep_alive.poll_due(cx).is_pending() {
             return Poll::Pending;
         }
+        Poll::Ready(self.ping())
+    }
+
+    /// A keep-alive comment if one is due at `now` (counted, and the next one scheduled), for a
+    /// reader whose lot keeps the time ([`SseBody::next_ping`]).
+    pub(crate) fn ping_at(&mut self, now: Instant) -> Option<Bytes> {
+        (!self.done && self.keep_alive.take_due(now)).then(|| self.ping())
+    }
+
+    /// When the next keep-alive comment is due, if one ever is.
+    pub(crate) fn next_ping(&self) -> Option<Instant> {
+        (!self.done).then_some(self.keep_alive.due)
+    }
+
+    /// The body's keep-alive timer goes: from now on its time is kept by whoever asks
+    /// [`SseBody::next_ping`] (until [`SseBody::poll_ping`] makes a timer again).
+    pub(crate) fn untimed(&mut self) {
+        self.keep_alive.timer = None;
+    }
+
+    fn ping(&self) -> Bytes {
         self.stats.pings.fetch_add(1, Ordering::Relaxed);
-        Poll::Ready(Bytes::from_static(KEEP_ALIVE_COMMENT.as_bytes()))
+        Bytes::from_static(KEEP_ALIVE_COMMENT.as_bytes())
     }
 
     /// Account for one batch and, after a terminal, end the body.

@@ -67,6 +67,7 @@ use http_body_util::BodyExt;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 use tower::ServiceExt as _;
 use twoplane_stream::SseSink;
 
@@ -290,13 +291,16 @@ impl Reader {
                 }
                 Step::Handed => {
                     self.sink.stats.handovers.fetch_add(1, Ordering::Relaxed);
+                    // Parked, the reader's keep-alive time is kept by its lot.
+                    self.sse.untimed();
                     return Served::Handed(self);
                 }
             }
         }
     }
 
-    /// While the body is handed over: send keep-alives through the sink, finish writing what the
+    /// While the body is handed over: send keep-alives through the sink when due (the caller
+    /// calls again by [`Reader::next_due`]), finish writing what the
     /// sink kept when the socket has room, and watch for the client's end-of-file, until the
     /// stream's writer task gives the body back (ready with true) or the connection is over
     /// (ready with false).
@@ -334,7 +338,7 @@ impl Reader {
             if self.sink.poll_stalled(cx).is_ready() {
                 return Poll::Ready(false);
             }
-            if let Poll::Ready(ping) = self.sse.poll_ping(cx) {
+            if let Some(ping) = self.sse.ping_at(Instant::now()) {
                 if self.sink.send(&ping).is_err() {
                     return Poll::Ready(false);
                 }
@@ -342,6 +346,11 @@ impl Reader {
             }
             return Poll::Pending;
         }
+    }
+
+    /// When [`Reader::poll_wait`] must be called again even if nothing wakes it: its keep-alive.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.sse.next_ping()
     }
 
     /// Read what the client sent meanwhile (see [`probe`]).
