@@ -33,11 +33,14 @@ pub(crate) struct Continuation {
 }
 
 /// A response body's side of continuing: what continues it, and the continuation under way.
+/// Boxed, and made only for a UI reader: every reader's body holds this (one pointer), and
+/// readers of frames, most of them, never continue.
 #[derive(Default)]
-pub(super) struct Resume {
-    /// What continues a UI reader whose subscription ended short of `[DONE]` (`None`: a reader
-    /// of frames, whose client resumes by itself).
-    by: Option<Box<dyn Continue>>,
+pub(super) struct Resume(Option<Box<Continuing>>);
+
+struct Continuing {
+    /// What continues a UI reader whose subscription ended short of `[DONE]`.
+    by: Box<dyn Continue>,
     /// The continuation under way.
     under_way: Option<Pin<Box<dyn Future<Output = Option<Continuation>> + Send>>>,
     /// The last continuation brought no subscription: the body ends at the next poll (its last
@@ -48,16 +51,16 @@ pub(super) struct Resume {
 impl Resume {
     /// Continued by `by` whenever the UI subscription ends short of `[DONE]`.
     pub fn by(&mut self, by: Box<dyn Continue>) {
-        self.by = Some(by);
+        self.0 = Some(Box::new(Continuing { by, under_way: None, ending: false }));
     }
 
     /// The subscription is over, having got to `outcome` (`None`: not a UI reader's). Starts the
     /// continuation of a UI reader that did not reach `[DONE]`; `false` when the response is to
     /// end instead.
     pub fn start(&mut self, outcome: Option<UiOutcome>) -> bool {
-        match (outcome, self.by.as_mut()) {
-            (Some(outcome), Some(by)) if !outcome.ended => {
-                self.under_way = Some(by.next(outcome));
+        match (outcome, self.0.as_mut()) {
+            (Some(outcome), Some(c)) if !outcome.ended => {
+                c.under_way = Some(c.by.next(outcome));
                 true
             }
             _ => false,
@@ -67,17 +70,18 @@ impl Resume {
     /// What the continuation under way brought, once it has; `Pending` while it runs, or when
     /// none is under way.
     pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Continuation>> {
-        let Some(under_way) = self.under_way.as_mut() else { return Poll::Pending };
+        let Some(c) = self.0.as_mut() else { return Poll::Pending };
+        let Some(under_way) = c.under_way.as_mut() else { return Poll::Pending };
         let next = std::task::ready!(under_way.as_mut().poll(cx));
-        self.under_way = None;
+        c.under_way = None;
         if let Some(next) = &next {
-            self.ending = next.subscription.is_none();
+            c.ending = next.subscription.is_none();
         }
         Poll::Ready(next)
     }
 
     /// The last continuation brought no subscription: nothing follows its bytes.
     pub fn ending(&self) -> bool {
-        self.ending
+        self.0.as_ref().is_some_and(|c| c.ending)
     }
 }
