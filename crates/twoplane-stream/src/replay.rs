@@ -216,75 +216,89 @@ enum Item {
 }
 
 /// What a subscriber gets before the log: frames, and the join's text as spans among them.
+///
+/// The queue is boxed and made only while there is something in it: every subscriber's slot in
+/// its fan-out holds a replay for as long as the subscriber lives, and an idle subscriber's is
+/// empty (one word instead of a queue's four).
 #[derive(Default)]
 pub(crate) struct Replay {
-    items: VecDeque<Item>,
+    #[allow(clippy::box_collection)] // the box is the point: one word in every slot, not four
+    items: Option<Box<VecDeque<Item>>>,
 }
 
 impl Replay {
+    fn queue(&mut self) -> &mut VecDeque<Item> {
+        self.items.get_or_insert_with(Box::default)
+    }
+
     pub fn push_frame(&mut self, frame: Arc<MessageFrame>) {
-        self.items.push_back(Item::MessageFrame(frame));
+        self.queue().push_back(Item::MessageFrame(frame));
     }
 
     pub fn push_text(&mut self, span: TextSpan) {
         if !span.is_empty() {
-            self.items.push_back(Item::Text(span));
+            self.queue().push_back(Item::Text(span));
         }
     }
 
     /// Entries still owed, a span counting as one (it is one coalesced chunk, whatever pieces it
     /// is sent in).
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.items.as_ref().map_or(0, |items| items.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len() == 0
     }
 
     /// Whether the next frame would be cut from the text.
     pub fn text_next(&self) -> bool {
-        matches!(self.items.front(), Some(Item::Text(_)))
+        matches!(self.items.as_ref().and_then(|items| items.front()), Some(Item::Text(_)))
     }
 
     /// The next frame; a piece of the text is cut for `max_bytes` (see [`TextSpan::next_piece`]).
     pub fn pop(&mut self, max_bytes: usize) -> Option<Arc<MessageFrame>> {
+        let items = self.items.as_mut()?;
         loop {
-            match self.items.front_mut()? {
+            match items.front_mut()? {
                 Item::MessageFrame(_) => {
-                    let Some(Item::MessageFrame(f)) = self.items.pop_front() else { return None };
+                    let Some(Item::MessageFrame(f)) = items.pop_front() else { return None };
                     return Some(f);
                 }
                 Item::Text(span) => {
                     if let Some(piece) = span.next_piece(max_bytes) {
                         if span.is_empty() {
-                            self.items.pop_front();
+                            items.pop_front();
                         }
                         return Some(Arc::new(piece));
                     }
-                    self.items.pop_front();
+                    items.pop_front();
                 }
             }
         }
     }
 
-    /// Give back the queue's buffer once it is empty (an idle subscriber holds no storage).
+    /// Give back the queue once it is empty (an idle subscriber holds no storage).
     pub fn release_if_empty(&mut self) {
-        if self.items.is_empty() && self.items.capacity() > 0 {
-            self.items = VecDeque::new();
+        if self.is_empty() {
+            self.items = None;
         }
+    }
+
+    fn of(items: VecDeque<Item>) -> Replay {
+        Replay { items: (!items.is_empty()).then(|| Box::new(items)) }
     }
 }
 
 impl From<VecDeque<Arc<MessageFrame>>> for Replay {
     fn from(frames: VecDeque<Arc<MessageFrame>>) -> Replay {
-        Replay { items: frames.into_iter().map(Item::MessageFrame).collect() }
+        Replay::of(frames.into_iter().map(Item::MessageFrame).collect())
     }
 }
 
 impl From<Vec<Arc<MessageFrame>>> for Replay {
     fn from(frames: Vec<Arc<MessageFrame>>) -> Replay {
-        Replay { items: frames.into_iter().map(Item::MessageFrame).collect() }
+        Replay::of(frames.into_iter().map(Item::MessageFrame).collect())
     }
 }
 

@@ -32,8 +32,9 @@ pub(super) enum Reads {
     Frames,
     /// SSE bytes (counted in [`Encoder::readers`]).
     Sse,
-    /// UI events, not frames (counted in [`Encoder::readers`]).
-    Ui(UiCursor),
+    /// UI events, not frames (counted in [`Encoder::readers`]). Boxed: every slot holds a
+    /// `Reads`, and most readers are not UI readers.
+    Ui(Box<UiCursor>),
 }
 
 /// A UI reader's place: its replay's events until taken, and where it got to.
@@ -80,7 +81,7 @@ impl Encoder {
     pub fn attach_ui(&mut self, prefix: Bytes, at: u64) -> Reads {
         self.ui_readers += 1;
         let prefix = (!prefix.is_empty()).then_some(prefix);
-        Reads::Ui(UiCursor { prefix, outcome: UiOutcome { at, ended: false, started: true } })
+        Reads::Ui(Box::new(UiCursor { prefix, outcome: UiOutcome { at, ended: false, started: true } }))
     }
 
     /// A slot leaving.

@@ -443,3 +443,14 @@ impl FanOut {
         self.log.entries().iter().map(|entry| entry.sse.clone()).collect()
     }
 }
+#[cfg(test)]
+mod size {
+    /// Every subscriber is a slot in its shard's table for as long as it is subscribed, and the
+    /// table grows by doubling: a field that grows a slot grows every subscriber, idle or not
+    /// (160 bytes before the replay's queue and a UI reader's place were boxed, 104 after).
+    #[test]
+    fn a_slot_stays_small() {
+        let size = std::mem::size_of::<Option<super::Slot>>();
+        assert!(size <= 104, "a slot is {size} bytes");
+    }
+}
