@@ -130,6 +130,10 @@ fn lots() -> &'static RwLock<HashMap<u32, Weak<dyn Wakes>>> {
     LOTS.get_or_init(Default::default)
 }
 
+// Both numbers fit the data word only where a pointer has 64 bits (every target the server is
+// built for).
+const _: () = assert!(usize::BITS >= 64, "a slot's waker packs two u32s into a pointer");
+
 /// The waker of slot `slot` in lot `lot`: both numbers in the data word, which is never
 /// dereferenced.
 fn slot_waker(lot: u32, slot: u32) -> Waker {
