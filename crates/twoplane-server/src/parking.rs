@@ -31,6 +31,8 @@
 //!   ends once no handle to the lot is left and nothing is parked or on its way.
 //! - A lot's task that is dropped (its runtime shut down) drops what is parked and what was on
 //!   its way.
+//! - A client cannot grow the lot: it holds a slot per parked connection (which the connection
+//!   limits bound) and at most twice as many timer entries, and 64 more.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -186,6 +188,7 @@ impl<T: Waiting> LotTask<T> {
             Poll::Pending => {
                 if let Some(due) = value.due().filter(|_| schedule) {
                     self.dues.push(Reverse((due, key, use_)));
+                    trim_dues(&mut self.dues, &self.slots);
                 }
             }
             Poll::Ready(go_on) => {
@@ -227,6 +230,17 @@ impl<T: Waiting> LotTask<T> {
             // after a yield.
             cx.waker().wake_by_ref();
         }
+    }
+}
+
+/// Drop the dues of values no longer parked once they outnumber the parked values. Each park
+/// lists a due and a value that leaves does not take its own out (the heap cannot), so a reader
+/// that a client keeps sending back and forth (by reading slowly, a hand-back per batch) would
+/// otherwise grow the heap by one entry per round trip until each one's time came; bounded, the
+/// heap holds at most twice as many entries as there are parked values, and some room.
+fn trim_dues<T>(dues: &mut BinaryHeap<Reverse<(Instant, u32, u32)>>, slots: &Slots<T>) {
+    if dues.len() > 2 * slots.len + 64 {
+        dues.retain(|Reverse((_, key, use_))| slots.use_of(*key) == Some(*use_));
     }
 }
 
@@ -326,6 +340,12 @@ impl<T> Slots<T> {
     fn get_mut(&mut self, key: u32) -> Option<(&mut T, u32)> {
         let (value, use_) = self.chunks.get_mut(key as usize / CHUNK)?.get_mut(key as usize % CHUNK)?;
         Some((value.as_mut()?, *use_))
+    }
+
+    /// The use count of slot `key`, while it holds a value.
+    fn use_of(&self, key: u32) -> Option<u32> {
+        let (value, use_) = self.chunks.get(key as usize / CHUNK)?.get(key as usize % CHUNK)?;
+        value.as_ref().map(|_| *use_)
     }
 
     fn remove(&mut self, key: u32) -> Option<T> {
@@ -486,6 +506,34 @@ mod tests {
             let not_before = last[*id].map_or(start + firsts[*id], |prev| prev + everys[*id]);
             assert!(*at >= not_before, "{id} early: {pings:?}");
             last[*id] = Some(*at);
+        }
+    }
+
+    /// A value parked and sent on over and over leaves one due behind each time; the heap is
+    /// trimmed to the parked values' own before it grows past twice their number (and some room).
+    #[test]
+    fn dues_of_values_gone_are_trimmed() {
+        let mut slots = Slots::default();
+        let mut dues = BinaryHeap::new();
+        let later = Instant::now() + Duration::from_secs(15);
+        let kept: Vec<u32> = (0..10).map(|i| slots.insert(i)).collect();
+        for key in &kept {
+            dues.push(Reverse((later, *key, slots.use_of(*key).unwrap())));
+        }
+        let mut most = 0;
+        for round in 0..10_000u32 {
+            let key = slots.insert(100 + round);
+            dues.push(Reverse((later, key, slots.use_of(key).unwrap())));
+            trim_dues(&mut dues, &slots);
+            most = most.max(dues.len());
+            slots.remove(key);
+        }
+        assert!(most <= 2 * 11 + 64 + 1, "the heap grew to {most}");
+        // The parked values' own dues stay.
+        trim_dues(&mut dues, &slots);
+        for key in &kept {
+            let use_ = slots.use_of(*key);
+            assert!(dues.iter().any(|Reverse((_, k, u))| k == key && Some(*u) == use_), "slot {key} lost its due");
         }
     }
 }
