@@ -40,7 +40,7 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 LAYERS = {
     "twoplane-server": [
         # What every route and the transport share: limits, refusals, origins, the store.
-        ("base", ["conn_limits", "refusal", "cors", "loopback", "browser", "error_text", "store", "relay", "assets", "wakeup", "parking"]),
+        ("base", ["conn_limits", "refusal", "cors", "loopback", "browser", "error_text", "store", "relay", "assets", "wakeup", "parking", "deadline"]),
         # A reader's response: admission, the SSE body, its hand-off, the reader paths.
         ("http", ["http"]),
         # The accept loop and the direct SSE path (its framing, sockets, sinks): bytes, not routes.

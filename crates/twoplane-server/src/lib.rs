@@ -30,6 +30,8 @@
 //!   every refusal, with its `kind` on the response for the refusal counter.
 //! - `error_text`: an error turned into the one sentence a person reads (a startup failure, a log
 //!   line), never with a connection string in it.
+//! - `deadline`: a timer made only while something waits for a deadline (a keep-alive, a stall,
+//!   the parking lot's next due).
 //! - `parking`: the lot where a reader handed to its stream's writer task waits without a task of
 //!   its own (one task per server polls them all, each with a waker that names its slot).
 //! - `wakeup`: a flag one task waits on, two words instead of a `Notify`'s future or a
@@ -44,6 +46,7 @@ pub mod assets;
 pub mod browser;
 pub mod conn_limits;
 pub mod cors;
+mod deadline;
 pub mod demo;
 mod error_text;
 pub mod http;

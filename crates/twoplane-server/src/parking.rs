@@ -46,6 +46,8 @@ use futures::task::AtomicWaker;
 use tokio::time::{Instant, Sleep};
 use twoplane_runtime::lock;
 
+use crate::deadline::poll_deadline;
+
 /// Something that waits in a lot: polled with its slot's waker until it is ready.
 pub(crate) trait Waiting: Send + 'static {
     /// Ready with true to go on ([`Waiting::go_on`]), with false to be dropped.
@@ -221,11 +223,7 @@ impl<T: Waiting> LotTask<T> {
             self.timer = None;
             return;
         };
-        let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(next)));
-        if timer.deadline() != next {
-            timer.as_mut().reset(next);
-        }
-        if timer.as_mut().poll(cx).is_ready() {
+        if poll_deadline(&mut self.timer, next, cx).is_ready() {
             // A due that came meanwhile (or a value that is due again at once): the next pass,
             // after a yield.
             cx.waker().wake_by_ref();

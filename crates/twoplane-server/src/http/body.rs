@@ -24,7 +24,6 @@
 //!   vanished client can go unnoticed.
 
 use std::convert::Infallible;
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -40,6 +39,7 @@ use super::admission::Places;
 use super::config::{SseConfig, SseStats};
 use super::continuation::{Continue, Resume};
 use crate::conn_limits::SubscriberPass;
+use crate::deadline::poll_deadline;
 
 /// What [`SseBody::poll_step`] gave a writer that can take over delivery.
 pub(crate) enum Step {
@@ -88,12 +88,7 @@ impl KeepAlive {
 
     /// Ready when a comment is due; the next one is then scheduled. Registers `cx` with a timer.
     fn poll_due(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let due = self.due;
-        let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
-        if timer.deadline() != due {
-            timer.as_mut().reset(due);
-        }
-        std::task::ready!(timer.as_mut().poll(cx));
+        std::task::ready!(poll_deadline(&mut self.timer, self.due, cx));
         self.due = Instant::now() + self.every;
         Poll::Ready(())
     }

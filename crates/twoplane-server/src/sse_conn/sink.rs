@@ -6,7 +6,6 @@
 //! by the connection's task, so a write from the writer task never waits and never overtakes;
 //! after a failed write the sink takes nothing more.
 
-use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -21,6 +20,7 @@ use twoplane_stream::{Delivered, SseEvents, SseSink};
 
 use super::framing::{chunk, chunk_size_line, CRLF};
 use super::socket::{try_write_now, DirectWriter, Gone};
+use crate::deadline::poll_deadline;
 use crate::http::SseStats;
 use crate::wakeup::Wakeup;
 
@@ -168,12 +168,7 @@ impl ConnSink {
             _ => (kept, Instant::now()),
         };
         held.stuck = Some((was, since));
-        let deadline = since + self.stall;
-        let sleep = held.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        if sleep.deadline() != deadline {
-            sleep.as_mut().reset(deadline);
-        }
-        sleep.as_mut().poll(cx)
+        poll_deadline(&mut held.timer, since + self.stall, cx)
     }
 
     /// The connection's task writes again: a stall is counted afresh the next time.
