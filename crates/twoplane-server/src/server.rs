@@ -32,7 +32,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
 
 use crate::conn_limits::{Admitted, ConnLimits, ConnLimitsConfig};
-use crate::parking::{Parking, Waiting};
+use crate::parking::{Io, Parking, Waiting};
 use crate::sse_conn::{self, First, Prefixed, Served};
 
 /// Connection-level settings.
@@ -175,7 +175,7 @@ pub async fn serve(
         direct_path: config.direct_sse_path.clone(),
         shortcut: config.shortcut.clone(),
         write_stall: config.write_stall,
-        parking: Parking::start(),
+        parking: Parking::start()?,
     });
     let limits = config.limits.clone().unwrap_or_else(|| ConnLimits::new(config.conn_limits));
     tokio::pin!(shutdown);
@@ -253,8 +253,8 @@ struct Parked {
 }
 
 impl Waiting for Parked {
-    fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
-        self.reader.poll_wait(cx)
+    fn poll_wait(&mut self, cx: &mut Context<'_>, io: Io) -> Poll<bool> {
+        self.reader.poll_wait(cx, io)
     }
 
     fn go_on(self) {
@@ -263,6 +263,10 @@ impl Waiting for Parked {
 
     fn due(&self) -> Option<tokio::time::Instant> {
         self.reader.next_due()
+    }
+
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.reader.fd())
     }
 }
 

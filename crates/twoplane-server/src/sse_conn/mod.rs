@@ -66,16 +66,16 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tower::ServiceExt as _;
 use twoplane_stream::SseSink;
 
 use crate::http::{SseBody, Step};
+use crate::parking::Io;
 use framing::{parse, response_head, Parsed, LAST_CHUNK};
 pub use framing::{wants_close, Prefixed, MAX_HEAD};
 use sink::ConnSink;
-use socket::{probe, write_all, write_chunk, Gone};
+use socket::{probe, probe_with, write_all, write_chunk, Gone, Probed, Registered};
 
 /// What the first request on a connection turned out to be.
 pub enum First {
@@ -176,15 +176,18 @@ pub fn write_response(
     async move {
         match body {
             Payload::Reader(sse) => {
-                let socket = Arc::new(stream);
-                if write_all(&socket, &[&head], stall).await.is_err() {
+                // Out of tokio: the sink owns the socket, and the connection's task registers it
+                // only while it runs (`Registered`).
+                let Ok(socket) = stream.into_std() else { return Served::Gone };
+                let sink = Arc::new(ConnSink::new(socket, sse.stats().clone(), stall));
+                let pending = (!pending.is_empty()).then(|| Box::new(pending));
+                let mut reader = Reader { io: None, sink, sse, pending, close };
+                let Ok(io) = reader.register() else { return Served::Gone };
+                if write_all(io, &[&head], stall).await.is_err() {
                     return Served::Gone;
                 }
                 drop(head);
-                let (sink, released) = ConnSink::new(&socket, sse.stats().clone(), stall);
-                drop(socket);
-                let pending = (!pending.is_empty()).then(|| Box::new(pending));
-                Reader { sink: Arc::new(sink), sse, released, pending, close }.run().await
+                reader.run().await
             }
             Payload::Body(body) => {
                 let mut pending = pending;
@@ -202,10 +205,6 @@ enum Payload {
     Reader(Box<SseBody>),
     Body(Body),
 }
-
-/// How long a reader's connection waits for the writer task to let go of the socket before it
-/// closes the connection instead of serving another request on it.
-const RECLAIM_WITHIN: Duration = Duration::from_secs(1);
 
 /// Any response body, written batch by batch by this task.
 async fn serve_body(
@@ -248,12 +247,14 @@ async fn serve_body(
 /// dropped while the reader is handed over), so a quiet reader is this and its connection in a
 /// slot of the server's lot (docs/server.md, "Memory per reader and per stream").
 pub struct Reader {
-    /// The socket (`sink.socket`), and what the stream's writer task writes through.
+    /// The socket's registration with tokio, while the connection's task runs; none while the
+    /// reader is parked (its lot watches the socket). Before `sink` (fields drop in order): the
+    /// registration must go while the socket is open.
+    io: Option<Box<Registered>>,
+    /// The socket, and what the stream's writer task writes through.
     sink: Arc<ConnSink>,
     /// Boxed: the largest thing a reader holds.
     sse: Box<SseBody>,
-    /// Tells when the sink (and with it the socket) is this connection's alone again.
-    released: oneshot::Receiver<()>,
     /// Bytes the client sent after its request (a pipelined request), for hyper; boxed, made
     /// only when such bytes come.
     pending: Option<Box<BytesMut>>,
@@ -262,79 +263,101 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// Register the socket with tokio for the connection's task (once; kept until the reader
+    /// parks or ends).
+    fn register(&mut self) -> Result<&Registered, Gone> {
+        if self.io.is_none() {
+            // SAFETY: the sink owns the socket and this reader holds the sink; the registration
+            // is dropped before the socket is taken out (`finish`) or the sink let go (field
+            // order).
+            let io = unsafe { Registered::new(self.sink.fd()) }.map_err(|_| Gone)?;
+            self.io = Some(Box::new(io));
+        }
+        self.io.as_deref().ok_or(Gone)
+    }
+
     /// Write the body until it ends or is handed to the stream's writer task.
     async fn run(mut self) -> Served {
+        if self.register().is_err() {
+            return Served::Gone;
+        }
         let as_sink: Arc<dyn SseSink> = self.sink.clone();
         loop {
+            let Some(io) = self.io.as_deref() else { return Served::Gone };
             let step = tokio::select! {
                 biased;
                 step = std::future::poll_fn(|cx| self.sse.poll_step(cx, &as_sink)) => step,
-                ready = self.sink.socket.readable() => {
-                    if ready.is_err() || self.probe().is_err() {
+                ready = socket::Socket::readable(io) => {
+                    if ready.is_err() || probe(io, self.pending.get_or_insert_with(Box::default)).is_err() {
                         return Served::Gone;
                     }
+                    self.pending = self.pending.take().filter(|p| !p.is_empty());
                     continue;
                 }
             };
             match step {
                 Step::Data(data) => {
-                    if write_chunk(&self.sink.socket, &data, self.sink.stall).await.is_err() {
+                    if write_chunk(io, &data, self.sink.stall).await.is_err() {
                         return Served::Gone;
                     }
                 }
                 Step::End => {
-                    if write_all(&self.sink.socket, &[LAST_CHUNK], self.sink.stall).await.is_err() {
+                    if write_all(io, &[LAST_CHUNK], self.sink.stall).await.is_err() {
                         return Served::Gone;
                     }
                     drop(as_sink);
-                    return self.finish().await;
+                    return self.finish();
                 }
                 Step::Handed => {
                     self.sink.stats.handovers.fetch_add(1, Ordering::Relaxed);
-                    // Parked, the reader's keep-alive time is kept by its lot.
+                    // Parked, the reader's keep-alive time is kept by its lot, and its socket
+                    // watched by the lot's poller instead of tokio.
                     self.sse.untimed();
+                    self.io = None;
                     return Served::Handed(self);
                 }
             }
         }
     }
 
-    /// While the body is handed over: send keep-alives through the sink when due (the caller
-    /// calls again by [`Reader::next_due`]), finish writing what the
-    /// sink kept when the socket has room, and watch for the client's end-of-file, until the
-    /// stream's writer task gives the body back (ready with true) or the connection is over
-    /// (ready with false).
+    /// While the body is handed over and the reader parked: send keep-alives through the sink
+    /// when due (the caller calls again by [`Reader::next_due`]), finish writing what the sink
+    /// kept when the socket has room, and read what the client sent, until the stream's writer
+    /// task gives the body back (ready with true) or the connection is over (ready with false).
+    ///
+    /// `io` is what the lot's poller saw on the socket since the last call (edges: the socket
+    /// became readable, or writable after a write met `EAGAIN`); a call without either reads and
+    /// writes nothing on the socket.
     ///
     /// A poll, not an async fn: the server's lot holds the reader and nothing else while it
     /// waits, and polls this with a waker of the reader's slot (the stall's timer is the sink's).
-    pub fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+    pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, io: Io) -> Poll<bool> {
+        let mut io = io;
         loop {
             if self.sink.poll_resumed(cx).is_ready() {
                 self.sink.clear_stall();
                 return Poll::Ready(true);
             }
-            match self.sink.socket.poll_read_ready(cx) {
-                Poll::Ready(Ok(())) => {
-                    if self.probe().is_err() {
-                        return Poll::Ready(false);
+            if io.readable {
+                // Edge-triggered: read until the socket has nothing more (bounded by
+                // `MAX_HEAD`).
+                loop {
+                    let pending = self.pending.get_or_insert_with(Box::default);
+                    let probed = probe_with(|buf| self.sink.read(buf), pending);
+                    if pending.is_empty() {
+                        self.pending = None;
                     }
-                    continue;
-                }
-                Poll::Ready(Err(_)) => return Poll::Ready(false),
-                Poll::Pending => {}
-            }
-            if self.sink.kept_len() > 0 {
-                match self.sink.socket.poll_write_ready(cx) {
-                    Poll::Ready(Ok(())) => {
-                        if self.sink.write_kept().is_err() {
-                            return Poll::Ready(false);
-                        }
-                        continue;
+                    match probed {
+                        Ok(Probed::More) => {}
+                        Ok(Probed::Drained) => break,
+                        Err(Gone) => return Poll::Ready(false),
                     }
-                    Poll::Ready(Err(_)) => return Poll::Ready(false),
-                    Poll::Pending => {}
                 }
             }
+            if io.writable && self.sink.write_kept().is_err() {
+                return Poll::Ready(false);
+            }
+            io = Io::default();
             if self.sink.poll_stalled(cx).is_ready() {
                 return Poll::Ready(false);
             }
@@ -342,6 +365,7 @@ impl Reader {
                 if self.sink.send(&ping).is_err() {
                     return Poll::Ready(false);
                 }
+                // Kept bytes (a full socket) start the stall's wait.
                 continue;
             }
             return Poll::Pending;
@@ -353,43 +377,38 @@ impl Reader {
         self.sse.next_ping()
     }
 
-    /// Read what the client sent meanwhile (see [`probe`]).
-    fn probe(&mut self) -> Result<(), Gone> {
-        let pending = self.pending.get_or_insert_with(Box::default);
-        let read = probe(&self.sink.socket, pending);
-        if pending.is_empty() {
-            self.pending = None;
-        }
-        read
+    /// The socket's descriptor, for the lot's poller to watch while the reader is parked.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.sink.fd()
     }
 
     /// After [`Reader::poll_wait`] was ready with true: write what the sink kept, then the body again.
-    pub async fn resume(self) -> Served {
+    pub async fn resume(mut self) -> Served {
         let Ok(kept) = self.sink.take_kept() else { return Served::Gone };
-        if write_all(&self.sink.socket, &[&kept], self.sink.stall).await.is_err() {
+        let stall = self.sink.stall;
+        let Ok(io) = self.register() else { return Served::Gone };
+        if write_all(io, &[&kept], stall).await.is_err() {
             return Served::Gone;
         }
         drop(kept);
         self.run().await
     }
 
-    /// The body's last chunk is out: give the socket back for the next request, once the
-    /// stream's writer task let go of it (it may still hold the sink for the pass it is
-    /// finishing; it lets go within that pass, and the sink's release says when).
-    async fn finish(self) -> Served {
-        let Reader { sink, sse, released, pending, close } = self;
-        let socket = sink.socket.clone();
+    /// The body's last chunk is out: take the socket back for the next request (the stream's
+    /// writer task may still hold the sink for the pass it is finishing; once the socket is
+    /// out, the sink writes nothing more).
+    fn finish(self) -> Served {
+        let Reader { io, sink, sse, pending, close } = self;
+        drop(io);
         drop(sse);
+        let socket = sink.take_socket();
         drop(sink);
         if close {
             return Served::Gone;
         }
-        if tokio::time::timeout(RECLAIM_WITHIN, released).await.is_err() {
-            return Served::Gone;
-        }
-        match Arc::try_unwrap(socket) {
-            Ok(stream) => Served::Done(stream, pending.map_or_else(BytesMut::new, |p| *p)),
-            Err(_) => Served::Gone,
+        match socket.map(TcpStream::from_std) {
+            Some(Ok(stream)) => Served::Done(stream, pending.map_or_else(BytesMut::new, |p| *p)),
+            _ => Served::Gone,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! by the connection's task, so a write from the writer task never waits and never overtakes;
 //! after a failed write the sink takes nothing more.
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -13,13 +14,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 use twoplane_stream::{Delivered, SseEvents, SseSink};
 
 use super::framing::{chunk, chunk_size_line, CRLF};
-use super::socket::{try_write_now, DirectWriter, Gone};
+use super::socket::{try_write_now, Gone};
 use crate::deadline::poll_deadline;
 use crate::http::SseStats;
 use crate::wakeup::Wakeup;
@@ -29,32 +28,30 @@ use crate::wakeup::Wakeup;
 /// batch after it, until this connection's task has written it (after [`SseSink::resume`], or
 /// when the socket has room again).
 ///
-/// The stream's writer task may still hold the sink for the pass it is finishing after the
-/// connection's task is done with it; [`ConnSink::released`] tells that task when the last
-/// holder let go, so it can take the socket back for the next request.
+/// The sink owns the connection's socket. The stream's writer task may still hold the sink for
+/// the pass it is finishing after the connection's task is done with it; the connection's task
+/// takes the socket out for the next request ([`ConnSink::take_socket`]), after which the sink
+/// writes nothing.
 pub(super) struct ConnSink {
-    /// The connection, through tokio: the connection's task writes with it, and it keeps
-    /// `direct`'s descriptor open while the sink lives.
-    pub(super) socket: Arc<TcpStream>,
     /// A client that takes no byte of what the sink kept for this long is gone, as far as this
     /// server is concerned (and a write of the connection's task waits no longer than this).
     pub(super) stall: Duration,
-    /// The same socket, for the writer task's writes (see [`DirectWriter`]).
-    direct: DirectWriter,
+    /// The socket's descriptor, for the connection's task's registration with tokio
+    /// (`super::socket::Registered`) and for the parking lot's poller.
+    fd: RawFd,
     state: Mutex<SinkState>,
     /// Raised when the writer task gives the subscription back ([`SseSink::resume`]), for the
     /// connection's task.
     resumed: Wakeup,
     pub(super) stats: Arc<SseStats>,
-    /// Dropped with the sink, after `socket` (fields drop in order): its receiver then knows the
-    /// socket is the connection's alone again.
-    _released: oneshot::Sender<()>,
 }
 
-#[derive(Default)]
 struct SinkState {
-    /// A write failed: the connection is over.
+    /// A write failed (the connection is over), or the socket was taken out.
     failed: bool,
+    /// The connection (non-blocking), written around tokio (see `super::socket::Registered`);
+    /// none once the connection's task took it out.
+    socket: Option<std::net::TcpStream>,
     /// What the socket did not take, made only while there is some: every reader holds a sink,
     /// and an idle one keeps nothing (boxed, the sink is in malloc's 128-byte class, not 192).
     held: Option<Box<Held>>,
@@ -83,23 +80,37 @@ impl SinkState {
 }
 
 impl ConnSink {
-    /// A sink on `socket`, and what resolves once the last holder of the sink let go of it.
-    pub(super) fn new(
-        socket: &Arc<TcpStream>,
-        stats: Arc<SseStats>,
-        stall: Duration,
-    ) -> (ConnSink, oneshot::Receiver<()>) {
-        let (released, on_release) = oneshot::channel();
-        let sink = ConnSink {
-            socket: socket.clone(),
+    /// A sink that owns `socket` (non-blocking).
+    pub(super) fn new(socket: std::net::TcpStream, stats: Arc<SseStats>, stall: Duration) -> ConnSink {
+        ConnSink {
             stall,
-            direct: DirectWriter::of(socket),
-            state: Mutex::new(SinkState::default()),
+            fd: socket.as_raw_fd(),
+            state: Mutex::new(SinkState { failed: false, socket: Some(socket), held: None }),
             resumed: Wakeup::default(),
             stats,
-            _released: released,
-        };
-        (sink, on_release)
+        }
+    }
+
+    /// The socket's descriptor (open until [`ConnSink::take_socket`], or the sink's end).
+    pub(super) fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// The socket, taken out for the connection's next request: the sink writes nothing from
+    /// now on (a writer task still finishing its pass finds it failed).
+    pub(super) fn take_socket(&self) -> Option<std::net::TcpStream> {
+        let mut st = self.lock();
+        st.failed = true;
+        st.socket.take()
+    }
+
+    /// Read what the client sent, around tokio (a parked reader, woken by its lot's poller).
+    pub(super) fn read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::Read;
+        match &self.lock().socket {
+            Some(socket) => (&*socket).read(buf),
+            None => Err(std::io::ErrorKind::NotConnected.into()),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SinkState> {
@@ -112,7 +123,8 @@ impl ConnSink {
             return Delivered::Held;
         }
         let written = if st.kept_len() == 0 {
-            match try_write_now(&self.direct, parts) {
+            let Some(socket) = &st.socket else { return Delivered::Held };
+            match try_write_now(socket, parts) {
                 Ok(n) => n,
                 Err(_) => {
                     st.failed = true;
@@ -180,20 +192,21 @@ impl ConnSink {
     }
 
     /// How many bytes wait to be written.
+    #[cfg(test)]
     pub(super) fn kept_len(&self) -> usize {
         self.lock().kept_len()
     }
 
-    /// Write as much of what was kept as the socket takes now. Through tokio, not `direct`: this
-    /// runs when tokio said the socket was writable, and only a write through tokio that meets
-    /// `EAGAIN` clears that, so the task waits for room instead of spinning.
+    /// Write as much of what was kept as the socket takes now, around tokio: a parked reader's
+    /// lot watches the socket with its own poller, which reports an edge when room comes after a
+    /// write met `EAGAIN` (so the lot does not spin either).
     pub(super) fn write_kept(&self) -> Result<(), Gone> {
         let mut st = self.lock();
         if st.failed {
             return Err(Gone);
         }
-        let Some(held) = st.held.as_mut() else { return Ok(()) };
-        match try_write_now(&*self.socket, &[&held.kept]) {
+        let SinkState { socket: Some(socket), held: Some(held), .. } = &mut *st else { return Ok(()) };
+        match try_write_now(&*socket, &[&held.kept]) {
             Ok(n) => {
                 held.kept.advance(n);
                 Ok(())
@@ -247,38 +260,49 @@ impl SseSink for ConnSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sse_conn::socket::{Registered, Socket};
     use std::time::Duration;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpStream;
 
-    /// A loopback connection: the client's end, and the server's end as a sink holds it.
-    async fn connected() -> (TcpStream, Arc<TcpStream>) {
+    /// A loopback connection: the client's end, and a sink that owns the server's end.
+    async fn connected(stall: Duration) -> (TcpStream, ConnSink) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        (client, Arc::new(server))
+        let sink = ConnSink::new(server.into_std().unwrap(), Arc::new(SseStats::default()), stall);
+        (client, sink)
     }
 
-    /// A socket whose peer reads nothing, filled through the sink's direct writer until the
-    /// kernel refuses more, with bytes kept: the connection's task, woken as writable, writes the
-    /// kept bytes through tokio, and after that tokio knows the socket is full, so the task's
-    /// next wait for room really waits (written around tokio, the task would spin: tokio's stale
-    /// readiness would wake it again at once).
-    #[tokio::test]
-    async fn after_writing_kept_bytes_into_a_full_socket_the_task_waits_for_room() {
-        let (client, socket) = connected().await;
-        let (sink, _released) = ConnSink::new(&socket, Arc::new(SseStats::default()), Duration::from_secs(30));
+    /// Fill the socket around tokio until the kernel refuses more.
+    fn fill(sink: &ConnSink) {
         let block = vec![b'x'; 64 * 1024];
+        let st = sink.lock();
+        let socket = st.socket.as_ref().unwrap();
         let mut filled = 0;
-        while try_write_now(&sink.direct, &[&block]).unwrap() == block.len() {
+        while try_write_now(socket, &[&block]).unwrap() == block.len() {
             filled += block.len();
             assert!(filled < 1 << 30, "the socket never filled");
         }
-        sink.lock().keep(b"kept bytes");
+    }
+
+    /// A socket filled around tokio while registered with it: the connection's task meets
+    /// `EAGAIN` through its registration, and after that tokio knows the
+    /// socket is full, so the task's next wait for room really waits (had it written around
+    /// tokio, it would spin: tokio's stale readiness would wake it again at once).
+    #[tokio::test]
+    async fn after_a_write_into_a_full_socket_the_task_waits_for_room() {
+        let (client, sink) = connected(Duration::from_secs(30)).await;
+        // SAFETY: the sink owns the socket and outlives the registration.
+        let io = unsafe { Registered::new(sink.fd()) }.unwrap();
+        tokio::time::timeout(Duration::from_secs(1), io.writable()).await.expect("writable").unwrap();
+        fill(&sink);
         // tokio never saw the kernel refuse a write, so it still says writable.
-        tokio::time::timeout(Duration::from_secs(1), socket.writable()).await.expect("stale readiness").unwrap();
-        sink.write_kept().unwrap();
-        assert!((sink.kept_len() > 0), "the full socket took none of it");
-        let waited = tokio::time::timeout(Duration::from_millis(100), socket.writable()).await;
+        tokio::time::timeout(Duration::from_secs(1), io.writable()).await.expect("stale readiness").unwrap();
+        assert_eq!(try_write_now(&io, &[b"more"]).unwrap(), 0, "the full socket took some");
+        let waited = tokio::time::timeout(Duration::from_millis(100), io.writable()).await;
         assert!(waited.is_err(), "writable at once: the task would spin");
+        drop(io);
         drop(client);
     }
 
@@ -286,9 +310,8 @@ mod tests {
     /// stall; one with nothing kept never is.
     #[tokio::test]
     async fn kept_bytes_that_do_not_shrink_for_the_stall_end_the_wait() {
-        let (client, socket) = connected().await;
         let stall = Duration::from_millis(50);
-        let (sink, _released) = ConnSink::new(&socket, Arc::new(SseStats::default()), stall);
+        let (client, sink) = connected(stall).await;
         let stalled = || std::future::poll_fn(|cx| sink.poll_stalled(cx));
         assert!(
             tokio::time::timeout(Duration::from_millis(200), stalled()).await.is_err(),
@@ -305,25 +328,55 @@ mod tests {
         drop(client);
     }
 
+    /// Kept bytes are written once the client makes room, in order, and a full socket takes
+    /// nothing without an error.
+    #[tokio::test]
+    async fn kept_bytes_go_out_when_room_comes() {
+        let (mut client, sink) = connected(Duration::from_secs(30)).await;
+        fill(&sink);
+        sink.lock().keep(b"KEPT");
+        sink.write_kept().unwrap();
+        assert_eq!(sink.kept_len(), 4, "the full socket took kept bytes");
+        let mut buf = vec![0u8; 1 << 20];
+        let mut seen = Vec::new();
+        while !seen.ends_with(b"KEPT") {
+            let n = tokio::time::timeout(Duration::from_secs(2), client.read(&mut buf)).await.unwrap().unwrap();
+            assert!(n > 0);
+            seen.extend_from_slice(&buf[..n]);
+            sink.write_kept().unwrap();
+        }
+        assert_eq!(sink.kept_len(), 0);
+        assert!(seen[..seen.len() - 4].iter().all(|b| *b == b'x'), "kept bytes overtook or were overtaken");
+    }
+
     /// Every reader holds its sink (in an `Arc`, 16 bytes more) for as long as it is connected:
-    /// up to 104 bytes the two are in glibc's 128-byte class, past that in the next (104 measured
-    /// when the bound was set, with the kept bytes boxed).
+    /// up to 104 bytes the two are in glibc's 128-byte class, past that in the next (88 measured
+    /// with the socket owned by the sink).
     #[test]
     fn a_sink_stays_in_its_malloc_class() {
         let size = std::mem::size_of::<ConnSink>();
         assert!(size <= 104, "a sink is {size} bytes");
     }
 
+    /// Once the connection's task took the socket out for its next request, a writer task still
+    /// holding the sink writes nothing more to it.
     #[tokio::test]
-    async fn the_release_is_told_once_the_last_holder_lets_go() {
-        let (_client, socket) = connected().await;
-        let (sink, mut released) = ConnSink::new(&socket, Arc::new(SseStats::default()), Duration::from_secs(30));
+    async fn a_sink_whose_socket_was_taken_writes_nothing() {
+        let (mut client, sink) = connected(Duration::from_secs(30)).await;
         let sink = Arc::new(sink);
         let writer_copy = sink.clone();
-        drop(sink);
-        assert!(released.try_recv().is_err_and(|e| e == oneshot::error::TryRecvError::Empty));
+        sink.send(b"before").unwrap();
+        let socket = sink.take_socket().expect("the socket");
+        assert!(sink.take_socket().is_none());
+        assert!(writer_copy.send(b"after").is_err());
         drop(writer_copy);
-        assert_eq!(released.try_recv(), Err(oneshot::error::TryRecvError::Closed));
-        assert!(Arc::try_unwrap(socket).is_ok(), "the sink let go of the socket before telling");
+        drop(sink);
+        // The socket is open and the next response's alone.
+        let mut socket = TcpStream::from_std(socket).unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut socket, b"next").await.unwrap();
+        drop(socket);
+        let mut seen = Vec::new();
+        client.read_to_end(&mut seen).await.unwrap();
+        assert_eq!(seen, b"6\r\nbefore\r\nnext");
     }
 }

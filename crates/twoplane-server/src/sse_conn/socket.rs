@@ -1,15 +1,20 @@
-//! Writing to and reading from a connection's socket without waiting for it, in the two ways
-//! the direct SSE path needs: through tokio (the connection's own task, which waits for
-//! readiness) and around it ([`DirectWriter`], the stream's writer tasks, which never wait).
+//! Writing to and reading from a connection's socket without waiting for it, in the ways the
+//! direct SSE path needs: through tokio (the connection's own task, which waits for readiness:
+//! the accepted stream, or a reader's descriptor registered while its task runs, [`Registered`])
+//! and around it (the stream's writer tasks and the parking lot, which never wait on tokio).
 //!
 //! Guarantees: a write takes what the socket takes and reports the count (nothing is written
 //! twice or skipped); at most [`MAX_SLICES`] slices go into one `writev`; a client's bytes read
 //! while its response is written are kept in order, up to [`MAX_HEAD`].
 
-use std::io;
+use std::io::{self, Read, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use super::framing::{chunk, MAX_HEAD};
@@ -18,24 +23,64 @@ use super::framing::{chunk, MAX_HEAD};
 #[derive(Debug)]
 pub(super) struct Gone;
 
+/// A connection's socket as the connection's task uses it: reads and writes that never wait,
+/// and waits for tokio's readiness (cleared by a read or write that met `EAGAIN`).
+pub(super) trait Socket: TryWriteVectored {
+    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize>;
+    async fn readable(&self) -> io::Result<()>;
+    async fn writable(&self) -> io::Result<()>;
+}
+
+impl Socket for TcpStream {
+    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        TcpStream::try_read(self, buf)
+    }
+
+    async fn readable(&self) -> io::Result<()> {
+        TcpStream::readable(self).await
+    }
+
+    async fn writable(&self) -> io::Result<()> {
+        TcpStream::writable(self).await
+    }
+}
+
+/// Whether the client may have sent more than [`probe`] read.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Probed {
+    /// Bytes came: there may be more.
+    More,
+    /// The socket had nothing (more) to read.
+    Drained,
+}
+
 /// Read what the client sent while its response is being written: end-of-file or an error ends
 /// the connection; bytes (a pipelined request) are kept for hyper, up to [`MAX_HEAD`].
-pub(super) fn probe(socket: &TcpStream, pending: &mut BytesMut) -> Result<(), Gone> {
+pub(super) fn probe(socket: &impl Socket, pending: &mut BytesMut) -> Result<Probed, Gone> {
+    probe_with(|buf| socket.try_read(buf), pending)
+}
+
+/// [`probe`] with a read of the caller's (a parked reader reads its sink's socket directly).
+pub(super) fn probe_with(
+    read: impl FnOnce(&mut [u8]) -> io::Result<usize>,
+    pending: &mut BytesMut,
+) -> Result<Probed, Gone> {
     let mut buf = [0u8; 256];
-    match socket.try_read(&mut buf) {
+    match read(&mut buf) {
         Ok(0) => Err(Gone),
         Ok(n) if pending.len() + n > MAX_HEAD => Err(Gone),
         Ok(n) => {
             pending.extend_from_slice(&buf[..n]);
-            Ok(())
+            Ok(Probed::More)
         }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Probed::Drained),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Probed::More),
         Err(_) => Err(Gone),
     }
 }
 
 /// One chunk of the body (nothing for empty data: an empty chunk would end the body).
-pub(super) async fn write_chunk(socket: &TcpStream, data: &[u8], stall: Duration) -> Result<(), Gone> {
+pub(super) async fn write_chunk(socket: &impl Socket, data: &[u8], stall: Duration) -> Result<(), Gone> {
     if data.is_empty() {
         return Ok(());
     }
@@ -46,7 +91,7 @@ pub(super) async fn write_chunk(socket: &TcpStream, data: &[u8], stall: Duration
 /// Write every byte of `parts`, in order, waiting for room as needed, but never longer than
 /// `stall` for any one write to make progress: a client that takes no byte for that long is
 /// [`Gone`].
-pub(super) async fn write_all(socket: &TcpStream, parts: &[&[u8]], stall: Duration) -> Result<(), Gone> {
+pub(super) async fn write_all(socket: &impl Socket, parts: &[&[u8]], stall: Duration) -> Result<(), Gone> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0;
     while done < total {
@@ -65,29 +110,72 @@ pub(super) async fn write_all(socket: &TcpStream, parts: &[&[u8]], stall: Durati
     Ok(())
 }
 
-/// A connection's socket written with plain `writev`, bypassing tokio's readiness bookkeeping.
+/// A reader's descriptor registered with tokio, for the connection's task while it runs; the
+/// socket itself is the sink's (`ConnSink`), which the stream's writer task writes with plain
+/// `writev` around tokio.
 ///
-/// Why: the writer task writes to hundreds of sockets per push, and going through tokio touches
-/// each socket's readiness record first, one more cache miss per write (about a quarter of the
-/// user time of a delivery in a profile of bench_http phase B). Nothing is lost by bypassing it:
-/// tokio clears a socket's write readiness only when its own write meets `EAGAIN`, so the
-/// connection's task, when it next writes through tokio, at worst tries once more before it
-/// waits, and the edge that wakes it comes from the kernel either way. The connection's task
-/// therefore always writes through tokio (`ConnSink::write_kept`, [`write_all`]): a task that
-/// waited for tokio's readiness and then wrote around it would find it never cleared.
-pub(super) struct DirectWriter(std::mem::ManuallyDrop<std::net::TcpStream>);
+/// Why around tokio: the writer task writes to hundreds of sockets per push, and going through
+/// tokio touches each socket's readiness record first, one more cache miss per write (about a
+/// quarter of the user time of a delivery in a profile of bench_http phase B). Nothing is lost
+/// by bypassing it: tokio clears a descriptor's write readiness only when its own write meets
+/// `EAGAIN`, so the connection's task, when it next writes through tokio, at worst tries once
+/// more before it waits, and the edge that wakes it comes from the kernel either way. The
+/// connection's task therefore always writes through this registration ([`write_all`]): a task
+/// that waited for tokio's readiness and then wrote around it would find it never cleared.
+///
+/// Why apart from the socket: a parked reader is registered with its lot's poller instead
+/// (`crate::parking`), and tokio's registration of a descriptor is 256 bytes of its own; so the
+/// registration is made when the connection's task runs and dropped when it parks.
+pub(super) struct Registered(AsyncFd<Fd>);
 
-impl DirectWriter {
-    pub(super) fn of(socket: &TcpStream) -> DirectWriter {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        // SAFETY: the descriptor belongs to `socket`, which the sink holds (`ConnSink::socket`)
-        // for as long as this writer lives, and `ManuallyDrop` keeps this copy from closing it.
-        // The socket is non-blocking (tokio set it so), so a write never waits.
-        DirectWriter(std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(socket.as_raw_fd()) }))
+/// The sink's descriptor, borrowed (never closed from here).
+pub(super) struct Fd(ManuallyDrop<std::net::TcpStream>);
+
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
     }
 }
 
-/// A socket [`try_write_now`] can write to: tokio's, or the sink's direct one.
+impl Registered {
+    /// Register `fd` with tokio (it must be non-blocking).
+    ///
+    /// # Safety
+    /// `fd` is an open socket that stays open for as long as the registration lives (the
+    /// reader holds the sink that owns it, and drops the registration before it takes the
+    /// socket out).
+    pub(super) unsafe fn new(fd: RawFd) -> io::Result<Registered> {
+        // SAFETY: open for as long as this lives (the caller's promise); `ManuallyDrop` keeps
+        // this copy from closing it.
+        let borrowed = Fd(ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) }));
+        // SAFETY: as above; `Fd` always names the same descriptor.
+        unsafe { AsyncFd::register_with_interest(borrowed, Interest::READABLE | Interest::WRITABLE) }
+            .map(Registered)
+            .map_err(|e| e.into_parts().1)
+    }
+}
+
+impl Socket for Registered {
+    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_io(Interest::READABLE, |fd| (&*fd.0).read(buf))
+    }
+
+    async fn readable(&self) -> io::Result<()> {
+        self.0.readable().await.map(drop)
+    }
+
+    async fn writable(&self) -> io::Result<()> {
+        self.0.writable().await.map(drop)
+    }
+}
+
+impl TryWriteVectored for Registered {
+    fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.0.try_io(Interest::WRITABLE, |fd| (&*fd.0).write_vectored(bufs))
+    }
+}
+
+/// A socket [`try_write_now`] can write to: through tokio, or the sink's own (around it).
 pub(super) trait TryWriteVectored {
     fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize>;
 }
@@ -98,10 +186,9 @@ impl TryWriteVectored for TcpStream {
     }
 }
 
-impl TryWriteVectored for DirectWriter {
+impl TryWriteVectored for std::net::TcpStream {
     fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        use std::io::Write;
-        (&*self.0).write_vectored(bufs)
+        (&*self).write_vectored(bufs)
     }
 }
 
