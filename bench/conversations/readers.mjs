@@ -6,9 +6,12 @@
 // Each reader checks every piece of text it receives against the exact text at the place it
 // lands, and is done when it holds all of it; a reader whose response ends early reconnects from what it
 // holds (twoplane: `from=` the units held; Durable Streams: the last control event's offset and
-// cursor), at most 20 times. When every reader has finished it answers `done`; { type: 'report' }
-// asks for the results: mismatches, failures, reconnects, and the receipt time of each delta of
-// the sampled streams' readers.
+// cursor), at most 20 times. A twoplane reader goes on after its text until the stream's `end`
+// frame (whose `seq`, the durable length, must be the whole text), and notes for each delta the
+// time from its receipt to the receipt of the first `durable` or `end` frame that covers it (the
+// durable lag as a reader learns it), in 1 ms bins. When every reader has finished it answers
+// `done`; { type: 'report' } asks for the results: mismatches, failures, reconnects, the receipt
+// time of each delta of the sampled streams' readers, and the durable lags.
 import http from 'node:http';
 import { now, sleep, streamText, DELTA_LEN, protocolOf, SseSplitter, Buckets } from './protocol.mjs';
 
@@ -45,8 +48,23 @@ function received(r, text) {
   if (d1 > d0) {
     if (buckets) buckets.add(t, d1 - d0);
     if (r.times) for (let d = d0; d < d1; d++) r.times.push(t);
+    if (r.got) for (let d = d0; d < d1; d++) r.got.push(t);
   }
-  if (r.held === r.expected.length) finish(r, 'ok');
+  // A twoplane reader waits for the stream's end frame (it says what is durable).
+  if (r.held === r.expected.length && job.kind !== 'twoplane') finish(r, 'ok');
+}
+
+/** Durable lags, in 1 ms bins: bin -> count. */
+const durableLags = new Map();
+
+/** A frame said the first `seq` units are durable: each delta held and not yet covered gets its lag. */
+function covered(r, seq) {
+  const t = now();
+  const upTo = Math.min(Math.floor(seq / DELTA_LEN), r.got.length);
+  for (; r.covered < upTo; r.covered++) {
+    const bin = Math.max(0, Math.floor(t - r.got[r.covered]));
+    durableLags.set(bin, (durableLags.get(bin) ?? 0) + 1);
+  }
 }
 
 function firstDiff(a, b) {
@@ -68,6 +86,11 @@ function onEvent(r, event, data) {
       const have = r.held;
       if (f.from > have) return finish(r, `gap: chunk from ${f.from}, ${have} held`);
       if (f.seq > have) received(r, f.text.slice(have - f.from));
+    } else if (f.type === 'durable') {
+      covered(r, f.seq);
+    } else if (f.type === 'end' && r.held === r.expected.length && f.seq === r.held) {
+      covered(r, f.seq);
+      return finish(r, 'ok');
     } else if (f.type === 'end' || f.type === 'stale' || f.type === 'absent') {
       return finish(r, `${f.type} frame at ${r.held} of ${r.expected.length} units`);
     }
@@ -139,7 +162,8 @@ process.on('message', async (m) => {
     const texts = new Map();
     for (const x of job.readers) {
       if (!texts.has(x.idx)) texts.set(x.idx, streamText(x.idx, job.n));
-      readers.push({ ...x, expected: texts.get(x.idx), held: 0, offset: '-1', cursor: '', times: x.sampled ? [] : null, reconnects: 0, verdict: null, req: null });
+      const got = job.kind === 'twoplane' ? [] : null;
+      readers.push({ ...x, expected: texts.get(x.idx), held: 0, offset: '-1', cursor: '', times: x.sampled ? [] : null, got, covered: 0, reconnects: 0, verdict: null, req: null });
     }
     let next = 0;
     await Promise.all(
@@ -166,6 +190,7 @@ process.on('message', async (m) => {
       reconnects: readers.reduce((a, r) => a + r.reconnects, 0),
       buckets: buckets?.counts ?? [],
       times,
+      durableLags: [...durableLags],
     });
   } else if (m.type === 'stop') {
     stopping = true;

@@ -32,7 +32,9 @@
 // most 500 are; one clock: performance.timeOrigin + performance.now() in every process); RSS per
 // open stream and per idle reader (RSS after creating the streams, then with every reader
 // connected and idle, each minus the one before, divided); twoplane's largest seq - durableSeq
-// (append answers, and GET /v1/streams/{id} of a few streams every 500 ms); whether GET /readyz,
+// (append answers, and GET /v1/streams/{id} of a few streams every 500 ms) and its durable lag
+// (p50 / p99 / max over every delta of every reader: from the delta's receipt to the receipt of
+// the first `durable` or `end` frame that covers it, readers.mjs); whether GET /readyz,
 // polled every 100 ms, always answered 200, and its slowest answer; the achieved against the
 // asked rate of appends over the steady part (a producer that falls behind sends late and says
 // so: the lateness p99 of the sends against their schedule); then each peer's CPU per delivered
@@ -478,6 +480,7 @@ async function runCase(s, z, R, round, fdLimit) {
     let unfinished = 0;
     result.reconnects = 0;
     const lat = [];
+    const lags = new Map();
     for (const d of rdone) if (d.lost) problems.push(`readers: ${d.lost}`);
     for (const m of reports) {
       if (m.lost) {
@@ -488,6 +491,7 @@ async function runCase(s, z, R, round, fdLimit) {
       mismatches += m.mismatches;
       unfinished += m.unfinished;
       result.reconnects += m.reconnects;
+      for (const [bin, count] of m.durableLags ?? []) lags.set(bin, (lags.get(bin) ?? 0) + count);
       if (m.ok < m.readers) problems.push(`${m.readers - m.ok} readers without their exact text: ${m.failures.join('; ')}`);
       for (const [key, times] of Object.entries(m.times)) {
         const sent = sends[key.split('/')[0]];
@@ -502,6 +506,9 @@ async function runCase(s, z, R, round, fdLimit) {
     result.unfinished = unfinished;
     result.p50 = quantile(lat, 0.5);
     result.p99 = quantile(lat, 0.99);
+    result.durableP50 = binQuantile(lags, 0.5);
+    result.durableP99 = binQuantile(lags, 0.99);
+    result.durableMax = lags.size ? Math.max(...lags.keys()) : NaN;
     // The steady window.
     const appended = countBetween(prod.filter((m) => !m.lost).map((m) => m.buckets), t0, ra.t, rb.t);
     const delivered = countBetween(reports.filter((m) => !m.lost).map((m) => m.buckets), t0, ra.t, rb.t);
@@ -539,6 +546,18 @@ const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const kib = (b) => `${f(b / 1024, 1)} KiB`;
 const ratio = (x, y) => (Number.isFinite(x / y) ? `${(x / y).toFixed(2)}x` : '—');
+/** The `q` quantile of a histogram of 1 ms bins (bin -> count), as the bin's upper edge. */
+function binQuantile(bins, q) {
+  const sorted = [...bins].sort((a, b) => a[0] - b[0]);
+  const total = sorted.reduce((a, [, c]) => a + c, 0);
+  if (total === 0) return NaN;
+  let seen = 0;
+  for (const [bin, count] of sorted) {
+    seen += count;
+    if (seen >= q * total) return bin + 1;
+  }
+  return NaN;
+}
 
 async function quiet() {
   for (let i = 0; i < WAIT_S; i++) {
@@ -577,7 +596,7 @@ for (let round = 0; round < ROUNDS; round++) {
         }
         if (Number.isFinite(r.deliverUser)) {
           console.log(
-            `${head} ${f(r.deliverUser + r.deliverSystem, 2)} us/delivered, ${f(r.appendUser + r.appendSystem, 2)} us/appended, ${f(r.writes, 3)} writes/delivered, p50/p99 ${f(r.p50)}/${f(r.p99)} ms, ${f(r.achieved, 0)} of ${r.asked}/s, server at ${f(r.cpuShare * 100, 0)} % of a core${r.compiling ? ', * rustc ran' : ''}`,
+            `${head} ${f(r.deliverUser + r.deliverSystem, 2)} us/delivered, ${f(r.appendUser + r.appendSystem, 2)} us/appended, ${f(r.writes, 3)} writes/delivered, p50/p99 ${f(r.p50)}/${f(r.p99)} ms, ${f(r.achieved, 0)} of ${r.asked}/s, server at ${f(r.cpuShare * 100, 0)} % of a core${Number.isFinite(r.durableP99) ? `, durable lag p99 ${f(r.durableP99, 0)} ms` : ''}${r.compiling ? ', * rustc ran' : ''}`,
           );
         }
       }
@@ -592,7 +611,7 @@ console.log(
 );
 console.log('');
 console.log(
-  '| streams x deltas at rate | R | server | CPU per appended delta, µs (user + sys) | CPU per delivered delta, µs (user + sys) | writes per delivered delta | context switches per appended delta | p50 / p99 send to receipt, ms | RSS per stream | RSS per idle reader | max seq − durableSeq | /readyz | achieved / asked deltas/s (send lateness p99) | readers exact |',
+  '| streams x deltas at rate | R | server | CPU per appended delta, µs (user + sys) | CPU per delivered delta, µs (user + sys) | writes per delivered delta | context switches per appended delta | p50 / p99 send to receipt, ms | RSS per stream | RSS per idle reader | max seq − durableSeq; durable lag p50 / p99 / max, ms | /readyz | achieved / asked deltas/s (send lateness p99) | readers exact |',
 );
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 const totals = {};
@@ -611,7 +630,10 @@ for (const z of SIZES) {
       const m = (k) => mean(rs.map((r) => r[k]));
       totals[key] = m('deliverUser') + m('deliverSystem');
       const ready = s.kind === 'twoplane' ? (rs.every((r) => r.ready.bad === 0) ? `always 200 (${rs.reduce((a, r) => a + r.ready.polls, 0)} polls), slowest ${f(Math.max(...rs.map((r) => r.ready.slowest)))} ms` : `NOT always 200: ${rs.map((r) => `${r.ready.bad} of ${r.ready.polls} (${[...r.ready.statuses].join(',')})`).join(', ')}, slowest ${f(Math.max(...rs.map((r) => r.ready.slowest)))} ms`) : 'n/a';
-      const undurable = s.kind === 'twoplane' ? String(Math.max(...rs.map((r) => r.maxUndurable))) : 'n/a';
+      const undurable =
+        s.kind === 'twoplane'
+          ? `${Math.max(...rs.map((r) => r.maxUndurable))}; ${f(m('durableP50'), 0)} / ${f(m('durableP99'), 0)} / ${f(Math.max(...rs.map((r) => r.durableMax)), 0)}`
+          : 'n/a';
       const star = rs.some((r) => r.compiling) ? ' *' : '';
       console.log(
         `| ${sizeCell} | ${R} | ${s.label}${star} | ${f(m('appendUser') + m('appendSystem'), 2)} (${f(m('appendUser'), 2)} + ${f(m('appendSystem'), 2)}) | ${f(totals[key], 2)} (${f(m('deliverUser'), 2)} + ${f(m('deliverSystem'), 2)}) | ${f(m('writes'), 3)} | ${f(m('switches'), 2)} | ${f(m('p50'))} / ${f(m('p99'))} | ${kib(m('rssPerStream'))} | ${kib(m('rssPerReader'))} | ${undurable} | ${ready} | ${f(m('achieved'), 0)} / ${z.S * z.rate} (${f(m('lateP99'))} ms) | ${rs.reduce((a, r) => a + r.readersOk, 0)} of ${rs.reduce((a, r) => a + r.readers, 0)}${m('reconnects') > 0 ? `, ${f(m('reconnects'), 0)} reconnects` : ''} |`,
