@@ -724,6 +724,84 @@ mod tests {
         assert!(watched[1].0.lock().unwrap().is_empty());
     }
 
+    /// A value that owes `kept` to a socket its peer does not read: it writes on each
+    /// `writable` edge until the socket would block, and goes on once all is written.
+    struct Owing {
+        socket: std::os::unix::net::UnixStream,
+        kept: Vec<u8>,
+        writable_edges: Arc<AtomicUsize>,
+        done: tokio::sync::mpsc::UnboundedSender<()>,
+    }
+
+    impl Waiting for Owing {
+        fn poll_wait(&mut self, _: &mut Context<'_>, io: Io) -> Poll<bool> {
+            use std::io::Write;
+            if io.writable {
+                self.writable_edges.fetch_add(1, Ordering::Relaxed);
+                while !self.kept.is_empty() {
+                    match self.socket.write(&self.kept) {
+                        Ok(n) => drop(self.kept.drain(..n)),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(_) => return Poll::Ready(false),
+                    }
+                }
+            }
+            if self.kept.is_empty() {
+                Poll::Ready(true)
+            } else {
+                Poll::Pending
+            }
+        }
+
+        fn go_on(self) {
+            let _ = self.done.send(());
+        }
+
+        fn fd(&self) -> Option<RawFd> {
+            use std::os::fd::AsRawFd;
+            Some(self.socket.as_raw_fd())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_parked_socket_that_was_full_is_written_when_room_comes() {
+        use std::io::{Read, Write};
+        let parking = Parking::start().unwrap();
+        let (mut ours, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        // Fill the socket: the kernel refuses more (which is what makes the next room an edge).
+        let block = vec![b'x'; 64 * 1024];
+        let mut filled = 0usize;
+        loop {
+            match ours.write(&block) {
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let (done, mut went_on) = tokio::sync::mpsc::unbounded_channel();
+        let writable_edges = Arc::new(AtomicUsize::new(0));
+        let kept = b"KEPT".repeat(1000);
+        parking.park(Owing { socket: ours, kept: kept.clone(), writable_edges: writable_edges.clone(), done });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(went_on.try_recv().is_err(), "went on with the socket full");
+        // The peer reads everything: room comes, the lot hears of it, the kept bytes go out.
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            while got.len() < filled + 4000 {
+                let n = peer.read(&mut buf).unwrap();
+                assert!(n > 0, "end of file before the kept bytes");
+                got.extend_from_slice(&buf[..n]);
+            }
+            got
+        });
+        tokio::time::timeout(Duration::from_secs(5), went_on.recv()).await.expect("never written").unwrap();
+        let got = reader.join().unwrap();
+        assert_eq!(&got[filled..], &kept[..], "the kept bytes, in order, after what filled the socket");
+        assert!(writable_edges.load(Ordering::Relaxed) >= 1);
+    }
+
     /// A value parked and sent on over and over leaves one due behind each time; the heap is
     /// trimmed to the parked values' own before it grows past twice their number (and some room).
     #[test]
