@@ -210,7 +210,9 @@ fn drop_slot(_: *const ()) {}
 struct LotTask<T: Waiting> {
     lot: Arc<Lot<T>>,
     slots: Slots<T>,
-    /// The inbox's lists, swapped in and out so their room is kept.
+    /// The inbox's lists, swapped in and out so their room is kept (up to [`KEPT_ROOM`] each:
+    /// a burst of arrivals, say every reader reconnecting at once, would otherwise leave room
+    /// for all of them in both lists for good).
     arrived: Vec<T>,
     woken: Vec<u32>,
     /// When each parked value is due (its slot, and the slot's use then: a slot emptied or taken
@@ -225,6 +227,9 @@ struct LotTask<T: Waiting> {
     /// The poller's events of one call, by slot (and the slot's use when it was registered).
     seen: Vec<(u32, u32, Io)>,
 }
+
+/// The most room the inbox's lists keep between passes (values or slots).
+const KEPT_ROOM: usize = 256;
 
 /// Events taken from the poller per call; a pass takes at most [`EVENTS_PER_PASS`], then yields.
 const EVENTS_PER_CALL: usize = 256;
@@ -390,11 +395,13 @@ impl<T: Waiting> Future for LotTask<T> {
             }
             this.poll_slot(key, true, Io::default());
         }
+        arrived.shrink_to(KEPT_ROOM);
         this.arrived = arrived;
         let mut woken = std::mem::take(&mut this.woken);
         for key in woken.drain(..) {
             this.poll_slot(key, false, Io::default());
         }
+        woken.shrink_to(KEPT_ROOM);
         this.woken = woken;
         let polled_all = this.run_poller(cx);
         this.run_timer(cx);
@@ -576,6 +583,30 @@ mod tests {
         let waker = slot_waker(u32::MAX - 1, 0);
         waker.wake_by_ref();
         waker.wake();
+    }
+
+    /// A burst of arrivals leaves no room for all of them behind (the lists swap between the
+    /// inbox and the lot's task, so the task's list is the inbox's after the next pass).
+    #[tokio::test]
+    async fn a_burst_of_arrivals_leaves_no_room_for_all_of_them() {
+        let parking = Parking::start().unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let flagged = |id| Flagged {
+            go: Default::default(),
+            end: Default::default(),
+            polls: Default::default(),
+            went_on: tx.clone(),
+            id,
+        };
+        for id in 0..5000 {
+            parking.park(flagged(id));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        parking.park(flagged(5000));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        parking.park(flagged(5001));
+        let room = lock(&parking.lot.inbox).arrived.capacity();
+        assert!(room <= KEPT_ROOM, "the inbox keeps room for {room} arrivals");
     }
 
     /// A value that pings each time its due comes (the next one `every` later), and goes on
